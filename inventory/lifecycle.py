@@ -1,0 +1,99 @@
+"""Lifecycle rules for nodes and GPUs.
+
+    ordered → delivered → burn-in → in service ⇄ degraded → in repair → in service
+    any state → retired
+
+Every change goes through ``transition`` (or ``bulk_transition``), which refuses anything else and
+records who, when, from, to and why.
+"""
+
+from django.contrib.contenttypes.models import ContentType
+from django.core.exceptions import ValidationError
+from django.db import transaction
+from django.utils import timezone
+from simple_history.utils import bulk_update_with_history
+
+from .models import LifecycleState as S
+from .models import StateTransition
+
+ALLOWED = {
+    S.ORDERED: {S.DELIVERED},
+    S.DELIVERED: {S.BURN_IN},
+    S.BURN_IN: {S.IN_SERVICE},
+    S.IN_SERVICE: {S.DEGRADED},
+    S.DEGRADED: {S.IN_SERVICE, S.IN_REPAIR},
+    S.IN_REPAIR: {S.IN_SERVICE},
+    S.RETIRED: set(),
+}
+
+
+def allowed_targets(state):
+    """States reachable from ``state``; retiring is allowed from anywhere but retired."""
+    targets = set(ALLOWED.get(state, set()))
+    if state != S.RETIRED:
+        targets.add(S.RETIRED)
+    return [s for s in S if s in targets]
+
+
+def check_transition(current, target):
+    """Raise ``ValidationError`` (on field ``to``) if ``current → target`` is not allowed."""
+    if target not in S.values:
+        raise ValidationError({"to": f"'{target}' is not a lifecycle state."})
+    if target not in allowed_targets(current):
+        options = ", ".join(s.label for s in allowed_targets(current)) or "none"
+        raise ValidationError(
+            {"to": f"Cannot go from {S(current).label} to {S(target).label}; allowed from here: {options}."}
+        )
+
+
+def _record(objs, previous_states, target, user, reason, now):
+    content_type = ContentType.objects.get_for_model(objs[0])
+    StateTransition.objects.bulk_create(
+        StateTransition(
+            content_type=content_type, object_id=obj.pk, from_state=previous, to_state=target,
+            user=user if user and user.is_authenticated else None,
+            username=user.get_username() if user and user.is_authenticated else "system",
+            reason=reason, created=now,
+        )
+        for obj, previous in zip(objs, previous_states, strict=True)
+    )
+
+
+@transaction.atomic
+def transition(obj, target, user=None, reason=""):
+    """Move one node or GPU to ``target``; raises ``ValidationError`` if the rules refuse it."""
+    check_transition(obj.state, target)
+    previous = obj.state
+    obj.state = target
+    obj._change_reason = reason
+    obj.save(update_fields=["state", "updated"])
+    _record([obj], [previous], target, user, reason, timezone.now())
+    return obj
+
+
+@transaction.atomic
+def bulk_transition(queryset, target, user=None, reason=""):
+    """Move every object of ``queryset`` that may go to ``target``, in bulk SQL.
+
+    Returns ``(moved, refused)``: the objects moved and ``(object, message)`` for the others.
+    """
+    moved, refused = [], []
+    for obj in queryset.select_for_update():
+        try:
+            check_transition(obj.state, target)
+        except ValidationError as error:
+            refused.append((obj, error.message_dict["to"][0]))
+        else:
+            moved.append(obj)
+    if moved:
+        previous = [obj.state for obj in moved]
+        now = timezone.now()
+        for obj in moved:
+            obj.state, obj.updated = target, now
+        model = type(moved[0])
+        bulk_update_with_history(
+            moved, model, ["state", "updated"], default_user=user if user and user.is_authenticated else None,
+            default_change_reason=reason,
+        )
+        _record(moved, previous, target, user, reason, now)
+    return moved, refused

@@ -1,0 +1,1 @@
+"""Capacity planning, contracts and procurement (see the planning issue)."""

@@ -1,0 +1,50 @@
+import hashlib
+import secrets
+
+from django.conf import settings
+from django.db import models
+from django.utils import timezone
+
+
+def hash_token(key):
+    return hashlib.sha256(key.encode()).hexdigest()
+
+
+class APIToken(models.Model):
+    """A named API token. Only a hash is stored; the key is shown once, when it is created."""
+
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="api_tokens")
+    name = models.CharField(max_length=100, help_text="What the token is for, e.g. 'procurement sync'.")
+    key_hash = models.CharField(max_length=64, unique=True, editable=False)
+    prefix = models.CharField(max_length=8, editable=False, help_text="First characters, to recognise it.")
+    created = models.DateTimeField(auto_now_add=True)
+    expires = models.DateTimeField(null=True, blank=True)
+    last_used = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created"]
+        verbose_name = "API token"
+
+    def __str__(self):
+        return f"{self.name} ({self.prefix}…)"
+
+    @classmethod
+    def issue(cls, user, name, expires=None):
+        """Create a token; returns (token, key). The key cannot be recovered later."""
+        key = secrets.token_hex(20)
+        token = cls.objects.create(user=user, name=name, key_hash=hash_token(key), prefix=key[:8], expires=expires)
+        return token, key
+
+    @property
+    def is_expired(self):
+        return self.expires is not None and self.expires <= timezone.now()
+
+
+class WorkerHeartbeat(models.Model):
+    """Written by a periodic Celery task so pages can say whether background work is running."""
+
+    worker = models.CharField(max_length=200, unique=True)
+    last_seen = models.DateTimeField()
+
+    def __str__(self):
+        return f"{self.worker} @ {self.last_seen:%Y-%m-%d %H:%M}"

@@ -1,0 +1,6 @@
+from django.apps import AppConfig
+
+
+class SupportConfig(AppConfig):
+    name = "support"
+    verbose_name = "Support"

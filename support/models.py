@@ -1,0 +1,1 @@
+"""Support tickets with SLAs (see the support issue)."""

@@ -1,0 +1,65 @@
+import os
+
+import dj_database_url
+import pytest
+from django.contrib.auth.models import Group, User
+
+from portal.roles import ADMIN, MANAGER, VIEWER
+from tests.pgserver import throwaway_postgres
+
+
+@pytest.fixture(scope="session")
+def django_db_modify_db_settings(django_db_modify_db_settings_parallel_suffix):
+    """Point Django at a real PostgreSQL for the whole run (one server per xdist worker)."""
+    from django.conf import settings
+    from django.db import connections
+
+    def use(config):
+        # Update in place (Django's connection handler holds this very dict) and drop the connection
+        # object made at start-up so the next access builds one with the PostgreSQL backend.
+        settings.DATABASES["default"].update(config)
+        connections["default"].close()
+        del connections["default"]
+
+    if os.environ.get("TEST_DATABASE_URL"):
+        use(dj_database_url.parse(os.environ["TEST_DATABASE_URL"]))
+        yield
+        return
+    with throwaway_postgres() as (host, port, user):
+        use({"ENGINE": "django.db.backends.postgresql", "NAME": "postgres", "HOST": host, "PORT": port,
+             "USER": user, "PASSWORD": "", "CONN_MAX_AGE": 0})
+        yield
+
+
+def make_user(username, role):
+    user = User.objects.create_user(username=username, password="pw-" + username, email=f"{username}@example.org")
+    if role:
+        user.groups.add(Group.objects.get(name=role))
+    return user
+
+
+@pytest.fixture
+def viewer(db):
+    return make_user("vera", VIEWER)
+
+
+@pytest.fixture
+def manager(db):
+    return make_user("max", MANAGER)
+
+
+@pytest.fixture
+def admin_user(db):
+    return make_user("ada", ADMIN)
+
+
+@pytest.fixture
+def viewer_client(client, viewer):
+    client.force_login(viewer)
+    return client
+
+
+@pytest.fixture
+def manager_client(client, manager):
+    client.force_login(manager)
+    return client
