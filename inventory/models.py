@@ -35,12 +35,12 @@ class PortalModel(models.Model):
     class Meta:
         abstract = True
 
+    def get_absolute_url(self):
+        return self._url("detail")
+
     def _url(self, action):
         opts = self._meta
         return reverse(f"{opts.app_label}:{opts.model_name}_{action}", args=[self.pk])
-
-    def get_absolute_url(self):
-        return self._url("detail")
 
     def get_edit_url(self):
         return self._url("edit")

@@ -1,0 +1,127 @@
+"""Filter sets shared by the list pages and the API (``?state=in_service&site=2&q=gpu-a``)."""
+
+import django_filters
+from django.db.models import Q
+
+from .models import (
+    GPU,
+    Fabric,
+    FabricAttachment,
+    GPUModel,
+    LifecycleState,
+    Node,
+    NodeModel,
+    Rack,
+    Site,
+    StorageSystem,
+    Switch,
+)
+
+
+class SearchFilterSet(django_filters.FilterSet):
+    """Adds ``q``: a case-insensitive match on any of ``search_fields``."""
+
+    q = django_filters.CharFilter(method="search", label="Search")
+    search_fields: tuple = ()
+
+    def search(self, queryset, name, value):
+        value = value.strip()
+        if not value:
+            return queryset
+        match = Q()
+        for field in self.search_fields:
+            match |= Q(**{f"{field}__icontains": value})
+        return queryset.filter(match)
+
+
+class GPUModelFilterSet(SearchFilterSet):
+    search_fields = ("vendor", "name")
+
+    class Meta:
+        model = GPUModel
+        fields = ["vendor", "form_factor"]
+
+
+class NodeModelFilterSet(SearchFilterSet):
+    search_fields = ("vendor", "name")
+
+    class Meta:
+        model = NodeModel
+        fields = ["vendor", "gpu_slots"]
+
+
+class SiteFilterSet(SearchFilterSet):
+    search_fields = ("name", "location")
+
+    class Meta:
+        model = Site
+        fields = []
+
+
+class RackFilterSet(SearchFilterSet):
+    search_fields = ("name", "site__name")
+
+    class Meta:
+        model = Rack
+        fields = ["site"]
+
+
+class NodeFilterSet(SearchFilterSet):
+    search_fields = ("hostname", "serial", "asset_tag", "partition", "owner_team")
+    state = django_filters.MultipleChoiceFilter(choices=LifecycleState.choices)
+    partition = django_filters.CharFilter(lookup_expr="iexact")
+    owner_team = django_filters.CharFilter(lookup_expr="iexact")
+    warranty_expired = django_filters.BooleanFilter(method="filter_warranty_expired", label="Warranty expired")
+
+    class Meta:
+        model = Node
+        fields = ["site", "rack", "node_model", "state", "partition", "owner_team"]
+
+    def filter_warranty_expired(self, queryset, name, value):
+        from django.utils import timezone
+
+        expired = Q(warranty_end__lt=timezone.localdate())
+        return queryset.filter(expired) if value else queryset.exclude(expired)
+
+
+class GPUFilterSet(SearchFilterSet):
+    search_fields = ("serial", "uuid", "node__hostname")
+    state = django_filters.MultipleChoiceFilter(choices=LifecycleState.choices)
+    site = django_filters.ModelChoiceFilter(field_name="node__site", queryset=Site.objects.all(), label="Site")
+    spare = django_filters.BooleanFilter(field_name="node", lookup_expr="isnull", label="Spare (no node)")
+
+    class Meta:
+        model = GPU
+        fields = ["node", "gpu_model", "state", "site"]
+
+
+class FabricFilterSet(SearchFilterSet):
+    search_fields = ("name",)
+
+    class Meta:
+        model = Fabric
+        fields = ["kind", "site"]
+
+
+class SwitchFilterSet(SearchFilterSet):
+    search_fields = ("name", "model", "serial")
+
+    class Meta:
+        model = Switch
+        fields = ["fabric", "site", "rack"]
+
+
+class FabricAttachmentFilterSet(SearchFilterSet):
+    search_fields = ("node__hostname", "fabric__name")
+
+    class Meta:
+        model = FabricAttachment
+        fields = ["node", "fabric", "switch"]
+
+
+class StorageSystemFilterSet(SearchFilterSet):
+    search_fields = ("name",)
+
+    class Meta:
+        model = StorageSystem
+        fields = ["site", "kind", "tier"]
