@@ -1,2 +1,30 @@
+from .roles import role_of
+
+# The main menu: (section, [(label, URL name, permission needed)]).
+NAVIGATION = [
+    ("Inventory", [
+        ("Sites", "inventory:site_list", "inventory.view_site"),
+        ("Racks", "inventory:rack_list", "inventory.view_rack"),
+        ("Nodes", "inventory:node_list", "inventory.view_node"),
+        ("GPUs", "inventory:gpu_list", "inventory.view_gpu"),
+        ("Fabrics", "inventory:fabric_list", "inventory.view_fabric"),
+        ("Switches", "inventory:switch_list", "inventory.view_switch"),
+        ("Fabric attachments", "inventory:fabricattachment_list", "inventory.view_fabricattachment"),
+        ("Storage", "inventory:storagesystem_list", "inventory.view_storagesystem"),
+    ]),
+    ("Catalog", [
+        ("GPU models", "inventory:gpumodel_list", "inventory.view_gpumodel"),
+        ("Node models", "inventory:nodemodel_list", "inventory.view_nodemodel"),
+    ]),
+]
+
+
 def navigation(request):
-    return {}
+    user = getattr(request, "user", None)
+    if user is None or not user.is_authenticated:
+        return {}
+    menu = [
+        (section, [(label, url) for label, url, perm in items if user.has_perm(perm)])
+        for section, items in NAVIGATION
+    ]
+    return {"navigation": [(section, items) for section, items in menu if items], "user_role": role_of(user)}

@@ -211,6 +211,7 @@ CELERY_BEAT_SCHEDULE = {
 
 # --- Misc --------------------------------------------------------------------------------------
 DJANGO_TABLES2_TEMPLATE = "portal/table.html"
+DJANGO_TABLES2_TABLE_ATTRS = {"class": "table"}
 DJANGO_TABLES2_PAGE_RANGE = 7
 EMAIL_BACKEND = os.environ.get("EMAIL_BACKEND", "django.core.mail.backends.console.EmailBackend")
 DEFAULT_FROM_EMAIL = os.environ.get("DEFAULT_FROM_EMAIL", "cluster-portal@localhost")

@@ -1,7 +1,15 @@
 from django.contrib import admin
 from django.urls import include, path
 
+from . import views
+
 urlpatterns = [
-    path("admin/", admin.site.urls),
+    path("", views.HomeView.as_view(), name="home"),
+    path("search/", views.SearchView.as_view(), name="search"),
+    path("tokens/", views.TokenListView.as_view(), name="tokens"),
+    path("tokens/<int:pk>/revoke/", views.TokenRevokeView.as_view(), name="token_revoke"),
     path("accounts/", include("django.contrib.auth.urls")),
+    path("admin/", admin.site.urls),
+    path("inventory/", include("inventory.urls")),
+    path("api/", include("portal.api.urls")),
 ]

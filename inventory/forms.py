@@ -1,0 +1,188 @@
+"""Edit forms for the pages and row forms for CSV import.
+
+Model validation (rack height, GPU slots, uniqueness) lives in the models, so these forms, the API
+and the import all refuse the same things with the same messages.
+"""
+
+from django import forms
+from django.core.exceptions import ValidationError
+
+from portal.imports import ImportForm
+
+from . import lifecycle
+from .models import (
+    GPU,
+    Fabric,
+    FabricAttachment,
+    GPUModel,
+    Node,
+    NodeModel,
+    Rack,
+    Site,
+    StorageSystem,
+    Switch,
+)
+
+
+class DateInput(forms.DateInput):
+    input_type = "date"
+
+
+class LifecycleFormMixin:
+    """The state is chosen when an object is created; afterwards it changes only through the
+    lifecycle (detail page or bulk change), which checks the rules and records the reason."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        if self.instance.pk and "state" in self.fields:
+            del self.fields["state"]
+
+
+class GPUModelForm(forms.ModelForm):
+    class Meta:
+        model = GPUModel
+        fields = ["vendor", "name", "form_factor", "memory_gb", "memory_bandwidth_tbs", "bf16_tflops",
+                  "fp8_tflops", "tdp_w", "nvlink_gbs"]
+
+
+class NodeModelForm(forms.ModelForm):
+    class Meta:
+        model = NodeModel
+        fields = ["vendor", "name", "cpu_cores", "ram_gb", "gpu_slots", "max_power_w", "height_u"]
+
+
+class SiteForm(forms.ModelForm):
+    class Meta:
+        model = Site
+        fields = ["name", "location", "power_capacity_kw", "cooling_capacity_kw", "description"]
+
+
+class RackForm(forms.ModelForm):
+    class Meta:
+        model = Rack
+        fields = ["site", "name", "height_u", "power_budget_kw"]
+
+
+class NodeForm(LifecycleFormMixin, forms.ModelForm):
+    class Meta:
+        model = Node
+        fields = ["hostname", "serial", "asset_tag", "site", "rack", "position", "node_model", "partition",
+                  "owner_team", "warranty_end", "state"]
+        widgets = {"warranty_end": DateInput()}
+
+
+class GPUForm(LifecycleFormMixin, forms.ModelForm):
+    class Meta:
+        model = GPU
+        fields = ["node", "slot", "gpu_model", "serial", "uuid", "state"]
+
+
+class FabricForm(forms.ModelForm):
+    class Meta:
+        model = Fabric
+        fields = ["name", "kind", "link_speed_gbps", "site", "description"]
+
+
+class SwitchForm(forms.ModelForm):
+    class Meta:
+        model = Switch
+        fields = ["name", "fabric", "site", "rack", "model", "serial", "ports", "uplinks", "oversubscription_ratio"]
+
+
+class FabricAttachmentForm(forms.ModelForm):
+    class Meta:
+        model = FabricAttachment
+        fields = ["node", "fabric", "switch", "ports", "speed_gbps"]
+
+
+class StorageSystemForm(forms.ModelForm):
+    class Meta:
+        model = StorageSystem
+        fields = ["name", "site", "kind", "tier", "capacity_tb", "used_tb", "read_gbs", "write_gbs"]
+
+
+# --- CSV import: one form per row; related objects are named, not numbered --------------------------
+
+
+def by_name(queryset, field="name", **kwargs):
+    return forms.ModelChoiceField(queryset=queryset, to_field_name=field, **kwargs)
+
+
+class LifecycleImportMixin:
+    """On re-import, a changed ``state`` is applied as a lifecycle transition (checked and recorded)."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.previous_state = self.instance.state if self.instance.pk else None
+        if self.instance.pk and not (self.data.get("state") or "").strip():
+            self.data = {**self.data, "state": self.previous_state}
+
+    def clean_state(self):
+        state = self.cleaned_data["state"]
+        if self.previous_state and state != self.previous_state:
+            try:
+                lifecycle.check_transition(self.previous_state, state)
+            except ValidationError as error:
+                raise ValidationError(error.message_dict["to"]) from error
+        return state
+
+    def save(self, commit=True):
+        target = self.instance.state
+        if self.previous_state and target != self.previous_state:
+            self.instance.state = self.previous_state
+            obj = super().save(commit)
+            return lifecycle.transition(obj, target, self.user, "CSV import")
+        return super().save(commit)
+
+
+class SiteImportForm(ImportForm):
+    class Meta:
+        model = Site
+        fields = ["name", "location", "power_capacity_kw", "cooling_capacity_kw", "description"]
+
+
+class RackImportForm(ImportForm):
+    site = by_name(Site.objects.all())
+
+    class Meta:
+        model = Rack
+        fields = ["site", "name", "height_u", "power_budget_kw"]
+
+
+class NodeImportForm(LifecycleImportMixin, ImportForm):
+    site = by_name(Site.objects.all())
+    rack = forms.CharField(required=False, help_text="Rack name within the site.")
+    node_model = by_name(NodeModel.objects.all())
+
+    class Meta:
+        model = Node
+        fields = ["hostname", "serial", "asset_tag", "site", "rack", "position", "node_model", "partition",
+                  "owner_team", "warranty_end", "state"]
+
+    def clean(self):
+        cleaned = super().clean()
+        name, site = cleaned.get("rack"), cleaned.get("site")
+        cleaned["rack"] = None
+        if name and site:
+            rack = Rack.objects.filter(site=site, name=name).first()
+            if rack is None:
+                self.add_error("rack", f"No rack '{name}' in site {site}.")
+            cleaned["rack"] = rack
+        # The form's own rack field is text; put the resolved rack on the instance for model validation.
+        self.instance.rack = cleaned["rack"]
+        return cleaned
+
+
+class GPUImportForm(LifecycleImportMixin, ImportForm):
+    node = by_name(Node.objects.select_related("node_model"), field="hostname", required=False)
+    gpu_model = by_name(GPUModel.objects.all())
+
+    class Meta:
+        model = GPU
+        fields = ["serial", "uuid", "node", "slot", "gpu_model", "state"]
+
+    def clean_serial(self):
+        serial = self.cleaned_data["serial"].strip()
+        if not serial:
+            raise ValidationError("Every imported GPU needs a serial: re-imports match on it.")
+        return serial

@@ -1,0 +1,79 @@
+"""Read-only summaries of the fleet for other apps and the home dashboard (set-based queries)."""
+
+from collections import defaultdict
+
+from django.db.models import Count, F, Q, Sum
+from django.utils import timezone
+
+from .models import GPU, LifecycleState, Node, Rack, Site, StorageSystem, Switch
+
+# GPUs that exist in the fleet's capacity: delivered and not retired.
+COUNTED_STATES = [s for s in LifecycleState.values if s not in (LifecycleState.ORDERED, LifecycleState.RETIRED)]
+
+
+def fleet_summary():
+    """Counts and capacity for the home dashboard, in a handful of aggregate queries."""
+    today = timezone.localdate()
+    sites = list(Site.objects.order_by("name").values_list("name", flat=True))
+    states = LifecycleState.choices
+
+    nodes_by_site_state = defaultdict(dict)
+    for row in Node.objects.values("site__name", "state").annotate(n=Count("id")):
+        nodes_by_site_state[row["site__name"]][row["state"]] = row["n"]
+    nodes_by_state = {s: sum(by_state.get(s, 0) for by_state in nodes_by_site_state.values()) for s, _ in states}
+
+    gpus_by_state = dict(GPU.objects.values_list("state").annotate(n=Count("id")))
+    gpus_by_model = list(
+        GPU.objects.filter(state__in=COUNTED_STATES)
+        .values(name=F("gpu_model__name"))
+        .annotate(n=Count("id"))
+        .order_by("-n", "name")
+    )
+    capacity = {
+        row["site"]: row
+        for row in GPU.objects.filter(state__in=COUNTED_STATES, node__isnull=False)
+        .values(site=F("node__site__name"))
+        .annotate(gpus=Count("id"), memory_gb=Sum("gpu_model__memory_gb"), bf16_tflops=Sum("gpu_model__bf16_tflops"))
+    }
+    site_rows = []
+    for name in sites:
+        cap = capacity.get(name, {})
+        site_rows.append({
+            "name": name,
+            "nodes": nodes_by_site_state.get(name, {}),
+            "node_total": sum(nodes_by_site_state.get(name, {}).values()),
+            "gpus": cap.get("gpus", 0),
+            "memory_tb": (cap.get("memory_gb") or 0) / 1000,
+            "bf16_pflops": float(cap.get("bf16_tflops") or 0) / 1000,
+        })
+    out_of_warranty = Node.objects.filter(warranty_end__lt=today).exclude(state=LifecycleState.RETIRED)
+    return {
+        "states": states,
+        "sites": site_rows,
+        "nodes_by_state": nodes_by_state,
+        "node_total": sum(nodes_by_state.values()),
+        "gpus_by_state": {s: gpus_by_state.get(s, 0) for s, _ in states},
+        "gpu_total": sum(gpus_by_state.values()),
+        "gpus_by_model": gpus_by_model,
+        "memory_tb": sum(r["memory_tb"] for r in site_rows),
+        "bf16_pflops": sum(r["bf16_pflops"] for r in site_rows),
+        "out_of_warranty": out_of_warranty.count(),
+        "storage_pb": float(StorageSystem.objects.aggregate(t=Sum("capacity_tb"))["t"] or 0) / 1000,
+    }
+
+
+def search(term, limit=20):
+    """Objects matching a hostname, serial, asset tag, GPU UUID or site name: [(kind, [objects])]."""
+    term = term.strip()
+    if not term:
+        return []
+    groups = [
+        ("Sites", Site.objects.filter(Q(name__icontains=term) | Q(location__icontains=term))),
+        ("Racks", Rack.objects.select_related("site").filter(name__icontains=term)),
+        ("Nodes", Node.objects.filter(
+            Q(hostname__icontains=term) | Q(serial__icontains=term) | Q(asset_tag__icontains=term))),
+        ("GPUs", GPU.objects.select_related("node").filter(Q(serial__icontains=term) | Q(uuid__icontains=term))),
+        ("Switches", Switch.objects.filter(Q(name__icontains=term) | Q(serial__icontains=term))),
+        ("Storage", StorageSystem.objects.filter(name__icontains=term)),
+    ]
+    return [(title, list(queryset[:limit])) for title, queryset in groups if queryset[:limit].exists()]

@@ -1,0 +1,161 @@
+"""Tables for the list pages (django-tables2): sortable columns, CSV export of the filtered rows."""
+
+import django_tables2 as tables
+
+from .models import (
+    GPU,
+    Fabric,
+    FabricAttachment,
+    GPUModel,
+    Node,
+    NodeModel,
+    Rack,
+    Site,
+    StorageSystem,
+    Switch,
+)
+
+
+class StateColumn(tables.Column):
+    """The lifecycle state as a coloured badge; exported as the API value."""
+
+    def render(self, record, value):
+        from django.utils.html import format_html
+
+        return format_html('<span class="badge state-{}">{}</span>', record.state, record.get_state_display())
+
+    def value(self, record, value):
+        return record.state
+
+
+class SelectColumn(tables.CheckBoxColumn):
+    def __init__(self, **kwargs):
+        super().__init__(accessor="pk", attrs={"input": {"name": "select"}}, **kwargs)
+
+
+class GPUModelTable(tables.Table):
+    name = tables.Column(linkify=True)
+    gpu_count = tables.Column("GPUs")
+
+    class Meta:
+        model = GPUModel
+        fields = ("name", "vendor", "form_factor", "memory_gb", "memory_bandwidth_tbs", "bf16_tflops", "fp8_tflops",
+                  "tdp_w", "nvlink_gbs", "gpu_count")
+
+
+class NodeModelTable(tables.Table):
+    name = tables.Column(linkify=True)
+    node_count = tables.Column("Nodes")
+
+    class Meta:
+        model = NodeModel
+        fields = ("name", "vendor", "cpu_cores", "ram_gb", "gpu_slots", "max_power_w", "height_u", "node_count")
+
+
+class SiteTable(tables.Table):
+    name = tables.Column(linkify=True)
+    rack_count = tables.Column("Racks")
+    node_count = tables.Column("Nodes")
+
+    class Meta:
+        model = Site
+        fields = ("name", "location", "power_capacity_kw", "cooling_capacity_kw", "rack_count", "node_count")
+
+
+class RackTable(tables.Table):
+    name = tables.Column(linkify=True)
+    site = tables.Column(linkify=True)
+    node_count = tables.Column("Nodes")
+
+    class Meta:
+        model = Rack
+        fields = ("name", "site", "height_u", "power_budget_kw", "node_count")
+
+
+class NodeTable(tables.Table):
+    select = SelectColumn()
+    hostname = tables.Column(linkify=True)
+    state = StateColumn()
+    site = tables.Column(linkify=True)
+    rack = tables.Column(accessor="rack__name", verbose_name="Rack",
+                         linkify=lambda record: record.rack.get_absolute_url() if record.rack_id else None)
+    node_model = tables.Column(linkify=True)
+    gpu_count = tables.Column("GPUs")
+    warranty_end = tables.DateColumn(format="Y-m-d")
+
+    class Meta:
+        model = Node
+        fields = ("select", "hostname", "state", "site", "rack", "position", "node_model", "gpu_count", "partition",
+                  "owner_team", "warranty_end", "serial", "asset_tag")
+
+    def render_warranty_end(self, record, value):
+        from django.utils.html import format_html
+
+        if record.warranty_expired:
+            return format_html('<span class="expired" title="Warranty expired">{}</span>', value.isoformat())
+        return value.isoformat()
+
+
+class GPUTable(tables.Table):
+    select = SelectColumn()
+    gpu = tables.Column("GPU", accessor="pk", linkify=True, order_by=("node__hostname", "slot"))
+    state = StateColumn()
+    node = tables.Column(linkify=True)
+    gpu_model = tables.Column(linkify=True)
+
+    class Meta:
+        model = GPU
+        fields = ("select", "gpu", "state", "node", "slot", "gpu_model", "serial", "uuid")
+
+    def render_gpu(self, record):
+        return f"{record.node.hostname}/gpu{record.slot}" if record.node_id else f"spare #{record.pk}"
+
+    def value_gpu(self, record):
+        return self.render_gpu(record)
+
+
+class FabricTable(tables.Table):
+    name = tables.Column(linkify=True)
+    site = tables.Column(linkify=True)
+    switch_count = tables.Column("Switches")
+    attachment_count = tables.Column("Nodes attached")
+
+    class Meta:
+        model = Fabric
+        fields = ("name", "kind", "link_speed_gbps", "site", "switch_count", "attachment_count")
+
+
+class SwitchTable(tables.Table):
+    name = tables.Column(linkify=True)
+    fabric = tables.Column(linkify=True)
+    site = tables.Column(linkify=True)
+    rack = tables.Column(accessor="rack__name", verbose_name="Rack")
+
+    class Meta:
+        model = Switch
+        fields = ("name", "fabric", "site", "rack", "model", "ports", "uplinks", "oversubscription_ratio", "serial")
+
+
+class FabricAttachmentTable(tables.Table):
+    attachment = tables.Column("Attachment", accessor="pk", linkify=True, orderable=False)
+    node = tables.Column(linkify=True)
+    fabric = tables.Column(linkify=True)
+    switch = tables.Column(linkify=True)
+    bandwidth = tables.Column("Bandwidth (Gb/s)", accessor="bandwidth_gbps", orderable=False)
+
+    class Meta:
+        model = FabricAttachment
+        fields = ("attachment", "node", "fabric", "switch", "ports", "speed_gbps", "bandwidth")
+
+    def render_attachment(self, record):
+        return f"#{record.pk}"
+
+
+class StorageSystemTable(tables.Table):
+    name = tables.Column(linkify=True)
+    site = tables.Column(linkify=True)
+    used_percent = tables.Column("Used %", orderable=False)
+
+    class Meta:
+        model = StorageSystem
+        fields = ("name", "site", "kind", "tier", "capacity_tb", "used_tb", "used_percent", "read_gbs", "write_gbs")

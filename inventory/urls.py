@@ -1,0 +1,32 @@
+from portal.generic import object_urls
+
+from . import forms, views
+from .models import GPU, Fabric, FabricAttachment, GPUModel, Node, NodeModel, Rack, Site, StorageSystem, Switch
+
+app_name = "inventory"
+
+
+def lifecycle_urls(model):
+    return [
+        ("<int:pk>/transition/", views.TransitionView.as_view(model=model), "transition"),
+        ("bulk-transition/", views.BulkTransitionView.as_view(model=model), "bulk_transition"),
+    ]
+
+
+urlpatterns = [
+    *object_urls(GPUModel, views.GPUModelListView, views.GPUModelView, forms.GPUModelForm),
+    *object_urls(NodeModel, views.NodeModelListView, views.NodeModelView, forms.NodeModelForm),
+    *object_urls(Site, views.SiteListView, views.SiteView, forms.SiteForm,
+                 extra=[("import/", views.SiteImportView.as_view(), "import")]),
+    *object_urls(Rack, views.RackListView, views.RackView, forms.RackForm,
+                 extra=[("import/", views.RackImportView.as_view(), "import")]),
+    *object_urls(Node, views.NodeListView, views.NodeView, forms.NodeForm,
+                 extra=[("import/", views.NodeImportView.as_view(), "import"), *lifecycle_urls(Node)]),
+    *object_urls(GPU, views.GPUListView, views.GPUView, forms.GPUForm,
+                 extra=[("import/", views.GPUImportView.as_view(), "import"), *lifecycle_urls(GPU)]),
+    *object_urls(Fabric, views.FabricListView, views.FabricView, forms.FabricForm),
+    *object_urls(Switch, views.SwitchListView, views.SwitchView, forms.SwitchForm),
+    *object_urls(FabricAttachment, views.FabricAttachmentListView, views.FabricAttachmentView,
+                 forms.FabricAttachmentForm),
+    *object_urls(StorageSystem, views.StorageSystemListView, views.StorageSystemView, forms.StorageSystemForm),
+]

@@ -1,0 +1,332 @@
+"""Generic views that every model's pages are built from, as NetBox does.
+
+A model's list page is a few declarations (queryset, filterset, table); its detail page adds which
+related objects to show. Edit and delete views take the model's form or queryset as arguments, and
+``object_urls`` registers the whole set of pages for a model in one line.
+"""
+
+from dataclasses import dataclass
+from typing import Any
+
+from django import forms
+from django.contrib import messages
+from django.contrib.auth.mixins import PermissionRequiredMixin
+from django.db.models import ProtectedError
+from django.http import HttpResponseRedirect
+from django.shortcuts import render
+from django.urls import path, reverse
+from django.utils.http import urlencode
+from django.views import View
+from django.views.generic import DeleteView, DetailView, UpdateView
+from django_filters.views import FilterView
+from django_tables2 import RequestConfig, SingleTableMixin
+from django_tables2.export import ExportMixin
+
+from .imports import run_import
+
+HISTORY_LIMIT = 25
+RELATED_LIMIT = 25
+
+
+def permission_name(model, action):
+    return f"{model._meta.app_label}.{action}_{model._meta.model_name}"
+
+
+def url_name(model, action):
+    return f"{model._meta.app_label}:{model._meta.model_name}_{action}"
+
+
+class ModelPermissionMixin(PermissionRequiredMixin):
+    """Requires ``<app>.<action>_<model>``; logged-in users without it get 403, not a redirect."""
+
+    permission_action = "view"
+    raise_exception = True
+
+    def get_permission_required(self):
+        return [permission_name(self.get_queryset().model, self.permission_action)]
+
+
+class ObjectListView(ModelPermissionMixin, ExportMixin, SingleTableMixin, FilterView):
+    """Sortable, filterable, paginated table; htmx requests get only the table; ``?_export=csv``
+    downloads every filtered row."""
+
+    template_name = "generic/object_list.html"
+    table_template_name = "generic/object_table.html"
+    paginate_by = 50
+    exclude_columns = ("select", "actions")
+    importable = False
+
+    def get_template_names(self):
+        htmx = getattr(self.request, "htmx", None)
+        if htmx and not htmx.history_restore_request and htmx.target == "object-table":
+            return [self.table_template_name]
+        return [self.template_name]
+
+    def get_export_filename(self, export_format):
+        return f"{self.get_queryset().model._meta.verbose_name_plural.replace(' ', '-')}.{export_format}"
+
+    def get_table_pagination(self, table):
+        return {"per_page": self.paginate_by}
+
+    def get_context_data(self, **kwargs):
+        context = super().get_context_data(**kwargs)
+        model = self.get_queryset().model
+        user = self.request.user
+        query = self.request.GET.copy()
+        query.pop("page", None)
+        query["_export"] = "csv"
+        context.update(
+            opts=model._meta,
+            add_url=reverse(url_name(model, "add")) if user.has_perm(permission_name(model, "add")) else None,
+            import_url=reverse(url_name(model, "import"))
+            if self.importable and user.has_perm(permission_name(model, "add"))
+            else None,
+            export_url=f"?{query.urlencode()}",
+            active_filters=active_filters(context.get("filter")),
+        )
+        return context
+
+
+def active_filters(filterset):
+    """Chips for the filters in use: (label, value shown, URL without that filter)."""
+    if filterset is None or not filterset.is_bound or not filterset.form.is_valid():
+        return []
+    chips = []
+    data = filterset.data
+    for name, value in filterset.form.cleaned_data.items():
+        if value in (None, "", [], False) and not (value is False and data.get(name)):
+            continue
+        field = filterset.form.fields[name]
+        if isinstance(value, list | tuple):
+            choices = dict(field.choices) if hasattr(field, "choices") else {}
+            shown = ", ".join(str(choices.get(v, v)) for v in value)
+        else:
+            shown = str(value)
+        remaining = data.copy()
+        remaining.pop(name, None)
+        remaining.pop("page", None)
+        chips.append((field.label or name, shown, f"?{remaining.urlencode()}"))
+    return chips
+
+
+@dataclass
+class RelatedTable:
+    """A table of objects related to the one shown, with a link to the full filtered list."""
+
+    title: str
+    table_class: Any
+    rows: Any  # callable(obj) -> queryset
+    list_url: str | None = None  # URL name of the full list
+    filter_param: str | None = None  # its filter that selects the related rows
+
+    def build(self, obj, request):
+        queryset = self.rows(obj)
+        count = queryset.count()
+        table = self.table_class(queryset[:RELATED_LIMIT], orderable=False, exclude=("select",))
+        RequestConfig(request, paginate=False).configure(table)
+        more = None
+        if self.list_url and count > RELATED_LIMIT:
+            more = f"{reverse(self.list_url)}?{urlencode({self.filter_param: obj.pk})}"
+        return {"title": self.title, "table": table, "count": count, "more_url": more}
+
+
+class ObjectView(ModelPermissionMixin, DetailView):
+    """An object's fields, related objects, lifecycle record (nodes and GPUs) and change history."""
+
+    template_name = "generic/object_detail.html"
+    related_tables: list[RelatedTable] = []
+    hidden_fields = ("id", "created", "updated")
+
+    def get_context_data(self, **kwargs):
+        context = super().get_context_data(**kwargs)
+        obj, user = self.object, self.request.user
+        model = type(obj)
+        context.update(
+            opts=model._meta,
+            fields=object_fields(obj, self.hidden_fields),
+            related=[related.build(obj, self.request) for related in self.related_tables],
+            history=history_rows(obj),
+            can_edit=user.has_perm(permission_name(model, "change")),
+            can_delete=user.has_perm(permission_name(model, "delete")),
+        )
+        return context
+
+
+def object_fields(obj, hidden):
+    """(label, value, link) for every concrete field, choice labels and related objects resolved."""
+    rows = []
+    for field in obj._meta.concrete_fields:
+        if field.name in hidden:
+            continue
+        if field.is_relation:
+            target = getattr(obj, field.name)
+            link = target.get_absolute_url() if target is not None and hasattr(target, "get_absolute_url") else None
+            rows.append((field.verbose_name, target, link))
+        elif field.choices:
+            rows.append((field.verbose_name, getattr(obj, f"get_{field.name}_display")(), None))
+        else:
+            rows.append((field.verbose_name, getattr(obj, field.name), None))
+    return rows
+
+
+def history_rows(obj):
+    """The latest changes with the fields each changed, from one query on the history table."""
+    if not hasattr(obj, "history"):
+        return []
+    records = list(obj.history.select_related("history_user")[: HISTORY_LIMIT + 1])
+    rows = []
+    for newer, older in zip(records, records[1:] + [None], strict=True):
+        if len(rows) == HISTORY_LIMIT:
+            break
+        changes = []
+        if older is not None and newer.history_type == "~":
+            delta = newer.diff_against(older, excluded_fields=["updated"])
+            changes = [(c.field, c.old, c.new) for c in delta.changes]
+        rows.append({"record": newer, "changes": changes})
+    return rows
+
+
+class ObjectEditView(ModelPermissionMixin, UpdateView):
+    """Create (no pk in the URL) or edit an object with the model's form."""
+
+    template_name = "generic/object_edit.html"
+
+    def get_permission_required(self):
+        action = "change" if "pk" in self.kwargs else "add"
+        return [permission_name(self.get_queryset().model, action)]
+
+    def get_object(self, queryset=None):
+        return super().get_object(queryset) if "pk" in self.kwargs else None
+
+    def get_context_data(self, **kwargs):
+        context = super().get_context_data(**kwargs)
+        context["opts"] = self.get_queryset().model._meta
+        return context
+
+    def form_valid(self, form):
+        created = form.instance.pk is None
+        response = super().form_valid(form)
+        messages.success(self.request, f"{'Created' if created else 'Saved'} {self.object}.")
+        return response
+
+
+class ObjectDeleteView(ModelPermissionMixin, DeleteView):
+    template_name = "generic/object_delete.html"
+    permission_action = "delete"
+
+    def get_success_url(self):
+        return reverse(url_name(type(self.object), "list"))
+
+    def get_context_data(self, **kwargs):
+        context = super().get_context_data(**kwargs)
+        context["opts"] = self.object._meta
+        return context
+
+    def form_valid(self, form):
+        name = str(self.object)
+        try:
+            response = super().form_valid(form)
+        except ProtectedError as error:
+            blockers = ", ".join(str(o) for o in list(error.protected_objects)[:10])
+            messages.error(self.request, f"{name} cannot be deleted while these refer to it: {blockers}.")
+            return HttpResponseRedirect(self.object.get_absolute_url())
+        messages.success(self.request, f"Deleted {name}.")
+        return response
+
+
+def url_has_allowed_host(request, url):
+    from django.utils.http import url_has_allowed_host_and_scheme
+
+    return url_has_allowed_host_and_scheme(url, allowed_hosts={request.get_host()}, require_https=request.is_secure())
+
+
+def object_urls(model, list_view, detail_view, form_class, *, extra=()):
+    """URL patterns for a model's pages: list, add, detail, edit, delete, plus ``extra`` views given as
+    ``(suffix, view, action)``, e.g. ``("import/", NodeImportView.as_view(), "import")`` which becomes
+    ``nodes/import/`` named ``node_import``. A suffix with ``<int:pk>`` acts on one object."""
+    name = model._meta.model_name
+    prefix = str(model._meta.verbose_name_plural).replace(" ", "-").lower()
+    queryset = model.objects.all()
+    patterns = [
+        path(f"{prefix}/", list_view.as_view(), name=f"{name}_list"),
+        path(f"{prefix}/add/", ObjectEditView.as_view(queryset=queryset, form_class=form_class), name=f"{name}_add"),
+        path(f"{prefix}/<int:pk>/", detail_view.as_view(), name=f"{name}_detail"),
+        path(f"{prefix}/<int:pk>/edit/", ObjectEditView.as_view(queryset=queryset, form_class=form_class),
+             name=f"{name}_edit"),
+        path(f"{prefix}/<int:pk>/delete/", ObjectDeleteView.as_view(queryset=queryset), name=f"{name}_delete"),
+    ]
+    patterns += [path(f"{prefix}/{suffix}", view, name=f"{name}_{action}") for suffix, view, action in extra]
+    return patterns
+
+
+class ImportUploadForm(forms.Form):
+    csv_file = forms.FileField(label="CSV file", required=False)
+    csv_text = forms.CharField(label="or paste CSV", required=False, widget=forms.Textarea(attrs={"rows": 8}))
+
+    MAX_BYTES = 5 * 1024 * 1024
+
+    def clean(self):
+        cleaned = super().clean()
+        upload = cleaned.get("csv_file")
+        if upload:
+            if upload.size > self.MAX_BYTES:
+                raise forms.ValidationError("The file is larger than 5 MB; split it.")
+            try:
+                cleaned["csv_text"] = upload.read().decode("utf-8-sig")
+            except UnicodeDecodeError as error:
+                raise forms.ValidationError("The file is not UTF-8 text.") from error
+        if not (cleaned.get("csv_text") or "").strip():
+            raise forms.ValidationError("Choose a CSV file or paste CSV text.")
+        return cleaned
+
+
+class ObjectImportView(ModelPermissionMixin, View):
+    """CSV import in two steps: a preview listing every row (and every bad row with its reason), then
+    a confirmation that imports everything in one transaction."""
+
+    template_name = "generic/object_import.html"
+    permission_action = "add"
+    model = None
+    form_class = None  # an ``ImportForm`` for one row
+    match_on: dict = {}  # natural key: model lookup -> CSV column, e.g. {"site__name": "site", "name": "name"}
+
+    def get_queryset(self):
+        return self.model.objects.all()
+
+    def find_existing(self, row):
+        """The object a row updates, matched on its natural key; None for a new one."""
+        lookup = {field: row.get(column, "") for field, column in self.match_on.items()}
+        if not all(lookup.values()):
+            return None
+        return self.model.objects.filter(**lookup).first()
+
+    def render(self, request, form, result=None, status=200):
+        context = {
+            "opts": self.model._meta,
+            "form": form,
+            "result": result,
+            "columns": [(name, f.required, f.help_text) for name, f in self.form_class.base_fields.items()],
+            "list_url": reverse(url_name(self.model, "list")),
+        }
+        return render(request, self.template_name, context, status=status)
+
+    def get(self, request):
+        return self.render(request, ImportUploadForm())
+
+    def post(self, request):
+        form = ImportUploadForm(request.POST, request.FILES)
+        if not form.is_valid():
+            return self.render(request, form, status=400)
+        commit = "confirm" in request.POST
+        result = run_import(
+            form.cleaned_data["csv_text"], self.form_class, self.find_existing, commit=commit, user=request.user
+        )
+        if result.committed:
+            messages.success(
+                request, f"Imported {len(result.rows)} {self.model._meta.verbose_name_plural}: "
+                f"{result.created} created, {result.updated} updated."
+            )
+            return HttpResponseRedirect(reverse(url_name(self.model, "list")))
+        # Keep the text in the form so the confirmation re-posts exactly what was previewed.
+        form = ImportUploadForm(initial={"csv_text": form.cleaned_data["csv_text"]})
+        return self.render(request, form, result, status=400 if result.errors else 200)

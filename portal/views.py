@@ -1,0 +1,82 @@
+import json
+from datetime import timedelta
+
+from django.contrib import messages
+from django.http import HttpResponseRedirect
+from django.shortcuts import get_object_or_404, render
+from django.urls import reverse
+from django.utils import timezone
+from django.views import View
+from django.views.generic import TemplateView
+
+from inventory import queries as inventory_queries
+
+from .forms import TokenForm
+from .models import APIToken, WorkerHeartbeat
+
+
+class HomeView(TemplateView):
+    """The fleet at a glance: counts by state and site, GPUs by model, capacity, warranty."""
+
+    template_name = "portal/home.html"
+
+    def get_context_data(self, **kwargs):
+        context = super().get_context_data(**kwargs)
+        summary = inventory_queries.fleet_summary()
+        context["summary"] = summary
+        context["gpus_by_model_chart"] = json.dumps({
+            "x": [row["name"] for row in summary["gpus_by_model"]],
+            "y": [row["n"] for row in summary["gpus_by_model"]],
+        })
+        context["nodes_by_state_chart"] = json.dumps({
+            "sites": [site["name"] for site in summary["sites"]],
+            "series": [
+                {"state": label, "key": key, "counts": [site["nodes"].get(key, 0) for site in summary["sites"]]}
+                for key, label in summary["states"]
+            ],
+        })
+        context["heartbeat"] = WorkerHeartbeat.objects.order_by("-last_seen").first()
+        context["heartbeat_stale"] = (
+            context["heartbeat"] is None or timezone.now() - context["heartbeat"].last_seen > timedelta(minutes=3)
+        )
+        return context
+
+
+class SearchView(View):
+    """Global search: one match opens the object, several are listed by kind."""
+
+    def get(self, request):
+        term = request.GET.get("q", "").strip()
+        groups = inventory_queries.search(term)
+        matches = [obj for _, objects in groups for obj in objects]
+        if len(matches) == 1:
+            return HttpResponseRedirect(matches[0].get_absolute_url())
+        return render(request, "portal/search.html", {"term": term, "groups": groups})
+
+
+class TokenListView(View):
+    """A user's API tokens: create one (its key is shown once) or revoke one."""
+
+    template_name = "portal/tokens.html"
+
+    def get(self, request, form=None, new_key=None):
+        tokens = APIToken.objects.filter(user=request.user)
+        return render(request, self.template_name, {"tokens": tokens, "form": form or TokenForm(), "new_key": new_key})
+
+    def post(self, request):
+        form = TokenForm(request.POST)
+        if not form.is_valid():
+            return self.get(request, form=form)
+        days = form.cleaned_data["expires_in_days"]
+        expires = timezone.now() + timedelta(days=days) if days else None
+        token, key = APIToken.issue(request.user, form.cleaned_data["name"], expires)
+        messages.success(request, f"Token '{token.name}' created. Copy its key now: it is not shown again.")
+        return self.get(request, new_key=key)
+
+
+class TokenRevokeView(View):
+    def post(self, request, pk):
+        token = get_object_or_404(APIToken, pk=pk, user=request.user)
+        token.delete()
+        messages.success(request, f"Token '{token.name}' revoked.")
+        return HttpResponseRedirect(reverse("tokens"))
