@@ -1,7 +1,9 @@
 """Filter sets shared by the list pages and the API (``?state=in_service&site=2&q=gpu-a``)."""
 
 import django_filters
+from django import forms
 from django.db.models import Q
+from django.utils import timezone
 
 from .models import (
     GPU,
@@ -16,6 +18,14 @@ from .models import (
     StorageSystem,
     Switch,
 )
+
+STATE_WIDGET = forms.CheckboxSelectMultiple(attrs={"class": "inline-choices"})
+
+
+def yes_no_filter(**kwargs):
+    """A boolean filter shown as Any / Yes / No (rather than django-filter's "Unknown")."""
+    widget = forms.Select(choices=[("", "Any"), ("true", "Yes"), ("false", "No")])
+    return django_filters.BooleanFilter(widget=widget, **kwargs)
 
 
 class SearchFilterSet(django_filters.FilterSet):
@@ -66,29 +76,39 @@ class RackFilterSet(SearchFilterSet):
         fields = ["site"]
 
 
+def racks(request=None):
+    return Rack.objects.select_related("site")  # a rack is shown with its site
+
+
+def node_id_filter():
+    """Nodes by id for the API and links; fleets have thousands, too many for a drop-down."""
+    return django_filters.NumberFilter(field_name="node", label="Node ID", widget=forms.HiddenInput)
+
+
 class NodeFilterSet(SearchFilterSet):
     search_fields = ("hostname", "serial", "asset_tag", "partition", "owner_team")
-    state = django_filters.MultipleChoiceFilter(choices=LifecycleState.choices)
+    rack = django_filters.ModelChoiceFilter(queryset=racks)
+    state = django_filters.MultipleChoiceFilter(choices=LifecycleState.choices, widget=STATE_WIDGET)
     partition = django_filters.CharFilter(lookup_expr="iexact")
     owner_team = django_filters.CharFilter(lookup_expr="iexact")
-    warranty_expired = django_filters.BooleanFilter(method="filter_warranty_expired", label="Warranty expired")
+    warranty_expired = yes_no_filter(method="filter_warranty_expired", label="Warranty expired")
 
     class Meta:
         model = Node
         fields = ["site", "rack", "node_model", "state", "partition", "owner_team"]
 
     def filter_warranty_expired(self, queryset, name, value):
-        from django.utils import timezone
-
         expired = Q(warranty_end__lt=timezone.localdate())
         return queryset.filter(expired) if value else queryset.exclude(expired)
 
 
 class GPUFilterSet(SearchFilterSet):
     search_fields = ("serial", "uuid", "node__hostname")
-    state = django_filters.MultipleChoiceFilter(choices=LifecycleState.choices)
+    state = django_filters.MultipleChoiceFilter(choices=LifecycleState.choices, widget=STATE_WIDGET)
     site = django_filters.ModelChoiceFilter(field_name="node__site", queryset=Site.objects.all(), label="Site")
-    spare = django_filters.BooleanFilter(field_name="node", lookup_expr="isnull", label="Spare (no node)")
+    node = node_id_filter()
+    hostname = django_filters.CharFilter(field_name="node__hostname", lookup_expr="iexact", label="Node hostname")
+    spare = yes_no_filter(field_name="node", lookup_expr="isnull", label="Spare (no node)")
 
     class Meta:
         model = GPU
@@ -105,6 +125,7 @@ class FabricFilterSet(SearchFilterSet):
 
 class SwitchFilterSet(SearchFilterSet):
     search_fields = ("name", "model", "serial")
+    rack = django_filters.ModelChoiceFilter(queryset=racks)
 
     class Meta:
         model = Switch
@@ -113,6 +134,7 @@ class SwitchFilterSet(SearchFilterSet):
 
 class FabricAttachmentFilterSet(SearchFilterSet):
     search_fields = ("node__hostname", "fabric__name")
+    node = node_id_filter()
 
     class Meta:
         model = FabricAttachment

@@ -1,6 +1,7 @@
 """Tables for the list pages (django-tables2): sortable columns, CSV export of the filtered rows."""
 
 import django_tables2 as tables
+from django.utils.html import format_html
 
 from .models import (
     GPU,
@@ -20,8 +21,6 @@ class StateColumn(tables.Column):
     """The lifecycle state as a coloured badge; exported as the API value."""
 
     def render(self, record, value):
-        from django.utils.html import format_html
-
         return format_html('<span class="badge state-{}">{}</span>', record.state, record.get_state_display())
 
     def value(self, record, value):
@@ -81,7 +80,7 @@ class NodeTable(tables.Table):
                          linkify=lambda record: record.rack.get_absolute_url() if record.rack_id else None)
     node_model = tables.Column(linkify=True)
     gpu_count = tables.Column("GPUs")
-    warranty_end = tables.DateColumn(format="Y-m-d")
+    warranty_end = tables.Column()
 
     class Meta:
         model = Node
@@ -89,8 +88,6 @@ class NodeTable(tables.Table):
                   "owner_team", "warranty_end", "serial", "asset_tag")
 
     def render_warranty_end(self, record, value):
-        from django.utils.html import format_html
-
         if record.warranty_expired:
             return format_html('<span class="expired" title="Warranty expired">{}</span>', value.isoformat())
         return value.isoformat()

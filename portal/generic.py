@@ -52,7 +52,8 @@ class ObjectListView(ModelPermissionMixin, ExportMixin, SingleTableMixin, Filter
 
     template_name = "generic/object_list.html"
     table_template_name = "generic/object_table.html"
-    paginate_by = 50
+    paginate_by = None  # the table paginates (django-tables2); the view must not paginate a second time
+    per_page = 50
     exclude_columns = ("select", "actions")
     importable = False
 
@@ -66,7 +67,7 @@ class ObjectListView(ModelPermissionMixin, ExportMixin, SingleTableMixin, Filter
         return f"{self.get_queryset().model._meta.verbose_name_plural.replace(' ', '-')}.{export_format}"
 
     def get_table_pagination(self, table):
-        return {"per_page": self.paginate_by}
+        return {"per_page": self.per_page}
 
     def get_context_data(self, **kwargs):
         context = super().get_context_data(**kwargs)
@@ -175,9 +176,8 @@ def history_rows(obj):
         return []
     records = list(obj.history.select_related("history_user")[: HISTORY_LIMIT + 1])
     rows = []
-    for newer, older in zip(records, records[1:] + [None], strict=True):
-        if len(rows) == HISTORY_LIMIT:
-            break
+    for index, newer in enumerate(records[:HISTORY_LIMIT]):
+        older = records[index + 1] if index + 1 < len(records) else None
         changes = []
         if older is not None and newer.history_type == "~":
             delta = newer.diff_against(older, excluded_fields=["updated"])
