@@ -6,6 +6,7 @@ from . import views
 urlpatterns = [
     path("", views.HomeView.as_view(), name="home"),
     path("search/", views.SearchView.as_view(), name="search"),
+    path("changes/", views.ChangeLogView.as_view(), name="changelog"),
     path("tokens/", views.TokenListView.as_view(), name="tokens"),
     path("tokens/<int:pk>/revoke/", views.TokenRevokeView.as_view(), name="token_revoke"),
     path("accounts/", include("django.contrib.auth.urls")),

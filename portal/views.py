@@ -11,6 +11,7 @@ from django.views.generic import TemplateView
 
 from inventory import queries as inventory_queries
 
+from . import changelog
 from .forms import TokenForm
 from .models import APIToken, WorkerHeartbeat
 
@@ -80,3 +81,18 @@ class TokenRevokeView(View):
         token.delete()
         messages.success(request, f"Token '{token.name}' revoked.")
         return HttpResponseRedirect(reverse("tokens"))
+
+
+class ChangeLogView(View):
+    """Every recorded create, update and delete (pages, admin, API), newest first."""
+
+    def get(self, request):
+        viewable = changelog.tracked_models(request.user)
+        chosen = request.GET.get("model", "")
+        models = [m for m in viewable if m._meta.label_lower == chosen] if chosen else viewable
+        username = request.GET.get("user", "").strip()
+        return render(request, "portal/changelog.html", {
+            "records": changelog.recent_changes(models, username=username or None),
+            "model_choices": [(m._meta.label_lower, m._meta.verbose_name) for m in viewable],
+            "chosen": chosen, "username": username, "actions": changelog.ACTIONS,
+        })

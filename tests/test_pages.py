@@ -235,3 +235,19 @@ def test_tokens_are_created_shown_once_used_and_revoked(client, manager):
     client.post(reverse("token_revoke", args=[token.pk]))
     client.logout()
     assert client.get("/api/inventory/nodes/", HTTP_AUTHORIZATION=f"Token {key}").status_code in (401, 403)
+
+
+def test_change_log_lists_creates_updates_and_deletes(manager_client, manager, viewer):
+    site = make_site(name="Old name")
+    manager_client.post(site.get_edit_url(), {"name": "New name", "power_capacity_kw": 10, "cooling_capacity_kw": 10})
+    gone = make_site(name="Short-lived")
+    manager_client.post(gone.get_delete_url())
+    viewer_client = manager_client
+    viewer_client.force_login(viewer)
+    page = viewer_client.get(reverse("changelog"), {"model": "inventory.site"})
+    records = page.context["records"]
+    assert [r.history_type for r in records][:3] == ["-", "+", "~"]
+    assert records[0].history_user == manager and records[0].history_object.name == "Short-lived"
+    assert "New name" in page.content.decode()
+    mine = viewer_client.get(reverse("changelog"), {"user": manager.username}).context["records"]
+    assert {r.history_type for r in mine} == {"~", "-"}
