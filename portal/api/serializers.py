@@ -1,7 +1,12 @@
 import copy
 
 from django.core.exceptions import ValidationError as DjangoValidationError
+from django.db import router
+from drf_spectacular.extensions import OpenApiSerializerFieldExtension
+from drf_spectacular.plumbing import ResolvedComponent, build_choice_field
+from drf_spectacular.settings import spectacular_settings
 from rest_framework import serializers
+from rest_framework.settings import api_settings
 
 
 class PortalModelSerializer(serializers.ModelSerializer):
@@ -10,7 +15,10 @@ class PortalModelSerializer(serializers.ModelSerializer):
     - ``url`` points at the object's API detail route (``<app>-api:<model>-detail``), ``display`` is
       its human name.
     - ``validate`` runs the model's own ``clean()`` so the API refuses exactly what the forms refuse,
-      with the same field errors (rack height, GPU slots, ...).
+      with the same field errors (rack height, GPU slots, ...), then the model's constraints
+      (``validate_constraints``), so a constraint DRF does not check itself (a conditional or
+      expression ``UniqueConstraint``, a ``CheckConstraint``) is a 400 with a field error, not a
+      database error.
     """
 
     display = serializers.CharField(source="__str__", read_only=True)
@@ -31,4 +39,58 @@ class PortalModelSerializer(serializers.ModelSerializer):
             instance.clean()
         except DjangoValidationError as error:
             raise serializers.ValidationError(serializers.as_serializer_error(error)) from error
+        errors = constraint_errors(instance)
+        if errors:
+            raise serializers.ValidationError(errors)
         return attrs
+
+
+def constraint_errors(instance):
+    """The model's constraints that ``instance`` (saved or not) violates, as DRF field errors.
+
+    Unlike ``Model.validate_constraints``, which files a conditional ``UniqueConstraint`` under
+    ``__all__``, an error of a one-field constraint goes to that field; others go to
+    ``non_field_errors``.
+    """
+    errors = {}
+    for model_class, constraints in instance.get_constraints():
+        using = router.db_for_write(model_class, instance=instance)
+        for constraint in constraints:
+            try:
+                constraint.validate(model_class, instance, using=using)
+            except DjangoValidationError as error:
+                fields = getattr(constraint, "fields", ())
+                key = fields[0] if len(fields) == 1 else api_settings.NON_FIELD_ERRORS_KEY
+                errors.setdefault(key, []).extend(error.messages)
+    return errors
+
+
+class EnumChoiceField(serializers.ChoiceField):
+    """A choice field over a ``TextChoices`` class: ``state = EnumChoiceField(LifecycleState)``.
+
+    The schema documents every such field as one shared component named after the class
+    (``LifecycleStateEnum``), whatever the fields are called (``state``, ``to``, ``from_state``);
+    plain choice fields sharing a choice set under several names make drf-spectacular warn.
+    """
+
+    def __init__(self, enum, **kwargs):
+        assert not kwargs.get("allow_null"), "EnumChoiceField does not document null; use allow_blank."
+        self.enum = enum
+        super().__init__(choices=enum.choices, **kwargs)
+
+
+class EnumChoiceFieldExtension(OpenApiSerializerFieldExtension):
+    target_class = EnumChoiceField
+
+    def map_serializer_field(self, auto_schema, direction):
+        field = self.target
+        schema = build_choice_field(serializers.ChoiceField(choices=field.enum.choices))
+        schema.pop("x-spec-enum-id", None)
+        component = ResolvedComponent(
+            name=f"{field.enum.__name__}{spectacular_settings.ENUM_SUFFIX}", type=ResolvedComponent.SCHEMA,
+            schema=schema, object=field.enum,
+        )
+        auto_schema.registry.register_on_missing(component)
+        if field.allow_blank:
+            return {"oneOf": [component.ref, {"type": "string", "enum": [""]}]}
+        return component.ref

@@ -1,0 +1,176 @@
+"""One viewset per inventory model: queryset (with the joins and counts its serializer shows, so a
+list costs the same few queries for 5 rows or 500), serializer and filter set. Nodes and GPUs add
+the lifecycle actions."""
+
+from django.core.exceptions import ValidationError as DjangoValidationError
+from django.db import transaction
+from drf_spectacular.utils import OpenApiResponse, extend_schema, extend_schema_view
+from rest_framework import serializers
+from rest_framework.decorators import action
+from rest_framework.response import Response
+
+from portal.api.viewsets import ChangePermission, PortalModelViewSet, related_count
+
+from .. import filters, lifecycle
+from ..models import (
+    GPU,
+    Fabric,
+    FabricAttachment,
+    GPUModel,
+    Node,
+    NodeModel,
+    Rack,
+    Site,
+    StorageSystem,
+    Switch,
+)
+from . import serializers as api
+
+# --- Lifecycle actions ------------------------------------------------------------------------------
+
+
+class LifecycleActionsMixin:
+    """``POST {id}/transition/`` (``{"to": ..., "reason": ...}``, needs the change permission) and
+    ``GET {id}/transitions/`` (the lifecycle records, newest first) for a node or GPU viewset."""
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        # The answer is the viewset's own serializer; document it per model.
+        model = cls.serializer_class.Meta.model._meta.verbose_name
+        extend_schema_view(
+            transition=extend_schema(
+                summary=f"Change the {model}'s lifecycle state",
+                description=(
+                    f"Moves the {model} to another lifecycle state if the lifecycle rules allow it, and records "
+                    "who, when, from, to and why. `state` cannot be changed with PUT or PATCH."
+                ),
+                request=api.TransitionSerializer,
+                responses={
+                    200: cls.serializer_class,
+                    400: OpenApiResponse(description='Refused, e.g. `{"to": ["Cannot go from Retired to ..."]}`.'),
+                },
+            ),
+            transitions=extend_schema(
+                summary=f"The {model}'s lifecycle records",
+                description="Every lifecycle change, newest first: from, to, who and why.",
+                responses=api.StateTransitionSerializer(many=True),
+                filters=False,
+            ),
+        )(cls)
+
+    def get_serializer_class(self):
+        # The request bodies and answers of the actions (also what the browsable API's forms show).
+        if self.action == "transition":
+            return api.TransitionSerializer
+        if self.action == "transitions":
+            return api.StateTransitionSerializer
+        return super().get_serializer_class()
+
+    @action(detail=True, methods=["post"], permission_classes=[ChangePermission])
+    def transition(self, request, pk=None):
+        obj = self.get_object()
+        body = self.get_serializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        with transaction.atomic():
+            # Lock the row so two concurrent transitions cannot both start from the same state.
+            locked = type(obj)._default_manager.select_for_update().get(pk=obj.pk)
+            try:
+                lifecycle.transition(locked, body.validated_data["to"], request.user, body.validated_data["reason"])
+            except DjangoValidationError as error:
+                raise serializers.ValidationError(serializers.as_serializer_error(error)) from error
+        obj.state, obj.updated = locked.state, locked.updated
+        return Response(self.serializer_class(obj, context=self.get_serializer_context()).data)
+
+    @action(detail=True, methods=["get"], pagination_class=None, filter_backends=[])
+    def transitions(self, request, pk=None):
+        obj = self.get_object()
+        return Response(self.get_serializer(obj.transitions.all(), many=True).data)
+
+
+# --- Viewsets -------------------------------------------------------------------------------------
+
+
+class GPUModelViewSet(PortalModelViewSet):
+    """GPU models of the hardware catalog (memory, bandwidth, TFLOP/s, TDP), with how many GPUs of each
+    the inventory holds."""
+
+    queryset = GPUModel.objects.annotate(gpu_count=related_count(GPU, "gpu_model"))
+    serializer_class = api.GPUModelSerializer
+    filterset_class = filters.GPUModelFilterSet
+
+
+class NodeModelViewSet(PortalModelViewSet):
+    """Node (server) models of the hardware catalog: CPU, RAM, GPU slots, power and height, with how many
+    nodes of each."""
+
+    queryset = NodeModel.objects.annotate(node_count=related_count(Node, "node_model"))
+    serializer_class = api.NodeModelSerializer
+    filterset_class = filters.NodeModelFilterSet
+
+
+class SiteViewSet(PortalModelViewSet):
+    """Data centre sites with their power and cooling capacity, and how many racks and nodes each holds."""
+
+    queryset = Site.objects.annotate(rack_count=related_count(Rack, "site"), node_count=related_count(Node, "site"))
+    serializer_class = api.SiteSerializer
+    filterset_class = filters.SiteFilterSet
+
+
+class RackViewSet(PortalModelViewSet):
+    """Racks of a site: height and power budget, and how many nodes each holds."""
+
+    queryset = Rack.objects.select_related("site").annotate(node_count=related_count(Node, "rack"))
+    serializer_class = api.RackSerializer
+    filterset_class = filters.RackFilterSet
+
+
+class NodeViewSet(LifecycleActionsMixin, PortalModelViewSet):
+    """GPU nodes: place (site, rack, position), model, lifecycle state, partition and owner team. `state` is set on
+    creation; change it afterwards with the `transition` action."""
+
+    queryset = Node.objects.select_related("site", "rack", "node_model").annotate(gpu_count=related_count(GPU, "node"))
+    serializer_class = api.NodeSerializer
+    filterset_class = filters.NodeFilterSet
+
+
+class GPUViewSet(LifecycleActionsMixin, PortalModelViewSet):
+    """GPUs, installed in a node's slot or spare (no node). `state` is set on creation; change it afterwards with
+    the `transition` action."""
+
+    queryset = GPU.objects.select_related("node", "gpu_model")
+    serializer_class = api.GPUSerializer
+    filterset_class = filters.GPUFilterSet
+
+
+class FabricViewSet(PortalModelViewSet):
+    """Network fabrics (InfiniBand, RoCE, Ethernet) with their link speed, switches and attached nodes."""
+
+    queryset = Fabric.objects.select_related("site").annotate(
+        switch_count=related_count(Switch, "fabric"), node_count=related_count(FabricAttachment, "fabric")
+    )
+    serializer_class = api.FabricSerializer
+    filterset_class = filters.FabricFilterSet
+
+
+class SwitchViewSet(PortalModelViewSet):
+    """Fabric switches: ports, uplinks and oversubscription, and where they are."""
+
+    queryset = Switch.objects.select_related("fabric", "site", "rack")
+    serializer_class = api.SwitchSerializer
+    filterset_class = filters.SwitchFilterSet
+
+
+class FabricAttachmentViewSet(PortalModelViewSet):
+    """A node's connection to a fabric: ports and speed per port (bandwidth = ports × speed)."""
+
+    queryset = FabricAttachment.objects.select_related("node", "fabric", "switch")
+    serializer_class = api.FabricAttachmentSerializer
+    filterset_class = filters.FabricAttachmentFilterSet
+
+
+class StorageSystemViewSet(PortalModelViewSet):
+    """Storage systems of a site: kind, tier, capacity, use and throughput."""
+
+    queryset = StorageSystem.objects.select_related("site")
+    serializer_class = api.StorageSystemSerializer
+    filterset_class = filters.StorageSystemFilterSet

@@ -1,0 +1,26 @@
+"""``/api/``: the API root, the OpenAPI schema and its documentation, and one router per app.
+
+Adding an app's API: add ``(name, module)`` to ``APPS``; the module's ``urlpatterns`` is mounted at
+``/api/<name>/`` under the namespace ``<name>-api`` and listed on the root page.
+"""
+
+from django.urls import include, path
+from drf_spectacular.views import SpectacularAPIView, SpectacularRedocView, SpectacularSwaggerView
+
+from .views import APIRootView
+
+APPS = [("inventory", "inventory.api.urls")]
+
+LINKS = [("schema", "api-schema"), ("docs", "api-docs"), ("redoc", "api-redoc")]
+
+urlpatterns = [
+    path(
+        "",
+        APIRootView.as_view(apps=[(name, f"{name}-api:api-root") for name, _ in APPS], links=LINKS),
+        name="api-root",
+    ),
+    path("schema/", SpectacularAPIView.as_view(), name="api-schema"),
+    path("docs/", SpectacularSwaggerView.as_view(url_name="api-schema"), name="api-docs"),
+    path("redoc/", SpectacularRedocView.as_view(url_name="api-schema"), name="api-redoc"),
+    *(path(f"{name}/", include((module, f"{name}-api"))) for name, module in APPS),
+]
