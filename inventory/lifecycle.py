@@ -16,6 +16,9 @@ from simple_history.utils import bulk_update_with_history
 from .models import LifecycleState as S
 from .models import StateTransition
 
+# simple-history keeps a change reason in 100 characters; the lifecycle record keeps the whole reason.
+HISTORY_REASON_LENGTH = 100
+
 ALLOWED = {
     S.ORDERED: {S.DELIVERED},
     S.DELIVERED: {S.BURN_IN},
@@ -65,7 +68,9 @@ def transition(obj, target, user=None, reason=""):
     check_transition(obj.state, target)
     previous = obj.state
     obj.state = target
-    obj._change_reason = reason
+    obj._change_reason = reason[:HISTORY_REASON_LENGTH]
+    if user and user.is_authenticated:
+        obj._history_user = user
     obj.save(update_fields=["state", "updated"])
     _record([obj], [previous], target, user, reason, timezone.now())
     return obj
@@ -78,7 +83,7 @@ def bulk_transition(queryset, target, user=None, reason=""):
     Returns ``(moved, refused)``: the objects moved and ``(object, message)`` for the others.
     """
     moved, refused = [], []
-    for obj in queryset.select_for_update():
+    for obj in queryset.select_for_update(of=("self",)):
         try:
             check_transition(obj.state, target)
         except ValidationError as error:
@@ -93,7 +98,7 @@ def bulk_transition(queryset, target, user=None, reason=""):
         model = type(moved[0])
         bulk_update_with_history(
             moved, model, ["state", "updated"], default_user=user if user and user.is_authenticated else None,
-            default_change_reason=reason,
+            default_change_reason=reason[:HISTORY_REASON_LENGTH],
         )
         _record(moved, previous, target, user, reason, now)
     return moved, refused

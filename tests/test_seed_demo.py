@@ -1,0 +1,229 @@
+"""``manage.py seed_demo``: the demo fleet is realistic, valid, and seeding twice changes nothing."""
+
+import re
+from io import StringIO
+
+import pytest
+from django.apps import apps
+from django.contrib import admin
+from django.contrib.auth import authenticate
+from django.contrib.auth.models import User
+from django.contrib.contenttypes.models import ContentType
+from django.core.management import call_command
+from django.db.models import Count
+from django.urls import reverse
+from django.utils import timezone
+
+from inventory.models import (
+    GPU,
+    Fabric,
+    FabricAttachment,
+    LifecycleState,
+    Node,
+    Rack,
+    Site,
+    StateTransition,
+    StorageSystem,
+    Switch,
+)
+from portal.roles import ADMIN, MANAGER, VIEWER
+
+S = LifecycleState
+UUID = re.compile(r"^GPU-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture(autouse=True)
+def fast_passwords(settings):
+    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+
+
+def seed():
+    out = StringIO()
+    call_command("seed_demo", stdout=out)
+    return out.getvalue()
+
+
+@pytest.fixture
+def seeded():
+    return seed()
+
+
+def counts():
+    return {model._meta.label: model._default_manager.count() for model in apps.get_models()}
+
+
+def test_fleet(seeded):
+    assert set(Site.objects.values_list("name", flat=True)) == {"Zurich DC1", "Lyon DC2"}
+    assert Node.objects.count() == 40
+    assert set(Node.objects.annotate(n=Count("gpus")).values_list("n", flat=True)) == {8}
+    assert GPU.objects.count() == 320
+    assert set(Node.objects.values_list("partition", flat=True)) == {"train-h100", "train-h200", "a100-legacy",
+                                                                     "inference"}
+    assert {"llm-pretrain", "vision", "speech", "platform"} == set(Node.objects.values_list("owner_team", flat=True))
+    mix = dict(Node.objects.values_list("node_model__name").annotate(n=Count("pk")).order_by())
+    assert mix == {"DGX H100": 16, "DGX H200": 8, "DGX A100 640GB": 8, "SYS-821GE-TNHR (HGX H100 8-GPU)": 8}
+    assert not GPU.objects.exclude(gpu_model__name__in=["H100 SXM 80GB", "H200 SXM 141GB", "A100 80GB SXM"]).exists()
+    # every GPU's model matches its node (no H200 in a DGX H100)
+    assert not GPU.objects.filter(node__node_model__name="DGX H200").exclude(gpu_model__name="H200 SXM 141GB").exists()
+    assert "Created: 2 sites" in seeded
+
+
+def test_everything_is_valid_and_placed(seeded):
+    # clean() rules (placement, slots, sites); the unique constraints are the database's own
+    for model in (Site, Rack, Node, GPU, Fabric, Switch, FabricAttachment, StorageSystem):
+        for obj in model.objects.all():
+            obj.full_clean(validate_constraints=False)
+    assert not Node.objects.filter(rack=None).exists()
+    assert not Node.objects.filter(position=None).exists()
+    assert Node.objects.exclude(serial="").count() == 40
+    assert Node.objects.exclude(asset_tag="").count() == 40
+    assert not Node.objects.filter(warranty_end=None).exists()
+    assert 0 < sum(node.warranty_expired for node in Node.objects.all()) < 10
+    uuids = list(GPU.objects.values_list("uuid", flat=True))
+    assert all(UUID.match(u) for u in uuids)
+    assert len(set(uuids)) == 320
+    assert GPU.objects.exclude(serial="").count() == 320
+    assert set(GPU.objects.values_list("slot", flat=True)) == set(range(8))
+    for rack in Rack.objects.annotate(n=Count("nodes")).filter(n__gt=0).prefetch_related("nodes__node_model"):
+        assert sum(n.node_model.max_power_w for n in rack.nodes.all()) <= rack.power_budget_kw * 1000
+
+
+def test_network_and_storage(seeded):
+    for site in Site.objects.all():
+        kinds = dict(site.fabrics.values_list("kind", "link_speed_gbps"))
+        assert kinds[Fabric.Kind.INFINIBAND] == 400
+        assert kinds[Fabric.Kind.ETHERNET] in (100, 200)
+        assert site.switches.filter(name__contains="leaf").exists()
+        assert site.switches.filter(name__contains="spine").exists()
+        tiers = set(site.storage_systems.values_list("kind", "tier"))
+        assert {("parallel_fs", "hot"), ("object", "archive")} <= tiers
+    for node in Node.objects.prefetch_related("fabric_attachments__fabric", "fabric_attachments__switch"):
+        by_kind = {a.fabric.kind: a for a in node.fabric_attachments.all()}
+        assert set(by_kind) == {Fabric.Kind.INFINIBAND, Fabric.Kind.ETHERNET}
+        ib = by_kind[Fabric.Kind.INFINIBAND]
+        assert (ib.ports, ib.speed_gbps, ib.fabric.site_id) == (8, 400, node.site_id)
+        assert ib.switch.fabric_id == ib.fabric_id
+        assert 1 <= by_kind[Fabric.Kind.ETHERNET].ports <= 2
+    leaf = Switch.objects.get(name="zrh-ib-leaf-01")
+    assert (leaf.ports, leaf.uplinks, leaf.oversubscription_ratio) == (64, 32, 1)
+    assert leaf.attachments.count() == 4  # 4 nodes x 8 ports = the 32 downlinks
+
+
+def test_lifecycle_events_recorded(seeded):
+    states = dict(Node.objects.values_list("state").annotate(n=Count("pk")).order_by())
+    assert states[S.DEGRADED] >= 1 and states[S.IN_REPAIR] >= 1
+    assert states[S.IN_SERVICE] >= 30
+    assert GPU.objects.filter(state=S.DEGRADED).exists()
+    node_type = ContentType.objects.get_for_model(Node)
+
+    broken = Node.objects.filter(state__in=[S.DEGRADED, S.IN_REPAIR])
+    for node in broken:
+        reasons = StateTransition.objects.filter(content_type=node_type, object_id=node.pk, to_state=node.state)
+        assert reasons.exclude(reason="").exists()
+        assert reasons.first().username == "manager"
+    xid = StateTransition.objects.get(to_state=S.DEGRADED, reason__startswith="XID 79", content_type=node_type)
+    assert Node.objects.get(pk=xid.object_id).state == S.DEGRADED
+    # every node and GPU has a starting record, then only allowed moves
+    assert StateTransition.objects.filter(from_state="").count() == 360
+    repaired = Node.objects.get(hostname="lys-a100-008")
+    assert [t.to_state for t in repaired.transitions.order_by("created", "pk")] == [
+        S.IN_SERVICE, S.DEGRADED, S.IN_REPAIR, S.IN_SERVICE
+    ]
+    assert repaired.history.count() == 4  # created + three moves
+
+
+def test_accounts(seeded):
+    for username, password, role in (("admin", "demo-admin", ADMIN), ("manager", "demo-manager", MANAGER),
+                                      ("viewer", "demo-viewer", VIEWER)):
+        user = authenticate(username=username, password=password)
+        assert user is not None, username
+        assert list(user.groups.values_list("name", flat=True)) == [role]
+    admin_user = User.objects.get(username="admin")
+    assert admin_user.is_superuser and admin_user.is_staff
+    assert not User.objects.get(username="manager").is_staff
+    assert User.objects.get(username="manager").has_perm("inventory.change_node")
+    assert not User.objects.get(username="viewer").has_perm("inventory.change_node")
+    assert User.objects.get(username="viewer").has_perm("inventory.view_node")
+
+
+def test_second_run_changes_nothing(seeded):
+    before = counts()
+    stamps = {m: dict(m.objects.values_list("pk", "updated")) for m in (Site, Rack, Node, GPU, Switch, StorageSystem)}
+    passwords = dict(User.objects.values_list("username", "password"))
+    assert before["inventory.HistoricalNode"] > 0 and before["inventory.StateTransition"] > 0
+
+    out = seed()
+
+    assert counts() == before
+    assert {m: dict(m.objects.values_list("pk", "updated")) for m in stamps} == stamps
+    assert dict(User.objects.values_list("username", "password")) == passwords
+    assert "Created: nothing." in out and "Updated: nothing." in out
+
+
+def test_rerun_repairs_drift_but_keeps_lifecycle(seeded):
+    manager = User.objects.get(username="manager")
+    manager.set_password("forgotten")
+    manager.groups.clear()
+    manager.save()
+    site = Site.objects.get(name="Zurich DC1")
+    site.power_capacity_kw = 1
+    site.save()
+    node = Node.objects.get(hostname="zrh-h100-007")
+    assert node.state == S.DEGRADED
+    node.state = S.IN_SERVICE  # as if repaired in the portal
+    node.save()
+    GPU.objects.filter(uuid__startswith="GPU-").first().delete()
+    transitions = StateTransition.objects.count()
+
+    out = seed()
+
+    assert authenticate(username="manager", password="demo-manager") == manager
+    assert manager.groups.filter(name=MANAGER).exists()
+    site.refresh_from_db()
+    assert site.power_capacity_kw == 600
+    assert site.history.first().history_type == "~"
+    assert Node.objects.get(hostname="zrh-h100-007").state == S.IN_SERVICE  # a repair is not undone
+    assert GPU.objects.count() == 320
+    assert StateTransition.objects.count() == transitions + 1  # the new GPU's starting state
+    assert "Updated: 1 sites." in out and "Created: 1 GPUs." in out
+
+
+def test_admin_pages_for_seeded_data(seeded, client, django_assert_max_num_queries):
+    client.force_login(User.objects.get(username="admin"))
+    for model in admin.site._registry:
+        if model._meta.app_label not in ("inventory", "portal"):
+            continue
+        opts = model._meta
+        with django_assert_max_num_queries(15):
+            response = client.get(reverse(f"admin:{opts.app_label}_{opts.model_name}_changelist"))
+        assert response.status_code == 200, opts.label
+        obj = model.objects.first()
+        if obj is not None:
+            response = client.get(reverse(f"admin:{opts.app_label}_{opts.model_name}_change", args=[obj.pk]))
+            assert response.status_code == 200, opts.label
+            response = client.get(reverse(f"admin:{opts.app_label}_{opts.model_name}_history", args=[obj.pk]))
+            assert response.status_code == 200, opts.label
+    node = Node.objects.get(hostname="zrh-h100-001")
+    response = client.post(reverse("admin:inventory_node_changelist"), {
+        "action": "move_to_degraded", "_selected_action": [node.pk],
+    })
+    assert response.status_code == 302
+    node.refresh_from_db()
+    assert node.state == S.DEGRADED
+    assert node.transitions.first().username == "admin"
+    assert node.transitions.first().created <= timezone.now()
+
+
+def test_admin_issues_token_once(seeded, client):
+    from portal.models import APIToken, hash_token
+
+    admin_user = User.objects.get(username="admin")
+    client.force_login(admin_user)
+    response = client.post(reverse("admin:portal_apitoken_add"), {"user": admin_user.pk, "name": "procurement sync"},
+                           follow=True)
+    assert response.status_code == 200
+    token = APIToken.objects.get(name="procurement sync")
+    (message,) = [str(m) for m in response.context["messages"] if "copy it now" in str(m)]
+    key = re.search(r": ([0-9a-f]{40}) ", message).group(1)
+    assert token.key_hash == hash_token(key) and token.prefix == key[:8]
