@@ -16,13 +16,13 @@ GPU_MODELS = [
     # 1,555 GB/s HBM2, 400 W, NVLink 600 GB/s. Ampere has no FP8.
     {
         "vendor": "NVIDIA", "name": "A100 40GB SXM", "form_factor": "SXM", "memory_gb": 40,
-        "memory_bandwidth_tbs": D("1.56"), "bf16_tflops": D("312.0"), "fp8_tflops": None,
+        "memory_bandwidth_tbs": D("1.555"), "bf16_tflops": D("312.0"), "fp8_tflops": None,
         "tdp_w": 400, "nvlink_gbs": 600,
     },
     # Same datasheet, "A100 80GB SXM" column: 2,039 GB/s HBM2e, otherwise as the 40GB part.
     {
         "vendor": "NVIDIA", "name": "A100 80GB SXM", "form_factor": "SXM", "memory_gb": 80,
-        "memory_bandwidth_tbs": D("2.04"), "bf16_tflops": D("312.0"), "fp8_tflops": None,
+        "memory_bandwidth_tbs": D("2.039"), "bf16_tflops": D("312.0"), "fp8_tflops": None,
         "tdp_w": 400, "nvlink_gbs": 600,
     },
     # NVIDIA H100 Tensor Core GPU datasheet, "H100 SXM" column: BF16 1,979 / FP8 3,958 TFLOPS with sparsity
@@ -65,7 +65,7 @@ GPU_MODELS = [
     # sparsity), 350 W, no NVLink.
     {
         "vendor": "NVIDIA", "name": "L40S", "form_factor": "PCIe", "memory_gb": 48,
-        "memory_bandwidth_tbs": D("0.86"), "bf16_tflops": D("362.1"), "fp8_tflops": D("733.0"),
+        "memory_bandwidth_tbs": D("0.864"), "bf16_tflops": D("362.1"), "fp8_tflops": D("733.0"),
         "tdp_w": 350, "nvlink_gbs": 0,
     },
     # AMD Instinct MI300X data sheet: 192 GB HBM3, 5.3 TB/s, peak BF16 1,307.4 / FP8 2,614.9 TFLOPS (dense),

@@ -69,7 +69,7 @@ class GPUModel(PortalModel):
     name = models.CharField(max_length=100, unique=True)
     form_factor = models.CharField(max_length=20, blank=True, help_text="SXM, PCIe, OAM, ...")
     memory_gb = models.PositiveIntegerField("memory (GB)")
-    memory_bandwidth_tbs = models.DecimalField("memory bandwidth (TB/s)", max_digits=6, decimal_places=2, **positive())
+    memory_bandwidth_tbs = models.DecimalField("memory bandwidth (TB/s)", max_digits=6, decimal_places=3, **positive())
     bf16_tflops = models.DecimalField("dense BF16 (TFLOP/s)", max_digits=8, decimal_places=1, **positive())
     fp8_tflops = models.DecimalField(
         "dense FP8 (TFLOP/s)", max_digits=8, decimal_places=1, null=True, blank=True,
