@@ -13,10 +13,10 @@ $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
 
-# The lock files pin the whole dependency tree (requirements-test.lock: the test extras); the project itself is installed without resolving again.
+# The lock files pin the whole dependency tree (requirements-test.lock: the test extras). The portal
+# runs from this checkout, so only its dependencies are installed.
 $(VENV)/.installed: requirements.lock pyproject.toml | $(BIN)/python
 	$(BIN)/pip install --quiet -r requirements.lock
-	$(BIN)/pip install --quiet --no-deps -e .
 	touch $@
 
 $(VENV)/.installed-test: requirements-test.lock $(VENV)/.installed
