@@ -123,7 +123,7 @@ class RelatedTable:
     def build(self, obj, request):
         queryset = self.rows(obj)
         count = queryset.count()
-        table = self.table_class(queryset[:RELATED_LIMIT], orderable=False, exclude=("select",))
+        table = self.table_class(queryset[:RELATED_LIMIT], orderable=False, exclude=("select",), empty_text="None yet.")
         RequestConfig(request, paginate=False).configure(table)
         more = None
         if self.list_url and count > RELATED_LIMIT:
@@ -181,9 +181,19 @@ def history_rows(obj):
         changes = []
         if older is not None and newer.history_type == "~":
             delta = newer.diff_against(older, excluded_fields=["updated"])
-            changes = [(c.field, c.old, c.new) for c in delta.changes]
+            changes = [(c.field, shown(obj, c.field, c.old), shown(obj, c.field, c.new)) for c in delta.changes]
         rows.append({"record": newer, "changes": changes})
     return rows
+
+
+def shown(obj, field_name, value):
+    """A value from the history as a person reads it: choice labels, related objects as ``#id``."""
+    field = obj._meta.get_field(field_name)
+    if field.choices:
+        return dict(field.flatchoices).get(value, value)
+    if field.is_relation and value is not None:
+        return f"#{value}"
+    return value
 
 
 class ObjectEditView(ModelPermissionMixin, UpdateView):
