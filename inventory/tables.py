@@ -115,11 +115,11 @@ class FabricTable(tables.Table):
     name = tables.Column(linkify=True)
     site = tables.Column(linkify=True)
     switch_count = tables.Column("Switches")
-    attachment_count = tables.Column("Nodes attached")
+    node_count = tables.Column("Nodes attached")
 
     class Meta:
         model = Fabric
-        fields = ("name", "kind", "link_speed_gbps", "site", "switch_count", "attachment_count")
+        fields = ("name", "kind", "link_speed_gbps", "site", "switch_count", "node_count")
 
 
 class SwitchTable(tables.Table):

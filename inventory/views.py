@@ -4,7 +4,6 @@
 from django import forms
 from django.contrib import messages
 from django.db import transaction
-from django.db.models import Count
 from django.http import HttpResponseRedirect
 from django.shortcuts import get_object_or_404
 from django.urls import reverse
@@ -20,23 +19,18 @@ from portal.generic import (
     url_name,
 )
 
-from . import filters, lifecycle, tables
+from . import filters, lifecycle, querysets, tables
 from . import forms as inventory_forms
 from .models import (
     GPU,
     Fabric,
-    FabricAttachment,
     GPUModel,
     LifecycleState,
     Node,
     NodeModel,
     Rack,
     Site,
-    StorageSystem,
-    Switch,
 )
-
-NODE_COLUMNS = ("site", "rack", "node_model")
 
 # --- Lifecycle: one object from its page, or many from a list -------------------------------------
 
@@ -129,7 +123,7 @@ class BulkTransitionView(ModelPermissionMixin, View):
 
 
 class GPUModelListView(ObjectListView):
-    queryset = GPUModel.objects.annotate(gpu_count=Count("gpus"))
+    queryset = querysets.gpu_models()
     filterset_class = filters.GPUModelFilterSet
     table_class = tables.GPUModelTable
 
@@ -139,7 +133,7 @@ class GPUModelView(ObjectView):
 
 
 class NodeModelListView(ObjectListView):
-    queryset = NodeModel.objects.annotate(node_count=Count("nodes"))
+    queryset = querysets.node_models()
     filterset_class = filters.NodeModelFilterSet
     table_class = tables.NodeModelTable
 
@@ -147,7 +141,7 @@ class NodeModelListView(ObjectListView):
 class NodeModelView(ObjectView):
     queryset = NodeModel.objects.all()
     related_tables = [
-        RelatedTable("Nodes", tables.NodeTable, lambda o: node_rows().filter(node_model=o), "inventory:node_list",
+        RelatedTable("Nodes", tables.NodeTable, lambda o: querysets.nodes().filter(node_model=o), "inventory:node_list",
                      "node_model"),
     ]
 
@@ -155,16 +149,8 @@ class NodeModelView(ObjectView):
 # --- Places ----------------------------------------------------------------------------------------
 
 
-def node_rows():
-    return Node.objects.select_related(*NODE_COLUMNS).annotate(gpu_count=Count("gpus"))
-
-
-def gpu_rows():
-    return GPU.objects.select_related("node", "gpu_model")
-
-
 class SiteListView(ObjectListView):
-    queryset = Site.objects.annotate(rack_count=Count("racks", distinct=True), node_count=Count("nodes", distinct=True))
+    queryset = querysets.sites()
     filterset_class = filters.SiteFilterSet
     table_class = tables.SiteTable
     importable = True
@@ -173,11 +159,12 @@ class SiteListView(ObjectListView):
 class SiteView(ObjectView):
     queryset = Site.objects.all()
     related_tables = [
-        RelatedTable("Racks", tables.RackTable, lambda o: o.racks.annotate(node_count=Count("nodes")),
+        RelatedTable("Racks", tables.RackTable, lambda o: querysets.racks().filter(site=o),
                      "inventory:rack_list", "site"),
-        RelatedTable("Nodes", tables.NodeTable, lambda o: node_rows().filter(site=o), "inventory:node_list", "site"),
-        RelatedTable("Storage", tables.StorageSystemTable, lambda o: o.storage_systems.select_related("site")),
-        RelatedTable("Switches", tables.SwitchTable, lambda o: o.switches.select_related("fabric", "site", "rack"),
+        RelatedTable("Nodes", tables.NodeTable, lambda o: querysets.nodes().filter(site=o),
+                     "inventory:node_list", "site"),
+        RelatedTable("Storage", tables.StorageSystemTable, lambda o: querysets.storage_systems().filter(site=o)),
+        RelatedTable("Switches", tables.SwitchTable, lambda o: querysets.switches().filter(**{o._meta.model_name: o}),
                      "inventory:switch_list", "site"),
     ]
 
@@ -189,7 +176,7 @@ class SiteImportView(ObjectImportView):
 
 
 class RackListView(ObjectListView):
-    queryset = Rack.objects.select_related("site").annotate(node_count=Count("nodes"))
+    queryset = querysets.racks()
     filterset_class = filters.RackFilterSet
     table_class = tables.RackTable
     importable = True
@@ -198,7 +185,7 @@ class RackListView(ObjectListView):
 class RackView(ObjectView):
     queryset = Rack.objects.select_related("site")
     related_tables = [
-        RelatedTable("Nodes", tables.NodeTable, lambda o: node_rows().filter(rack=o).order_by("-position"),
+        RelatedTable("Nodes", tables.NodeTable, lambda o: querysets.nodes().filter(rack=o).order_by("-position"),
                      "inventory:node_list", "rack"),
     ]
 
@@ -213,18 +200,18 @@ class RackImportView(ObjectImportView):
 
 
 class NodeListView(LifecycleListView):
-    queryset = node_rows()
+    queryset = querysets.nodes()
     filterset_class = filters.NodeFilterSet
     table_class = tables.NodeTable
     importable = True
 
 
 class NodeView(LifecycleObjectView):
-    queryset = Node.objects.select_related(*NODE_COLUMNS)
+    queryset = querysets.nodes()
     related_tables = [
-        RelatedTable("GPUs", tables.GPUTable, lambda o: gpu_rows().filter(node=o), "inventory:gpu_list", "node"),
+        RelatedTable("GPUs", tables.GPUTable, lambda o: querysets.gpus().filter(node=o), "inventory:gpu_list", "node"),
         RelatedTable("Fabric attachments", tables.FabricAttachmentTable,
-                     lambda o: o.fabric_attachments.select_related("node", "fabric", "switch")),
+                     lambda o: querysets.fabric_attachments().filter(node=o)),
     ]
 
 
@@ -235,14 +222,14 @@ class NodeImportView(ObjectImportView):
 
 
 class GPUListView(LifecycleListView):
-    queryset = gpu_rows()
+    queryset = querysets.gpus()
     filterset_class = filters.GPUFilterSet
     table_class = tables.GPUTable
     importable = True
 
 
 class GPUView(LifecycleObjectView):
-    queryset = GPU.objects.select_related("node", "gpu_model")
+    queryset = querysets.gpus()
 
 
 class GPUImportView(ObjectImportView):
@@ -255,9 +242,7 @@ class GPUImportView(ObjectImportView):
 
 
 class FabricListView(ObjectListView):
-    queryset = Fabric.objects.select_related("site").annotate(
-        switch_count=Count("switches", distinct=True), attachment_count=Count("attachments", distinct=True)
-    )
+    queryset = querysets.fabrics()
     filterset_class = filters.FabricFilterSet
     table_class = tables.FabricTable
 
@@ -265,44 +250,44 @@ class FabricListView(ObjectListView):
 class FabricView(ObjectView):
     queryset = Fabric.objects.select_related("site")
     related_tables = [
-        RelatedTable("Switches", tables.SwitchTable, lambda o: o.switches.select_related("fabric", "site", "rack"),
+        RelatedTable("Switches", tables.SwitchTable, lambda o: querysets.switches().filter(**{o._meta.model_name: o}),
                      "inventory:switch_list", "fabric"),
         RelatedTable("Attached nodes", tables.FabricAttachmentTable,
-                     lambda o: o.attachments.select_related("node", "fabric", "switch"),
+                     lambda o: querysets.fabric_attachments().filter(**{o._meta.model_name: o}),
                      "inventory:fabricattachment_list", "fabric"),
     ]
 
 
 class SwitchListView(ObjectListView):
-    queryset = Switch.objects.select_related("fabric", "site", "rack")
+    queryset = querysets.switches()
     filterset_class = filters.SwitchFilterSet
     table_class = tables.SwitchTable
 
 
 class SwitchView(ObjectView):
-    queryset = Switch.objects.select_related("fabric", "site", "rack")
+    queryset = querysets.switches()
     related_tables = [
         RelatedTable("Attached nodes", tables.FabricAttachmentTable,
-                     lambda o: o.attachments.select_related("node", "fabric", "switch"),
+                     lambda o: querysets.fabric_attachments().filter(**{o._meta.model_name: o}),
                      "inventory:fabricattachment_list", "switch"),
     ]
 
 
 class FabricAttachmentListView(ObjectListView):
-    queryset = FabricAttachment.objects.select_related("node", "fabric", "switch")
+    queryset = querysets.fabric_attachments()
     filterset_class = filters.FabricAttachmentFilterSet
     table_class = tables.FabricAttachmentTable
 
 
 class FabricAttachmentView(ObjectView):
-    queryset = FabricAttachment.objects.select_related("node", "fabric", "switch")
+    queryset = querysets.fabric_attachments()
 
 
 class StorageSystemListView(ObjectListView):
-    queryset = StorageSystem.objects.select_related("site")
+    queryset = querysets.storage_systems()
     filterset_class = filters.StorageSystemFilterSet
     table_class = tables.StorageSystemTable
 
 
 class StorageSystemView(ObjectView):
-    queryset = StorageSystem.objects.select_related("site")
+    queryset = querysets.storage_systems()

@@ -9,21 +9,9 @@ from rest_framework import serializers
 from rest_framework.decorators import action
 from rest_framework.response import Response
 
-from portal.api.viewsets import ChangePermission, PortalModelViewSet, related_count
+from portal.api.viewsets import ChangePermission, PortalModelViewSet
 
-from .. import filters, lifecycle
-from ..models import (
-    GPU,
-    Fabric,
-    FabricAttachment,
-    GPUModel,
-    Node,
-    NodeModel,
-    Rack,
-    Site,
-    StorageSystem,
-    Switch,
-)
+from .. import filters, lifecycle, querysets
 from . import serializers as api
 
 # --- Lifecycle actions ------------------------------------------------------------------------------
@@ -94,7 +82,7 @@ class GPUModelViewSet(PortalModelViewSet):
     """GPU models of the hardware catalog (memory, bandwidth, TFLOP/s, TDP), with how many GPUs of each
     the inventory holds."""
 
-    queryset = GPUModel.objects.annotate(gpu_count=related_count(GPU, "gpu_model"))
+    queryset = querysets.gpu_models()
     serializer_class = api.GPUModelSerializer
     filterset_class = filters.GPUModelFilterSet
 
@@ -103,7 +91,7 @@ class NodeModelViewSet(PortalModelViewSet):
     """Node (server) models of the hardware catalog: CPU, RAM, GPU slots, power and height, with how many
     nodes of each."""
 
-    queryset = NodeModel.objects.annotate(node_count=related_count(Node, "node_model"))
+    queryset = querysets.node_models()
     serializer_class = api.NodeModelSerializer
     filterset_class = filters.NodeModelFilterSet
 
@@ -111,7 +99,7 @@ class NodeModelViewSet(PortalModelViewSet):
 class SiteViewSet(PortalModelViewSet):
     """Data centre sites with their power and cooling capacity, and how many racks and nodes each holds."""
 
-    queryset = Site.objects.annotate(rack_count=related_count(Rack, "site"), node_count=related_count(Node, "site"))
+    queryset = querysets.sites()
     serializer_class = api.SiteSerializer
     filterset_class = filters.SiteFilterSet
 
@@ -119,7 +107,7 @@ class SiteViewSet(PortalModelViewSet):
 class RackViewSet(PortalModelViewSet):
     """Racks of a site: height and power budget, and how many nodes each holds."""
 
-    queryset = Rack.objects.select_related("site").annotate(node_count=related_count(Node, "rack"))
+    queryset = querysets.racks()
     serializer_class = api.RackSerializer
     filterset_class = filters.RackFilterSet
 
@@ -128,7 +116,7 @@ class NodeViewSet(LifecycleActionsMixin, PortalModelViewSet):
     """GPU nodes: place (site, rack, position), model, lifecycle state, partition and owner team. `state` is set on
     creation; change it afterwards with the `transition` action."""
 
-    queryset = Node.objects.select_related("site", "rack", "node_model").annotate(gpu_count=related_count(GPU, "node"))
+    queryset = querysets.nodes()
     serializer_class = api.NodeSerializer
     filterset_class = filters.NodeFilterSet
 
@@ -137,7 +125,7 @@ class GPUViewSet(LifecycleActionsMixin, PortalModelViewSet):
     """GPUs, installed in a node's slot or spare (no node). `state` is set on creation; change it afterwards with
     the `transition` action."""
 
-    queryset = GPU.objects.select_related("node", "gpu_model")
+    queryset = querysets.gpus()
     serializer_class = api.GPUSerializer
     filterset_class = filters.GPUFilterSet
 
@@ -145,9 +133,7 @@ class GPUViewSet(LifecycleActionsMixin, PortalModelViewSet):
 class FabricViewSet(PortalModelViewSet):
     """Network fabrics (InfiniBand, RoCE, Ethernet) with their link speed, switches and attached nodes."""
 
-    queryset = Fabric.objects.select_related("site").annotate(
-        switch_count=related_count(Switch, "fabric"), node_count=related_count(FabricAttachment, "fabric")
-    )
+    queryset = querysets.fabrics()
     serializer_class = api.FabricSerializer
     filterset_class = filters.FabricFilterSet
 
@@ -155,7 +141,7 @@ class FabricViewSet(PortalModelViewSet):
 class SwitchViewSet(PortalModelViewSet):
     """Fabric switches: ports, uplinks and oversubscription, and where they are."""
 
-    queryset = Switch.objects.select_related("fabric", "site", "rack")
+    queryset = querysets.switches()
     serializer_class = api.SwitchSerializer
     filterset_class = filters.SwitchFilterSet
 
@@ -163,7 +149,7 @@ class SwitchViewSet(PortalModelViewSet):
 class FabricAttachmentViewSet(PortalModelViewSet):
     """A node's connection to a fabric: ports and speed per port (bandwidth = ports × speed)."""
 
-    queryset = FabricAttachment.objects.select_related("node", "fabric", "switch")
+    queryset = querysets.fabric_attachments()
     serializer_class = api.FabricAttachmentSerializer
     filterset_class = filters.FabricAttachmentFilterSet
 
@@ -171,6 +157,6 @@ class FabricAttachmentViewSet(PortalModelViewSet):
 class StorageSystemViewSet(PortalModelViewSet):
     """Storage systems of a site: kind, tier, capacity, use and throughput."""
 
-    queryset = StorageSystem.objects.select_related("site")
+    queryset = querysets.storage_systems()
     serializer_class = api.StorageSystemSerializer
     filterset_class = filters.StorageSystemFilterSet

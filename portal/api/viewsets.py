@@ -1,7 +1,5 @@
 from django.db import IntegrityError, transaction
-from django.db.models import Count, IntegerField, OuterRef, Subquery
 from django.db.models.deletion import ProtectedError, RestrictedError
-from django.db.models.functions import Coalesce
 from rest_framework import exceptions, status, viewsets
 from rest_framework.settings import api_settings
 
@@ -65,10 +63,3 @@ class ChangePermission(RolePermission):
     model's ``change`` permission, not ``add``."""
 
     perms_map = {**RolePermission.perms_map, "POST": ["%(app_label)s.change_%(model_name)s"]}
-
-
-def related_count(model, field):
-    """``annotate(n=related_count(GPU, "node"))``: how many ``model`` rows point at each row, as a
-    correlated subquery (no GROUP BY, so several counts and ``select_related`` combine freely)."""
-    rows = model._default_manager.filter(**{field: OuterRef("pk")}).order_by().values(field)
-    return Coalesce(Subquery(rows.annotate(n=Count("pk")).values("n"), output_field=IntegerField()), 0)

@@ -1,0 +1,48 @@
+"""The querysets behind every inventory list, shared by the pages and the API: related rows are joined
+and counts are correlated subqueries, so a list costs the same few queries however many rows it has."""
+
+from portal.db import related_count
+
+from .models import GPU, Fabric, FabricAttachment, GPUModel, Node, NodeModel, Rack, Site, StorageSystem, Switch
+
+
+def gpu_models():
+    return GPUModel.objects.annotate(gpu_count=related_count(GPU, "gpu_model"))
+
+
+def node_models():
+    return NodeModel.objects.annotate(node_count=related_count(Node, "node_model"))
+
+
+def sites():
+    return Site.objects.annotate(rack_count=related_count(Rack, "site"), node_count=related_count(Node, "site"))
+
+
+def racks():
+    return Rack.objects.select_related("site").annotate(node_count=related_count(Node, "rack"))
+
+
+def nodes():
+    return Node.objects.select_related("site", "rack", "node_model").annotate(gpu_count=related_count(GPU, "node"))
+
+
+def gpus():
+    return GPU.objects.select_related("node", "gpu_model")
+
+
+def fabrics():
+    return Fabric.objects.select_related("site").annotate(
+        switch_count=related_count(Switch, "fabric"), node_count=related_count(FabricAttachment, "fabric")
+    )
+
+
+def switches():
+    return Switch.objects.select_related("fabric", "site", "rack")
+
+
+def fabric_attachments():
+    return FabricAttachment.objects.select_related("node", "fabric", "switch")
+
+
+def storage_systems():
+    return StorageSystem.objects.select_related("site")
