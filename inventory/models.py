@@ -408,3 +408,14 @@ class StorageSystem(PortalModel):
     def clean(self):
         if self.used_tb is not None and self.capacity_tb is not None and self.used_tb > self.capacity_tb:
             raise ValidationError({"used_tb": f"Used ({self.used_tb} TB) exceeds capacity ({self.capacity_tb} TB)."})
+
+from .telemetry.models import (  # noqa: E402,F401  (telemetry models live in their own package)
+    GPUDaily,
+    GPUHourly,
+    NodeDaily,
+    NodeHourly,
+    SlurmJob,
+    TelemetrySample,
+    TelemetrySource,
+    UnknownSeries,
+)

@@ -208,7 +208,16 @@ CELERY_TIMEZONE = TIME_ZONE
 CELERY_BEAT_SCHEDULE_FILENAME = str(VAR_DIR / "celerybeat-schedule")
 CELERY_BEAT_SCHEDULE = {
     "worker-heartbeat": {"task": "portal.tasks.record_heartbeat", "schedule": 60.0},
+    "telemetry-poll": {"task": "inventory.tasks.poll_telemetry_sources", "schedule": 60.0},
+    "telemetry-retention": {"task": "inventory.tasks.enforce_telemetry_retention", "schedule": 24 * 3600.0},
 }
+
+# --- Telemetry ---------------------------------------------------------------------------------
+TELEMETRY_HOURLY_RETENTION_DAYS = int(os.environ.get("TELEMETRY_HOURLY_RETENTION_DAYS", "400"))
+TELEMETRY_DAILY_RETENTION_DAYS = int(os.environ.get("TELEMETRY_DAILY_RETENTION_DAYS", str(5 * 366)))
+# What an idle GPU-hour costs when no contract says (the contracts work replaces it per node and site).
+IDLE_GPU_HOUR_COST = float(os.environ.get("IDLE_GPU_HOUR_COST", "2.50"))
+COST_CURRENCY = os.environ.get("COST_CURRENCY", "USD")
 
 # --- Misc --------------------------------------------------------------------------------------
 DJANGO_TABLES2_TEMPLATE = "portal/table.html"

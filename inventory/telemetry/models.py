@@ -1,0 +1,217 @@
+"""Telemetry data. Raw samples stay in the source (Prometheus keeps them); the portal keeps one row per
+GPU and per node per hour and per day, written with upserts keyed by (object, hour) so a retried or
+overlapping pull replaces rows instead of adding to them."""
+
+from datetime import timedelta
+
+from django.db import models
+from django.utils import timezone
+from simple_history.models import HistoricalRecords
+
+from inventory.models import GPU, Node, PortalModel, Site
+
+
+class TelemetrySource(PortalModel):
+    class Kind(models.TextChoices):
+        PROMETHEUS = "prometheus", "Prometheus (DCGM exporter series)"
+        EXPORTER = "exporter", "DCGM exporter scrape (/metrics)"
+        SLURM = "slurm", "Slurm accounting (slurmrestd or sacct --json)"
+
+    name = models.CharField(max_length=100, unique=True)
+    kind = models.CharField(max_length=20, choices=Kind.choices)
+    url = models.URLField(
+        max_length=500,
+        help_text="Prometheus base URL (http://prom:9090), exporter /metrics URL, or the Slurm jobs URL "
+        "(slurmrestd /slurmdb/v0.0.40/jobs, or any URL serving sacct --json output).",
+    )
+    site = models.ForeignKey(Site, on_delete=models.SET_NULL, null=True, blank=True, related_name="telemetry_sources",
+                             help_text="The site this source covers, if one.")
+    enabled = models.BooleanField(default=True)
+    interval_seconds = models.PositiveIntegerField(default=300, help_text="How often beat pulls this source.")
+    timeout_seconds = models.PositiveIntegerField(default=10, help_text="Every request to the source is bounded.")
+    backfill_hours = models.PositiveIntegerField(
+        default=168, help_text="On first contact, how far back to pull (Prometheus and Slurm)."
+    )
+    auth_token = models.CharField(
+        max_length=500, blank=True,
+        help_text="Optional: sent as 'Authorization: Bearer …' (Prometheus) or X-SLURM-USER-TOKEN (slurmrestd).",
+    )
+    # State of the pulls, written by the pull task.
+    synced_until = models.DateTimeField(null=True, blank=True, help_text="Data is complete up to this time.")
+    last_attempt_at = models.DateTimeField(null=True, blank=True)
+    last_success_at = models.DateTimeField(null=True, blank=True)
+    last_error = models.TextField(blank=True)
+    last_error_at = models.DateTimeField(null=True, blank=True)
+    stale_since = models.DateTimeField(null=True, blank=True, help_text="First failure since the last success.")
+    consecutive_failures = models.PositiveIntegerField(default=0)
+    next_attempt_at = models.DateTimeField(null=True, blank=True)
+    history = HistoricalRecords(excluded_fields=[
+        "synced_until", "last_attempt_at", "last_success_at", "last_error", "last_error_at", "stale_since",
+        "consecutive_failures", "next_attempt_at", "updated",
+    ])
+
+    class Meta:
+        ordering = ["name"]
+        verbose_name = "telemetry source"
+
+    def __str__(self):
+        return self.name
+
+    @property
+    def is_stale(self):
+        return self.stale_since is not None
+
+    def is_due(self, now=None):
+        now = now or timezone.now()
+        return self.enabled and (self.next_attempt_at is None or self.next_attempt_at <= now)
+
+
+class UnknownSeries(models.Model):
+    """A series from a source that matches no GPU in the inventory: listed on the source's page."""
+
+    source = models.ForeignKey(TelemetrySource, on_delete=models.CASCADE, related_name="unknown_series")
+    key = models.CharField(max_length=300, help_text="UUID, or hostname/gpu index.")
+    uuid = models.CharField("UUID", max_length=100, blank=True)
+    hostname = models.CharField(max_length=100, blank=True)
+    gpu_index = models.CharField("GPU index", max_length=10, blank=True)
+    model_name = models.CharField(max_length=100, blank=True)
+    first_seen = models.DateTimeField(default=timezone.now)
+    last_seen = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["-last_seen", "key"]
+        constraints = [models.UniqueConstraint(fields=["source", "key"], name="unknown_series_unique_key")]
+        verbose_name_plural = "unknown series"
+
+    def __str__(self):
+        return self.key
+
+
+class TelemetrySample(models.Model):
+    """One scrape of one GPU (exporter sources only: Prometheus keeps its own samples). Kept until its
+    hour is complete and rolled up; the pull task prunes older ones."""
+
+    source = models.ForeignKey(TelemetrySource, on_delete=models.CASCADE, related_name="samples")
+    gpu = models.ForeignKey(GPU, on_delete=models.CASCADE, related_name="+")
+    ts = models.DateTimeField()
+    util = models.FloatField(null=True)
+    mem_used_gb = models.FloatField(null=True)
+    mem_free_gb = models.FloatField(null=True)
+    power_w = models.FloatField(null=True)
+    gr_engine_active = models.FloatField(null=True)
+    tensor_active = models.FloatField(null=True)
+    xid = models.IntegerField(null=True, help_text="Last XID error code reported (0: none).")
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["gpu", "ts"], name="sample_unique_gpu_ts")]
+        indexes = [models.Index(fields=["ts"])]
+
+    def __str__(self):
+        return f"GPU {self.gpu_id} @ {self.ts:%Y-%m-%d %H:%M:%S}"
+
+
+class RollupFields(models.Model):
+    """What an hour (or a day) of a GPU or node looks like. Fields are null when the source did not
+    report them: missing data is shown as missing, never as zero."""
+
+    util_mean = models.FloatField("mean utilization (%)", null=True)
+    util_max = models.FloatField("max utilization (%)", null=True)
+    mem_used_mean_gb = models.FloatField("mean memory used (GB)", null=True)
+    power_mean_w = models.FloatField("mean power (W)", null=True)
+    energy_wh = models.FloatField("energy (Wh)", null=True)
+    gr_engine_active_mean = models.FloatField(null=True)
+    tensor_active_mean = models.FloatField(null=True)
+    xid_errors = models.PositiveIntegerField(default=0, help_text="Samples with a non-zero XID error.")
+    samples = models.PositiveIntegerField(default=0)
+
+    class Meta:
+        abstract = True
+
+
+class GPUHourly(RollupFields):
+    gpu = models.ForeignKey(GPU, on_delete=models.CASCADE, related_name="hourly")
+    hour = models.DateTimeField()
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["gpu", "hour"], name="gpu_hourly_unique")]
+        indexes = [models.Index(fields=["hour"])]
+
+    def __str__(self):
+        return f"gpu {self.gpu_id} @ {self.hour:%Y-%m-%d %H:00}"
+
+
+class NodeHourly(RollupFields):
+    node = models.ForeignKey(Node, on_delete=models.CASCADE, related_name="hourly")
+    hour = models.DateTimeField()
+    gpus_reporting = models.PositiveIntegerField(default=0)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["node", "hour"], name="node_hourly_unique")]
+        indexes = [models.Index(fields=["hour"])]
+
+    def __str__(self):
+        return f"node {self.node_id} @ {self.hour:%Y-%m-%d %H:00}"
+
+
+class GPUDaily(RollupFields):
+    gpu = models.ForeignKey(GPU, on_delete=models.CASCADE, related_name="daily")
+    day = models.DateField()
+    hours = models.PositiveIntegerField(default=0, help_text="Hours of the day with data.")
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["gpu", "day"], name="gpu_daily_unique")]
+        indexes = [models.Index(fields=["day"])]
+
+    def __str__(self):
+        return f"gpu {self.gpu_id} @ {self.day:%Y-%m-%d}"
+
+
+class NodeDaily(RollupFields):
+    node = models.ForeignKey(Node, on_delete=models.CASCADE, related_name="daily")
+    day = models.DateField()
+    hours = models.PositiveIntegerField(default=0, help_text="Hours of the day with data.")
+    gpus_reporting = models.PositiveIntegerField(default=0)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["node", "day"], name="node_daily_unique")]
+        indexes = [models.Index(fields=["day"])]
+
+    def __str__(self):
+        return f"node {self.node_id} @ {self.day:%Y-%m-%d}"
+
+
+class SlurmJob(models.Model):
+    """A job from Slurm accounting: when it waited and ran, where, with how many GPUs."""
+
+    source = models.ForeignKey(TelemetrySource, on_delete=models.CASCADE, related_name="jobs")
+    job_id = models.CharField(max_length=50)
+    cluster = models.CharField(max_length=100, blank=True)
+    name = models.CharField(max_length=200, blank=True)
+    user = models.CharField(max_length=100, blank=True)
+    account = models.CharField("account / team", max_length=100, blank=True, db_index=True)
+    partition = models.CharField(max_length=100, blank=True, db_index=True)
+    state = models.CharField(max_length=40, blank=True)
+    submit_time = models.DateTimeField(db_index=True)
+    start_time = models.DateTimeField(null=True, blank=True)
+    end_time = models.DateTimeField(null=True, blank=True)
+    nodes = models.TextField(blank=True, help_text="Slurm node list, e.g. gpu-[001-004].")
+    node_count = models.PositiveIntegerField(default=0)
+    gpus = models.PositiveIntegerField(default=0, help_text="Allocated GPUs (TRES gres/gpu).")
+
+    class Meta:
+        ordering = ["-submit_time"]
+        constraints = [models.UniqueConstraint(fields=["source", "job_id"], name="slurm_job_unique")]
+        indexes = [models.Index(fields=["start_time"]), models.Index(fields=["end_time"])]
+
+    def __str__(self):
+        return f"job {self.job_id}"
+
+    @property
+    def queue_wait(self):
+        return self.start_time - self.submit_time if self.start_time else None
+
+    def gpu_hours(self, now=None):
+        if not self.start_time:
+            return 0.0
+        end = self.end_time or now or timezone.now()
+        return self.gpus * max(end - self.start_time, timedelta(0)).total_seconds() / 3600

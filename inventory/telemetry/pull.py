@@ -1,0 +1,143 @@
+"""One pull of one telemetry source, start to end.
+
+1. Choose the window: from where the source's data was last complete (``synced_until``), or, on first
+   contact, ``backfill_hours`` back; up to now. After an outage the next pull resumes there: no gap.
+2. Ask the source's collector (``COLLECTORS[kind]``) for records; every outbound request is bounded by
+   the source's timeout.
+3. Match series to inventory GPUs; list those that match nothing as unknown series.
+4. Write with upserts: GPU hours (or scraped samples rolled up into hours), then node hours and days;
+   Slurm jobs by (source, job id). A retried or overlapping pull replaces rows, it never adds to them.
+5. Record the outcome: on success ``last_success_at``, ``synced_until`` and the next pull; on failure the
+   error, ``stale_since`` (kept from the first failure) and an exponentially growing delay.
+"""
+
+import logging
+from datetime import timedelta
+
+from django.db import transaction
+from django.utils import timezone
+
+from .matching import GPUMatcher
+from .models import SlurmJob, TelemetrySample, TelemetrySource, UnknownSeries
+from .records import SourceError
+from .rollups import floor_hour, refresh, rollup_samples, upsert_gpu_hours
+
+log = logging.getLogger(__name__)
+
+MAX_BACKOFF_SECONDS = 3600
+FUTURE_TOLERANCE = timedelta(minutes=5)
+
+
+def collectors():
+    """Kind → ``collect(source, start, end) -> Collected``. Imported late: each lives in its module."""
+    from . import exporter, prometheus, slurm
+
+    return {
+        TelemetrySource.Kind.PROMETHEUS: prometheus.collect,
+        TelemetrySource.Kind.EXPORTER: exporter.collect,
+        TelemetrySource.Kind.SLURM: slurm.collect,
+    }
+
+
+def backoff_seconds(failures, interval):
+    """1st failure: retry after one interval (at least a minute), then twice as long each time, at most 1 h."""
+    return min(max(interval, 60) * 2 ** (failures - 1), MAX_BACKOFF_SECONDS)
+
+
+def pull(source, now=None):
+    """Pull ``source`` once; returns a short summary dict. Raises ``SourceError`` after recording it."""
+    now = now or timezone.now()
+    start = source.synced_until or floor_hour(now - timedelta(hours=source.backfill_hours))
+    TelemetrySource.objects.filter(pk=source.pk).update(last_attempt_at=now)
+    try:
+        collected = collectors()[source.kind](source, start, now)
+    except SourceError as error:
+        record_failure(source, str(error), now)
+        raise
+    with transaction.atomic():
+        summary = store(source, collected, now)
+        record_success(source, collected.synced_until or now, now)
+    for warning in collected.warnings:
+        log.warning("telemetry source %s: %s", source.name, warning)
+    return summary
+
+
+def store(source, collected, now):
+    """Write what a collector brought back; returns counts for the log and the task result."""
+    matcher = GPUMatcher()
+    unknown = {}
+
+    def match(records):
+        pairs = []
+        for record in records:
+            if record_time(record) > now + FUTURE_TOLERANCE:
+                collected.warnings.append(f"dropped a sample from the future ({record_time(record):%Y-%m-%d %H:%M})")
+                continue
+            gpu_id = matcher.gpu_id(record.series)
+            if gpu_id is None:
+                unknown[record.series.key] = record.series
+            else:
+                pairs.append((gpu_id, record))
+        return pairs
+
+    hours = upsert_gpu_hours(match(collected.hours))
+    samples = match(collected.samples)
+    if samples:
+        TelemetrySample.objects.bulk_create(
+            [TelemetrySample(source=source, gpu_id=gpu_id, **sample_fields(record)) for gpu_id, record in samples],
+            ignore_conflicts=True, batch_size=2000,
+        )
+        first = floor_hour(min(record.ts for _, record in samples))
+        hours |= rollup_samples(first, floor_hour(now) + timedelta(hours=1), source.interval_seconds)
+    refresh(hours)
+    save_jobs(source, collected.jobs)
+    save_unknown(source, unknown.values(), now)
+    return {"hours": len(hours), "samples": len(samples), "jobs": len(collected.jobs), "unknown": len(unknown)}
+
+
+def record_time(record):
+    return getattr(record, "hour", None) or record.ts
+
+
+def sample_fields(record):
+    return {name: getattr(record, name) for name in (
+        "ts", "util", "mem_used_gb", "mem_free_gb", "power_w", "gr_engine_active", "tensor_active", "xid")}
+
+
+def save_jobs(source, jobs):
+    if not jobs:
+        return
+    fields = ["cluster", "name", "user", "account", "partition", "state", "submit_time", "start_time", "end_time",
+              "nodes", "node_count", "gpus"]
+    SlurmJob.objects.bulk_create(
+        [SlurmJob(source=source, job_id=job.job_id, **{name: getattr(job, name) for name in fields}) for job in jobs],
+        update_conflicts=True, unique_fields=["source", "job_id"], update_fields=fields, batch_size=2000,
+    )
+
+
+def save_unknown(source, series, now):
+    rows = [
+        UnknownSeries(source=source, key=s.key, uuid=s.uuid, hostname=s.hostname, gpu_index=str(s.gpu_index),
+                      model_name=s.model_name, first_seen=now, last_seen=now)
+        for s in series
+    ]
+    UnknownSeries.objects.bulk_create(rows, update_conflicts=True, unique_fields=["source", "key"],
+                                      update_fields=["last_seen", "model_name"])
+
+
+def record_success(source, synced_until, now):
+    TelemetrySource.objects.filter(pk=source.pk).update(
+        last_success_at=now, synced_until=synced_until, stale_since=None, consecutive_failures=0,
+        next_attempt_at=now + timedelta(seconds=source.interval_seconds),
+    )
+
+
+def record_failure(source, message, now):
+    source.refresh_from_db(fields=["consecutive_failures", "stale_since"])
+    failures = source.consecutive_failures + 1
+    TelemetrySource.objects.filter(pk=source.pk).update(
+        last_error=message[:2000], last_error_at=now, consecutive_failures=failures,
+        stale_since=source.stale_since or now,
+        next_attempt_at=now + timedelta(seconds=backoff_seconds(failures, source.interval_seconds)),
+    )
+    log.warning("telemetry source %s failed (%d in a row): %s", source.name, failures, message)

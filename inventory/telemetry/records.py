@@ -1,0 +1,98 @@
+"""Plain records that collectors return: no database, no Django, so parsers are tested on their own.
+
+A collector (Prometheus, exporter scrape, Slurm) turns what a source says into these records; the pull
+(``pull.py``) matches them to the inventory and writes them with upserts.
+"""
+
+import math
+from dataclasses import dataclass, field
+from datetime import datetime
+
+
+@dataclass(frozen=True)
+class SeriesKey:
+    """How a source names a GPU: DCGM's ``UUID`` label, else ``Hostname`` + ``gpu`` index."""
+
+    uuid: str = ""
+    hostname: str = ""
+    gpu_index: str = ""
+    model_name: str = ""
+
+    @property
+    def key(self):
+        return self.uuid or f"{self.hostname}/gpu{self.gpu_index}"
+
+
+@dataclass
+class HourRecord:
+    """One GPU's hour as the source aggregated it (Prometheus ``*_over_time`` queries)."""
+
+    series: SeriesKey
+    hour: datetime
+    util_mean: float | None = None
+    util_max: float | None = None
+    mem_used_mean_gb: float | None = None
+    power_mean_w: float | None = None
+    energy_wh: float | None = None
+    gr_engine_active_mean: float | None = None
+    tensor_active_mean: float | None = None
+    xid_errors: int = 0
+    samples: int = 0
+
+
+@dataclass
+class SampleRecord:
+    """One GPU at one instant (an exporter scrape)."""
+
+    series: SeriesKey
+    ts: datetime
+    util: float | None = None
+    mem_used_gb: float | None = None
+    mem_free_gb: float | None = None
+    power_w: float | None = None
+    gr_engine_active: float | None = None
+    tensor_active: float | None = None
+    xid: int | None = None
+
+
+@dataclass
+class JobRecord:
+    """One Slurm job from accounting."""
+
+    job_id: str
+    submit_time: datetime
+    start_time: datetime | None = None
+    end_time: datetime | None = None
+    cluster: str = ""
+    name: str = ""
+    user: str = ""
+    account: str = ""
+    partition: str = ""
+    state: str = ""
+    nodes: str = ""
+    node_count: int = 0
+    gpus: int = 0
+
+
+@dataclass
+class Collected:
+    """What one pull brought back, and up to when the source's data is now complete."""
+
+    hours: list = field(default_factory=list)
+    samples: list = field(default_factory=list)
+    jobs: list = field(default_factory=list)
+    synced_until: datetime | None = None
+    warnings: list = field(default_factory=list)  # bad data that was skipped, said in the source's log
+
+
+class SourceError(Exception):
+    """The source could not be read (down, timeout, HTTP error, unreadable answer)."""
+
+
+def finite(value):
+    """A float, or None for anything that is not a finite number (NaN, +Inf, '', garbage)."""
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        return None
+    return number if math.isfinite(number) else None
