@@ -1,5 +1,6 @@
 """Query helpers shared by every app."""
 
+from django.db import connections, router, transaction
 from django.db.models import Count, IntegerField, OuterRef, Subquery
 from django.db.models.functions import Coalesce
 
@@ -9,3 +10,43 @@ def related_count(model, field):
     correlated subquery (no GROUP BY, so several counts and ``select_related`` combine freely)."""
     rows = model._default_manager.filter(**{field: OuterRef("pk")}).order_by().values(field)
     return Coalesce(Subquery(rows.annotate(n=Count("pk")).values("n"), output_field=IntegerField()), 0)
+
+
+def bulk_upsert(model, unique_fields, update_fields, rows, batch_size=2000):
+    """``INSERT … ON CONFLICT (unique_fields) DO UPDATE`` for many rows, each a sequence of values in the
+    order ``[*unique_fields, *update_fields]`` (attribute names, e.g. ``gpu_id``; no model instances, which
+    would cost more to build than the database takes to write them).
+
+    On PostgreSQL the rows are streamed with ``COPY`` into a temporary staging table and merged with one
+    ``INSERT … SELECT … ON CONFLICT``, several times faster than multi-row INSERTs (see
+    ``bench/telemetry.py``); elsewhere (SQLite, the demo) Django's ``bulk_create(update_conflicts=True)``.
+    A unique key must not repeat within one call.
+    """
+    if not rows:
+        return 0
+    opts = model._meta
+    names = [*unique_fields, *update_fields]
+    fields = [opts.get_field(name.removesuffix("_id")) for name in names]
+    connection = connections[router.db_for_write(model)]
+    if connection.vendor != "postgresql":
+        model.objects.bulk_create(
+            [model(**dict(zip(names, row, strict=True))) for row in rows], update_conflicts=True,
+            unique_fields=[f.name for f in fields[: len(unique_fields)]],
+            update_fields=[f.name for f in fields[len(unique_fields):]], batch_size=batch_size,
+        )
+        return len(rows)
+    quote = connection.ops.quote_name
+    columns = [quote(field.column) for field in fields]
+    listed = ", ".join(columns)
+    table, staging = quote(opts.db_table), quote(f"staging_{opts.db_table}")
+    updates = ", ".join(f"{c} = EXCLUDED.{c}" for c in columns[len(unique_fields):])
+    with transaction.atomic(using=connection.alias), connection.cursor() as cursor:
+        # Dropped right after the merge: ON COMMIT DROP alone would keep it for a second call in one transaction.
+        cursor.execute(f"CREATE TEMP TABLE {staging} AS SELECT {listed} FROM {table} WITH NO DATA")
+        with cursor.cursor.copy(f"COPY {staging} ({listed}) FROM STDIN") as copy:
+            for row in rows:
+                copy.write_row(row)
+        cursor.execute(f"INSERT INTO {table} ({listed}) SELECT {listed} FROM {staging} "
+                       f"ON CONFLICT ({', '.join(columns[:len(unique_fields)])}) DO UPDATE SET {updates}")
+        cursor.execute(f"DROP TABLE {staging}")
+    return len(rows)

@@ -170,3 +170,20 @@ def test_pull_task_records_the_failure_instead_of_raising(fleet, collector):
     assert tasks.pull_telemetry_source(src.pk) == {"error": "timed out after 10 s"}
     src.refresh_from_db()
     assert src.last_error == "timed out after 10 s" and src.is_stale
+
+
+@pytest.mark.parametrize("vendor", ["postgresql", "other"])
+def test_bulk_upsert_inserts_then_replaces(fleet, monkeypatch, vendor):
+    """Both paths of ``bulk_upsert``: COPY + merge on PostgreSQL, ``bulk_create`` elsewhere (the demo's SQLite)."""
+    from django.db import connection
+
+    from portal.db import bulk_upsert
+
+    if vendor != "postgresql":
+        monkeypatch.setattr(connection, "vendor", vendor)
+    _, (gpu0, gpu1) = fleet
+    at = datetime(2026, 12, 2, 8, tzinfo=UTC)
+    fields = ["util_mean", "samples"]
+    bulk_upsert(GPUHourly, ["gpu_id", "hour"], fields, [(gpu0.pk, at, 10.0, 1), (gpu1.pk, at, 20.0, 1)])
+    bulk_upsert(GPUHourly, ["gpu_id", "hour"], fields, [(gpu0.pk, at, 30.0, 2)])
+    assert sorted(GPUHourly.objects.values_list("util_mean", "samples")) == [(20.0, 1), (30.0, 2)]

@@ -112,7 +112,8 @@ class TelemetrySample(models.Model):
 
 class RollupFields(models.Model):
     """What an hour (or a day) of a GPU or node looks like. Fields are null when the source did not
-    report them: missing data is shown as missing, never as zero."""
+    report them: missing data is shown as missing, never as zero. Counters have database defaults
+    (``db_default``) because bulk upserts write only the columns they know."""
 
     util_mean = models.FloatField("mean utilization (%)", null=True)
     util_max = models.FloatField("max utilization (%)", null=True)
@@ -121,8 +122,8 @@ class RollupFields(models.Model):
     energy_wh = models.FloatField("energy (Wh)", null=True)
     gr_engine_active_mean = models.FloatField(null=True)
     tensor_active_mean = models.FloatField(null=True)
-    xid_errors = models.PositiveIntegerField(default=0, help_text="Samples with a non-zero XID error.")
-    samples = models.PositiveIntegerField(default=0)
+    xid_errors = models.PositiveIntegerField(db_default=0, help_text="Samples with a non-zero XID error.")
+    samples = models.PositiveIntegerField(db_default=0)
 
     class Meta:
         abstract = True
@@ -143,7 +144,7 @@ class GPUHourly(RollupFields):
 class NodeHourly(RollupFields):
     node = models.ForeignKey(Node, on_delete=models.CASCADE, related_name="hourly")
     hour = models.DateTimeField()
-    gpus_reporting = models.PositiveIntegerField(default=0)
+    gpus_reporting = models.PositiveIntegerField(db_default=0)
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["node", "hour"], name="node_hourly_unique")]
@@ -156,7 +157,7 @@ class NodeHourly(RollupFields):
 class GPUDaily(RollupFields):
     gpu = models.ForeignKey(GPU, on_delete=models.CASCADE, related_name="daily")
     day = models.DateField()
-    hours = models.PositiveIntegerField(default=0, help_text="Hours of the day with data.")
+    hours = models.PositiveIntegerField(db_default=0, help_text="Hours of the day with data.")
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["gpu", "day"], name="gpu_daily_unique")]
@@ -169,8 +170,8 @@ class GPUDaily(RollupFields):
 class NodeDaily(RollupFields):
     node = models.ForeignKey(Node, on_delete=models.CASCADE, related_name="daily")
     day = models.DateField()
-    hours = models.PositiveIntegerField(default=0, help_text="Hours of the day with data.")
-    gpus_reporting = models.PositiveIntegerField(default=0)
+    hours = models.PositiveIntegerField(db_default=0, help_text="Hours of the day with data.")
+    gpus_reporting = models.PositiveIntegerField(db_default=0)
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["node", "day"], name="node_daily_unique")]

@@ -12,31 +12,32 @@ from django.db.models import Avg, Count, F, Max, Q, Sum
 from django.db.models.functions import TruncDate, TruncHour
 from django.utils import timezone
 
+from portal.db import bulk_upsert
+
 from .models import GPUDaily, GPUHourly, NodeDaily, NodeHourly, TelemetrySample
 
 ROLLUP_FIELDS = ["util_mean", "util_max", "mem_used_mean_gb", "power_mean_w", "energy_wh", "gr_engine_active_mean",
                  "tensor_active_mean", "xid_errors", "samples"]
-BATCH = 2000
 
 
 def floor_hour(moment):
     return moment.replace(minute=0, second=0, microsecond=0)
 
 
-def _upsert(model, rows, unique_fields, update_fields):
-    model.objects.bulk_create(rows, update_conflicts=True, unique_fields=unique_fields,
-                              update_fields=update_fields, batch_size=BATCH)
-    return len(rows)
-
-
 def upsert_gpu_hours(matched):
     """``matched``: ``(gpu_id, HourRecord)`` pairs. Returns the hours written."""
-    rows = [
-        GPUHourly(gpu_id=gpu_id, hour=record.hour, **{name: getattr(record, name) for name in ROLLUP_FIELDS})
-        for gpu_id, record in matched
-    ]
-    _upsert(GPUHourly, rows, ["gpu", "hour"], ROLLUP_FIELDS)
-    return {row.hour for row in rows}
+    rows = [(gpu_id, record.hour, *(getattr(record, name) for name in ROLLUP_FIELDS)) for gpu_id, record in matched]
+    bulk_upsert(GPUHourly, ["gpu_id", "hour"], ROLLUP_FIELDS, rows)
+    return {row[1] for row in rows}
+
+
+def _upsert_aggregates(model, key, aggregated, extra=()):
+    """Write ``values().annotate()`` rows (dicts) keyed by ``(key, hour|day)``; returns the periods."""
+    period = "hour" if "hour" in {f.name for f in model._meta.fields} else "day"
+    fields = [*ROLLUP_FIELDS, *extra]
+    rows = [(row[key], row[period], *(row[name] for name in fields)) for row in aggregated]
+    bulk_upsert(model, [key, period], fields, rows)
+    return {row[1] for row in rows}
 
 
 def rollup_samples(start, end, interval_seconds):
@@ -44,8 +45,8 @@ def rollup_samples(start, end, interval_seconds):
     mean power into energy for the part of the hour the samples cover."""
     aggregated = (
         TelemetrySample.objects.filter(ts__gte=start, ts__lt=end)
-        .annotate(h=TruncHour("ts"))
-        .values("gpu_id", "h")
+        .annotate(hour=TruncHour("ts"))
+        .values("gpu_id", "hour")
         .annotate(
             util_mean=Avg("util"), util_max=Max("util"), mem_used_mean_gb=Avg("mem_used_gb"),
             power_mean_w=Avg("power_w"), gr_engine_active_mean=Avg("gr_engine_active"),
@@ -57,12 +58,9 @@ def rollup_samples(start, end, interval_seconds):
     for row in aggregated:
         covered_hours = min(1.0, row["samples"] * interval_seconds / 3600)
         power = row["power_mean_w"]
-        rows.append(GPUHourly(
-            gpu_id=row["gpu_id"], hour=row["h"], energy_wh=None if power is None else power * covered_hours,
-            **{name: row[name] for name in ROLLUP_FIELDS if name != "energy_wh"},
-        ))
-    _upsert(GPUHourly, rows, ["gpu", "hour"], ROLLUP_FIELDS)
-    return {row.hour for row in rows}
+        row["energy_wh"] = None if power is None else power * covered_hours
+        rows.append(row)
+    return _upsert_aggregates(GPUHourly, "gpu_id", rows)
 
 
 def rollup_nodes(start, end):
@@ -77,8 +75,7 @@ def rollup_nodes(start, end):
             xid_errors=Sum("xid_errors"), samples=Sum("samples"), gpus_reporting=Count("pk"),
         )
     )
-    rows = [NodeHourly(**row) for row in aggregated]
-    return _upsert(NodeHourly, rows, ["node", "hour"], ROLLUP_FIELDS + ["gpus_reporting"])
+    return _upsert_aggregates(NodeHourly, "node_id", aggregated, ["gpus_reporting"])
 
 
 def day_start(day):
@@ -97,9 +94,7 @@ def _daily(hourly_model, daily_model, key, start_day, end_day, extra=None):
             xid_errors=Sum("xid_errors"), samples=Sum("samples"), hours=Count("pk"), **(extra or {}),
         )
     )
-    rows = [daily_model(**row) for row in aggregated]
-    return _upsert(daily_model, rows, [key.removesuffix("_id"), "day"],
-                   ROLLUP_FIELDS + ["hours"] + list(extra or {}))
+    return _upsert_aggregates(daily_model, key, aggregated, ["hours", *(extra or {})])
 
 
 def rollup_days(start_day, end_day):
