@@ -1,0 +1,369 @@
+"""Slurm accounting: read job records from ``sacct --json`` output or slurmrestd's jobs endpoints.
+
+A Slurm source's URL serves one of:
+
+- slurmrestd ``/slurmdb/v0.0.3x|4x/jobs`` (accounting; the same document ``sacct --json`` prints), or
+- slurmrestd ``/slurm/v0.0.3x|4x/jobs`` (the controller's live queue), or
+- any URL serving saved ``sacct --json`` output.
+
+Prefer the slurmdb endpoint: the controller's /slurm/ endpoint forgets a job minutes after it ends
+(``MinJobAge``), so a job that ended between two pulls keeps its last state (running) there.
+
+All of them have a top-level ``"jobs"`` list, but the shape of a job changed between Slurm releases, and
+the parser reads every shape rather than one:
+
+- state: ``state.current`` a string (22.05, 23.02: ``"COMPLETED"``) or a list of a base state and flags
+  (v0.0.40+: ``["RUNNING", "COMPLETING"]``), or ``job_state`` (the /slurm/ endpoint; string or list);
+- numbers: plain integers, where 0 means unset and 4294967294/5 are Slurm's NO_VAL/INFINITE, or
+  ``{"set": true, "infinite": false, "number": N}`` objects (v0.0.39+);
+- times: ``time.submission/start/end`` (accounting) or ``submit_time/start_time/end_time`` (/slurm/, where a
+  pending job's start and a running job's end are *forecasts*, so they are dropped);
+- GPUs: ``tres.allocated`` entries ``{"type": "gres", "name": "gpu" | "gpu:h100"}`` (or ``"gres/gpu"``
+  spelled out), or a ``tres_alloc_str`` like ``cpu=64,mem=1T,node=2,gres/gpu=16``. When a site tracks both the
+  untyped and the typed GPU TRES, a job lists both (``gres/gpu=8,gres/gpu:h100=8``): the untyped one is the
+  total, and the typed ones are summed only when it is missing, so a GPU is never counted twice;
+- nodes: a Slurm host list (``gpu-[001-004,007]``), counted from ``allocation_nodes``/``node_count`` where the
+  job says, else by expanding the list;
+- array and heterogeneous jobs: one record per task/component, keyed like Slurm prints them (``123_4``,
+  ``200+1``). The one record that stands for an array's tasks still pending together (``123_[5-9%2]``) is
+  left out: its id changes each time a task starts, so storing it would leave a stale pending row per pull;
+  each task is stored once it starts, with the array's submit time, so its queue wait is still counted.
+
+A job that cannot be read is skipped with a warning; the rest of the pull goes on. A document that is not
+JSON or has no ``"jobs"`` list is a ``SourceError``.
+"""
+
+import json
+import re
+from datetime import UTC, datetime
+
+import requests
+
+from .records import Collected, JobRecord, SourceError, finite
+
+# Slurm's NO_VAL (0xfffffffe) and INFINITE (0xffffffff), and their 64-bit forms, in plain-integer output.
+NO_VAL = 0xFFFFFFFE
+
+BASE_STATES = {
+    "PENDING", "RUNNING", "SUSPENDED", "COMPLETED", "CANCELLED", "FAILED", "TIMEOUT", "NODE_FAIL", "PREEMPTED",
+    "BOOT_FAIL", "DEADLINE", "OUT_OF_MEMORY",
+}
+NOT_STARTED = {"PENDING"}
+STILL_RUNNING = {"RUNNING", "SUSPENDED", "CONFIGURING", "COMPLETING", "RESIZING", "SIGNALING", "STAGE_OUT", "STOPPED"}
+NO_NODES = {"", "None assigned", "(null)"}
+MAX_HOSTS = 100_000
+MAX_WARNINGS = 20  # skipped jobs named one by one in the source's log; the rest are counted
+
+# SlurmJob's column widths (tests check they match): longer values are cut, not refused by the database.
+FIELD_LIMITS = {"job_id": 50, "cluster": 100, "name": 200, "user": 100, "account": 100, "partition": 100,
+                "state": 40}
+
+
+def parse_jobs(document, warnings=None):
+    """``sacct --json`` / slurmrestd jobs document (str, bytes or already-decoded dict) → ``JobRecord`` list.
+
+    Jobs that cannot be read are skipped, each with a line appended to ``warnings`` (when given); errors the
+    document itself reports (slurmrestd's ``"errors"``) are appended there too.
+    """
+    warnings = [] if warnings is None else warnings
+    if isinstance(document, str | bytes | bytearray):
+        try:
+            document = json.loads(document)
+        except ValueError as error:
+            raise SourceError(f"Slurm answer is not JSON: {error}") from None
+    if not isinstance(document, dict) or not isinstance(document.get("jobs"), list):
+        reported = describe_errors(document)
+        raise SourceError("Slurm answer has no \"jobs\" list" + (f": {reported}" if reported else ""))
+    reported = describe_errors(document)
+    if reported:
+        warnings.append(f"Slurm reported: {reported}")
+    records, skipped = {}, []
+    for position, job in enumerate(document["jobs"]):
+        try:
+            record = parse_job(job)
+        except (TypeError, ValueError, OverflowError, AttributeError) as error:
+            job_id = job.get("job_id") if isinstance(job, dict) else None
+            skipped.append(f"skipped Slurm job #{position} (job_id {job_id!r}): {error}")
+            continue
+        if record is None:
+            continue
+        # A requeued job can be listed once per run (sacct --duplicates): keep its latest run, so the upsert
+        # by (source, job id) sees each job once.
+        earlier = records.get(record.job_id)
+        if earlier is None or earlier.submit_time <= record.submit_time:
+            records[record.job_id] = record
+    warnings.extend(skipped[:MAX_WARNINGS])
+    if len(skipped) > MAX_WARNINGS:
+        warnings.append(f"skipped {len(skipped) - MAX_WARNINGS} more Slurm jobs that could not be read")
+    return list(records.values())
+
+
+def describe_errors(document):
+    """slurmrestd's ``"errors": [{"error": …, "description": …}]`` as one line ('' when none)."""
+    errors = document.get("errors") if isinstance(document, dict) else None
+    if not isinstance(errors, list):
+        return ""
+    texts = []
+    for error in errors:
+        if isinstance(error, dict):
+            texts.append(str(error.get("description") or error.get("error") or error.get("error_number") or error))
+        else:
+            texts.append(str(error))
+    return "; ".join(text for text in texts if text)
+
+
+def parse_job(job):
+    """One job of any shape → ``JobRecord`` (None for an array's pending tasks); ``ValueError`` when it lacks
+    what a record needs."""
+    if not isinstance(job, dict):
+        raise ValueError(f"a job is an object, not {type(job).__name__}")
+    key = job_key(job)
+    if key is None:
+        return None
+    state = job_state(job)
+    times = job.get("time") or {}
+    submit = timestamp(times.get("submission", job.get("submit_time")))
+    if submit is None:
+        raise ValueError("no submit time")
+    started = state not in NOT_STARTED
+    start = timestamp(times.get("start", job.get("start_time"))) if started else None
+    end = timestamp(times.get("end", job.get("end_time"))) if started and state not in STILL_RUNNING else None
+    association = job.get("association") or {}
+    nodes = text(job.get("nodes"))
+    nodes = "" if nodes in NO_NODES else nodes
+    return JobRecord(
+        job_id=cut("job_id", key),
+        submit_time=submit,
+        start_time=start,
+        end_time=end,
+        cluster=cut("cluster", text(job.get("cluster") or association.get("cluster"))),
+        name=cut("name", text(job.get("name"))),
+        user=cut("user", text(job.get("user") or job.get("user_name") or association.get("user"))),
+        account=cut("account", text(job.get("account") or association.get("account"))),
+        partition=cut("partition", text(job.get("partition"))),
+        state=cut("state", state),
+        nodes=nodes,
+        node_count=number(job.get("allocation_nodes")) or number(job.get("node_count"))
+        or len(expand_hostlist(nodes)),
+        gpus=gpu_count(job, started),
+    )
+
+
+def job_state(job):
+    """The base state: from ``state.current`` or ``job_state``, a string or a list of a state and flags."""
+    value = job.get("state")
+    if isinstance(value, dict):
+        value = value.get("current")
+    if value is None:
+        value = job.get("job_state")
+    states = [value] if isinstance(value, str) else value if isinstance(value, list) else []
+    # "CANCELLED by 1234" in some outputs; keep the word.
+    states = [item.split()[0].upper() for item in states if isinstance(item, str) and item.strip()]
+    if not states:
+        raise ValueError("no job state")
+    return next((item for item in states if item in BASE_STATES), states[0])
+
+
+def job_key(job):
+    """The job's id as Slurm prints it: ``123``, array task ``123_4``, het component ``200+1``; None for the
+    record of an array's tasks still pending together (``123_[5-9]``)."""
+    array = job.get("array") if isinstance(job.get("array"), dict) else {}
+    het = job.get("het") if isinstance(job.get("het"), dict) else {}
+    array_job = number(array.get("job_id", job.get("array_job_id")))
+    task = number(array.get("task_id", job.get("array_task_id")))
+    tasks = text(array.get("task", job.get("array_task_string")))
+    het_job = number(het.get("job_id", job.get("het_job_id")))
+    offset = number(het.get("job_offset", job.get("het_job_offset")))
+    if array_job and task is not None:
+        return f"{array_job}_{task}"
+    if array_job and tasks:
+        return None
+    if het_job and offset is not None:
+        return f"{het_job}+{offset}"
+    job_id = number(job.get("job_id"))
+    if not job_id:
+        raise ValueError("no job_id")
+    return str(job_id)
+
+
+def gpu_count(job, started=True):
+    """Allocated GPUs from ``tres.allocated`` or ``tres_alloc_str``; for a job that has not started, the GPUs
+    it asks for (``tres.requested`` / ``tres_req_str``), which is what it waits for."""
+    tres = job.get("tres") if isinstance(job.get("tres"), dict) else {}
+    allocated = gpus_in(tres.get("allocated"), job.get("tres_alloc_str"))
+    if allocated is None and not started:
+        allocated = gpus_in(tres.get("requested"), job.get("tres_req_str"))
+    return allocated or 0
+
+
+def gpus_in(tres_list, tres_string):
+    """GPUs in one TRES list (``[{type, name, count}]``) or string (``gres/gpu=8,...``); None when it names none."""
+    if isinstance(tres_list, list) and tres_list:
+        pairs = [(tres_name(item), item.get("count")) for item in tres_list if isinstance(item, dict)]
+    elif isinstance(tres_string, str) and tres_string.strip():
+        pairs = [item.partition("=")[::2] for item in tres_string.split(",")]
+    else:
+        return None
+    total, typed = None, None
+    for name, count in pairs:
+        name = name.strip().lower()
+        if name == "gres/gpu":
+            total = (total or 0) + (number(count) or 0)
+        elif name.startswith("gres/gpu:"):
+            typed = (typed or 0) + (number(count) or 0)
+    return total if total is not None else typed
+
+
+def tres_name(item):
+    """``{"type": "gres", "name": "gpu:h100"}`` → ``gres/gpu:h100``; also reads ``name: "gres/gpu"`` and
+    ``type: "gres/gpu"``."""
+    kind = text(item.get("type")).lower()
+    name = text(item.get("name")).lower()
+    if not name:
+        return kind
+    return name if name.startswith(f"{kind}/") else f"{kind}/{name}"
+
+
+def number(value):
+    """An integer from a plain number, a numeric string, or a ``{set, infinite, number}`` object; None when unset,
+    infinite or NO_VAL. ``ValueError`` for anything else (a job that says garbage is skipped, not guessed)."""
+    if isinstance(value, dict):
+        if not value.get("set", True) or value.get("infinite"):
+            return None
+        value = value.get("number")
+    if value is None or value == "":
+        return None
+    if isinstance(value, bool):
+        raise ValueError(f"not a number: {value!r}")
+    if isinstance(value, float):
+        if finite(value) is None:
+            raise ValueError(f"not a number: {value!r}")
+        value = int(value)
+    elif not isinstance(value, int):
+        value = int(str(value).strip())
+    return None if value >= NO_VAL else value
+
+
+def timestamp(value):
+    """Epoch seconds (any ``number`` shape) → aware UTC datetime; 0, unset or infinite → None."""
+    seconds = number(value)
+    return datetime.fromtimestamp(seconds, tz=UTC) if seconds and seconds > 0 else None
+
+
+def text(value):
+    return "" if value is None else str(value).strip()
+
+
+def cut(field, value):
+    return value[:FIELD_LIMITS[field]]
+
+
+def expand_hostlist(hostlist):
+    """A Slurm host list → host names, in order.
+
+    ``gpu-[001-003,010]`` → gpu-001 gpu-002 gpu-003 gpu-010 (zero padding kept); ``a[1-2]b`` → a1b a2b;
+    ``n1,n2`` → n1 n2; ``r[1-2]n[1-2]`` → r1n1 r1n2 r2n1 r2n2. ``ValueError`` for unbalanced brackets, bad
+    ranges, or more than ``MAX_HOSTS`` names.
+    """
+    hosts = []
+    for item in split_hostlist(hostlist or ""):
+        hosts.extend(expand_host(item))
+        if len(hosts) > MAX_HOSTS:
+            raise ValueError(f"host list longer than {MAX_HOSTS}")
+    return hosts
+
+
+def split_hostlist(hostlist):
+    """Split on the commas outside brackets: ``a[1,3],b`` → ``a[1,3]``, ``b``."""
+    items, current, depth = [], [], 0
+    for char in hostlist:
+        depth += {"[": 1, "]": -1}.get(char, 0)
+        if depth not in (0, 1):
+            raise ValueError(f"unbalanced brackets in host list {hostlist!r}")
+        if char == "," and depth == 0:
+            items.append("".join(current))
+            current = []
+        else:
+            current.append(char)
+    if depth:
+        raise ValueError(f"unbalanced brackets in host list {hostlist!r}")
+    items.append("".join(current))
+    return [item.strip() for item in items if item.strip()]
+
+
+def expand_host(item):
+    """One host pattern (no top-level commas), brackets expanded left to right."""
+    match = re.fullmatch(r"([^\[\]]*)\[([^\[\]]*)\](.*)", item)
+    if not match:
+        if "[" in item or "]" in item:
+            raise ValueError(f"bad host pattern {item!r}")
+        return [item]
+    prefix, ranges, rest = match.groups()
+    tails = expand_host(rest)
+    numbers = list(range_numbers(ranges))
+    if len(numbers) * len(tails) > MAX_HOSTS:
+        raise ValueError(f"host list longer than {MAX_HOSTS}")
+    return [f"{prefix}{value}{tail}" for value in numbers for tail in tails]
+
+
+def range_numbers(ranges):
+    """``001-003,010`` → 001 002 003 010 (the width of a range's first number is kept)."""
+    for part in ranges.split(","):
+        match = re.fullmatch(r"\s*([0-9]+)(?:-([0-9]+))?\s*", part)
+        if not match:
+            raise ValueError(f"bad range {part!r} in host list")
+        low, high = match.groups()
+        if high is None:
+            yield low
+            continue
+        if int(high) < int(low) or int(high) - int(low) > MAX_HOSTS:
+            raise ValueError(f"bad range {part!r} in host list")
+        for value in range(int(low), int(high) + 1):
+            yield str(value).zfill(len(low))
+
+
+def collect(source, start, end):
+    """Pull jobs from ``source.url`` for the window [start, end] → ``Collected``.
+
+    slurmrestd's slurmdb endpoint selects jobs by ``start_time``/``end_time`` (epoch seconds); a URL serving
+    saved ``sacct --json`` output ignores them. ``SourceError`` when the source cannot be reached, is slower
+    than ``source.timeout_seconds``, answers an HTTP error, or answers something that is not a jobs document.
+    """
+    params = {"start_time": int(start.timestamp()), "end_time": int(end.timestamp())}
+    headers = {"Accept": "application/json"}
+    if source.auth_token:
+        headers["X-SLURM-USER-TOKEN"] = source.auth_token
+    try:
+        response = requests.get(source.url, params=params, headers=headers, timeout=source.timeout_seconds)
+    except requests.Timeout:
+        raise SourceError(f"Slurm source {source.url} did not answer within {source.timeout_seconds} s") from None
+    except requests.RequestException as error:
+        raise SourceError(f"Slurm source {source.url} cannot be reached: {error}") from None
+    if response.status_code >= 400:
+        raise SourceError(f"Slurm source {source.url} answered HTTP {response.status_code}: {error_text(response)}")
+    warnings = []
+    jobs = parse_jobs(response.content, warnings)
+    return Collected(jobs=jobs, synced_until=resume_from(jobs, start, end), warnings=warnings)
+
+
+def error_text(response):
+    """What an HTTP error answer says: slurmrestd's ``errors`` when it sent JSON, else the start of the body."""
+    try:
+        reported = describe_errors(response.json())
+    except ValueError:
+        reported = ""
+    return reported or response.text.strip()[:300] or response.reason
+
+
+def resume_from(jobs, start, end):
+    """Where the next pull's window should start.
+
+    A job's record changes until it ends (pending → running → completed), and the next pull only re-reads
+    jobs inside its window. So the window may only move past a job once it has ended: the next pull starts at
+    the earliest submit time of a job still pending or running in this answer, or at ``end`` when all ended.
+    It never moves back before ``start``: a source that returned an open job submitted before ``start``
+    selects jobs by activity in the window (as slurmdb and ``sacct -S`` do), or ignores the window, so
+    asking from ``start`` again returns that job again.
+    """
+    open_submits = [job.submit_time for job in jobs if job.end_time is None]
+    return max(start, min([end, *open_submits]))
