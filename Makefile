@@ -33,9 +33,10 @@ demo: install
 	@echo ""
 	@echo "Cluster Portal: http://127.0.0.1:$(PORT)/"
 	@echo "  manager login: manager / demo-manager   viewer login: viewer / demo-viewer"
-	@echo "  (a Celery worker with beat runs alongside; Ctrl-C stops everything)"
+	@echo "  (a Celery worker with beat and the telemetry simulator run alongside; Ctrl-C stops everything)"
 	@echo ""
 	@trap 'kill 0' INT TERM EXIT; \
+	DEBUG=1 $(BIN)/python manage.py simulate_telemetry --port 9400 & \
 	DEBUG=1 $(BIN)/celery -A portal worker --beat --loglevel=WARNING --concurrency=2 & \
 	DEBUG=1 $(BIN)/python manage.py runserver 127.0.0.1:$(PORT)
 

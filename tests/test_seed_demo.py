@@ -1,6 +1,7 @@
 """``manage.py seed_demo``: the demo fleet is realistic, valid, and seeding twice changes nothing."""
 
 import re
+from datetime import timedelta
 from io import StringIO
 
 import pytest
@@ -10,7 +11,7 @@ from django.contrib.auth import authenticate
 from django.contrib.auth.models import User
 from django.contrib.contenttypes.models import ContentType
 from django.core.management import call_command
-from django.db.models import Count
+from django.db.models import Avg, Count, Max
 from django.urls import reverse
 from django.utils import timezone
 
@@ -18,13 +19,18 @@ from inventory.models import (
     GPU,
     Fabric,
     FabricAttachment,
+    GPUDaily,
+    GPUHourly,
     LifecycleState,
     Node,
+    NodeHourly,
     Rack,
     Site,
+    SlurmJob,
     StateTransition,
     StorageSystem,
     Switch,
+    TelemetrySource,
 )
 from portal.roles import ADMIN, MANAGER, VIEWER
 
@@ -49,8 +55,14 @@ def seeded():
     return seed()
 
 
+# Time series the clock adds to: a second run backfills the hours (and Slurm jobs) since the first one.
+TIME_SERIES = {"inventory.GPUHourly", "inventory.NodeHourly", "inventory.GPUDaily", "inventory.NodeDaily",
+               "inventory.SlurmJob"}
+
+
 def counts():
-    return {model._meta.label: model._default_manager.count() for model in apps.get_models()}
+    return {model._meta.label: model._default_manager.count() for model in apps.get_models()
+            if model._meta.label not in TIME_SERIES}
 
 
 def test_fleet(seeded):
@@ -227,3 +239,26 @@ def test_admin_issues_token_once(seeded, client):
     (message,) = [str(m) for m in response.context["messages"] if "copy it now" in str(m)]
     key = re.search(r": ([0-9a-f]{40}) ", message).group(1)
     assert token.key_hash == hash_token(key) and token.prefix == key[:8]
+
+
+def test_telemetry_backfilled_from_the_simulator(seeded):
+    exporter = TelemetrySource.objects.get(kind=TelemetrySource.Kind.EXPORTER)
+    jobs = TelemetrySource.objects.get(kind=TelemetrySource.Kind.SLURM)
+    assert exporter.url == "http://127.0.0.1:9400/metrics" and exporter.interval_seconds == 60
+    assert jobs.url == "http://127.0.0.1:9400/slurmdb/v0.0.40/jobs" and jobs.interval_seconds == 300
+    now = timezone.now()
+    assert now - exporter.synced_until < timedelta(minutes=5) and jobs.synced_until is not None
+    # 7 full days for every GPU that reports: not those in repair, nor the nodes in repair
+    reporting = GPU.objects.filter(node__state__in=[S.IN_SERVICE, S.DEGRADED, S.BURN_IN]).exclude(
+        state=S.IN_REPAIR)
+    hours = GPUHourly.objects.values("gpu").annotate(n=Count("pk")).order_by()
+    assert {row["gpu"] for row in hours} == set(reporting.values_list("pk", flat=True))
+    assert {row["n"] for row in hours} == {168}
+    seeded_at = exporter.synced_until.replace(minute=0, second=0, microsecond=0)
+    assert GPUHourly.objects.aggregate(last=Max("hour"))["last"] == seeded_at - timedelta(hours=1)  # complete hours
+    assert NodeHourly.objects.values("hour").distinct().count() == 168 and GPUDaily.objects.exists()
+    util = dict(NodeHourly.objects.filter(node__state=S.IN_SERVICE).values_list("node__partition")
+                .annotate(u=Avg("util_mean")).order_by())
+    assert util["train-h200"] > 85 and util["a100-legacy"] < 45  # saturated, storage-starved
+    assert SlurmJob.objects.filter(source=jobs).count() > 300
+    assert "GPU hours and" in seeded and "Slurm jobs backfilled" in seeded

@@ -5,12 +5,16 @@ GPU UUID, username); missing rows are bulk-created, differing rows are updated, 
 alone, so a second run writes nothing (no new rows, no history rows). Lifecycle events (burn-in, faults,
 repairs) go through ``inventory.lifecycle`` and are applied only to nodes created by this run, so a
 repair made in the portal is not undone by seeding again. Demo passwords are reset on every run.
+
+Telemetry: two sources point at the simulator that ``make demo`` starts (``manage.py simulate_telemetry``),
+and the 7 days before now are backfilled from the same simulator model through the pull's write path, so
+a fresh demo shows full charts at once; a later run backfills only what the sources lack since.
 """
 
 import uuid
 from collections import Counter
 from dataclasses import dataclass
-from datetime import date
+from datetime import date, timedelta
 from decimal import Decimal as D
 
 from django.contrib.auth.models import Group, User
@@ -18,6 +22,7 @@ from django.contrib.contenttypes.models import ContentType
 from django.core.management.base import BaseCommand
 from django.db import transaction
 from django.db.models import Count
+from django.utils import timezone
 from simple_history.utils import bulk_create_with_history
 
 from inventory.catalog import GPU_MODELS, NODE_MODELS
@@ -36,6 +41,11 @@ from inventory.models import (
     StorageSystem,
     Switch,
 )
+from inventory.telemetry import simulator, slurm
+from inventory.telemetry.models import TelemetrySource
+from inventory.telemetry.pull import store
+from inventory.telemetry.records import Collected
+from inventory.telemetry.rollups import floor_hour
 from portal.roles import ADMIN, MANAGER, VIEWER
 
 S = LifecycleState
@@ -139,6 +149,18 @@ INCIDENTS = [
                             (S.IN_SERVICE, "Passed DCGM level 3 diagnostics after repair")]),
     ("lys-h100-004", 1, [(S.DEGRADED, "XID 94: contained ECC error; row remapping pending")]),
 ]
+
+# The simulator that ``manage.py simulate_telemetry`` (started by ``make demo``) serves, as two ordinary
+# sources: the portal pulls the demo's live data through the same code as a real site's.
+SIMULATOR = "http://127.0.0.1:9400"
+TELEMETRY_SOURCES = [
+    {"name": "Demo DCGM exporter (simulator)", "kind": TelemetrySource.Kind.EXPORTER, "url": f"{SIMULATOR}/metrics",
+     "interval_seconds": 60, "timeout_seconds": 5, "backfill_hours": 168, "enabled": True},
+    {"name": "Demo Slurm accounting (simulator)", "kind": TelemetrySource.Kind.SLURM,
+     "url": f"{SIMULATOR}/slurmdb/v0.0.40/jobs", "interval_seconds": 300, "timeout_seconds": 5,
+     "backfill_hours": 168, "enabled": True},
+]
+BACKFILL = timedelta(days=7)
 
 STORAGE = [
     {"name": "zrh-lustre-scratch", "site": "Zurich DC1", "kind": StorageSystem.Kind.PARALLEL_FS,
@@ -278,7 +300,9 @@ class Command(BaseCommand):
 
         self.record_creation(seeder.new[Node] + seeder.new[GPU])
         self.apply_events({obj.hostname for obj in seeder.new[Node]}, node, users["manager"])
-        self.summary(seeder)
+        sources = seeder.sync(TelemetrySource, ("name",), TELEMETRY_SOURCES)
+        backfilled = self.backfill(*(sources[(row["name"],)] for row in TELEMETRY_SOURCES))
+        self.summary(seeder, backfilled)
 
     # --- accounts ----------------------------------------------------------------------------------
 
@@ -409,9 +433,30 @@ class Command(BaseCommand):
             for state, reason in steps:
                 transition(obj, state, user=user, reason=reason)
 
+    # --- telemetry ---------------------------------------------------------------------------------
+
+    @staticmethod
+    def backfill(exporter, jobs_source):
+        """Up to 7 days of the simulator's telemetry that the sources do not have yet (all of it on the first
+        run; on a later run, the hours since the last pull), written as pulls write it: GPU hours, node
+        hours and days, Slurm jobs. Returns (GPU hours, jobs) written."""
+        now = timezone.now()
+        earliest = floor_hour(now) - BACKFILL
+        gpus = simulator.fleet()
+        start = max(exporter.synced_until or earliest, earliest)
+        hours = simulator.hour_records(gpus, start, now, interval_seconds=exporter.interval_seconds)
+        store(exporter, Collected(hours=hours), now)
+        TelemetrySource.objects.filter(pk=exporter.pk).update(synced_until=now)
+
+        start = max(jobs_source.synced_until or earliest, earliest)
+        jobs = slurm.parse_jobs(simulator.jobs(simulator.nodes_of(gpus), start, now))
+        store(jobs_source, Collected(jobs=jobs), now)
+        TelemetrySource.objects.filter(pk=jobs_source.pk).update(synced_until=slurm.resume_from(jobs, start, now))
+        return len(hours), len(jobs)
+
     # --- output ------------------------------------------------------------------------------------
 
-    def summary(self, seeder):
+    def summary(self, seeder, backfilled):
         states = dict(Node.objects.values_list("state").annotate(n=Count("pk")).order_by())
         label = dict(S.choices)
         fleet = ", ".join(f"{states[s]} {label[s].lower()}" for s in S.values if s in states)
@@ -422,5 +467,7 @@ class Command(BaseCommand):
             f"{GPU.objects.count()} GPUs, {Switch.objects.count()} switches, "
             f"{StorageSystem.objects.count()} storage systems.\n"
             f"Created: {created}.\nUpdated: {updated}.\n"
+            f"Telemetry from the simulator: {backfilled[0]} GPU hours and {backfilled[1]} Slurm jobs backfilled "
+            "(live data: manage.py simulate_telemetry, started by make demo).\n"
             "Accounts: admin / demo-admin, manager / demo-manager, viewer / demo-viewer."
         )

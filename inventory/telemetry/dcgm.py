@@ -1,0 +1,125 @@
+"""What the NVIDIA DCGM exporter's series and labels mean, and how the portal reads them over HTTP.
+
+Shared by the two DCGM collectors (``prometheus.py`` asks a Prometheus server, ``exporter.py`` scrapes an
+exporter's ``/metrics`` page itself) and by the demo ``simulator.py``, so a label, a unit or a request
+timeout is decided in one place:
+
+- series names and the ``SampleRecord`` field each one fills, with its unit conversion (framebuffer
+  memory comes in MiB, the portal stores GB = MiB / 1024; ``DCGM_FI_PROF_*`` activity stays the 0–1 ratio
+  DCGM reports; power in W; utilization in %; XID errors are the last XID code, 0 for none);
+- the labels that name a GPU (``UUID``, else ``Hostname`` + ``gpu`` index) → ``SeriesKey``;
+- ``http_get``: one GET bounded by the source's timeout, every failure turned into a ``SourceError``.
+"""
+
+import requests
+
+from .records import SeriesKey, SourceError, finite
+
+GPU_UTIL = "DCGM_FI_DEV_GPU_UTIL"
+FB_USED = "DCGM_FI_DEV_FB_USED"
+FB_FREE = "DCGM_FI_DEV_FB_FREE"
+POWER_USAGE = "DCGM_FI_DEV_POWER_USAGE"
+GR_ENGINE_ACTIVE = "DCGM_FI_PROF_GR_ENGINE_ACTIVE"
+PIPE_TENSOR_ACTIVE = "DCGM_FI_PROF_PIPE_TENSOR_ACTIVE"
+XID_ERRORS = "DCGM_FI_DEV_XID_ERRORS"
+
+
+def mib_to_gb(value):
+    """Framebuffer MiB (what DCGM reports) → GB as the portal stores memory (MiB / 1024)."""
+    return None if value is None else value / 1024
+
+
+# Series → (SampleRecord field, converter from the exporter's unit to the portal's).
+SAMPLE_FIELDS = {
+    GPU_UTIL: ("util", float),
+    FB_USED: ("mem_used_gb", mib_to_gb),
+    FB_FREE: ("mem_free_gb", mib_to_gb),
+    POWER_USAGE: ("power_w", float),
+    GR_ENGINE_ACTIVE: ("gr_engine_active", float),
+    PIPE_TENSOR_ACTIVE: ("tensor_active", float),
+    XID_ERRORS: ("xid", int),
+}
+
+# Help texts and types as dcgm-exporter publishes them (the simulator serves the same page).
+SERIES_HELP = {
+    GPU_UTIL: ("gauge", "GPU utilization (in %)."),
+    FB_USED: ("gauge", "Framebuffer memory used (in MiB)."),
+    FB_FREE: ("gauge", "Framebuffer memory free (in MiB)."),
+    POWER_USAGE: ("gauge", "Power draw (in W)."),
+    GR_ENGINE_ACTIVE: ("gauge", "Ratio of time the graphics engine is active."),
+    PIPE_TENSOR_ACTIVE: ("gauge", "Ratio of cycles the tensor (HMMA) pipe is active."),
+    XID_ERRORS: ("gauge", "Value of the last XID error encountered."),
+}
+
+
+def series_key(labels):
+    """A series' labels → the key the matcher looks up (``UUID``, else ``Hostname`` + ``gpu``); None for a
+    series that names no GPU (neither label set)."""
+    key = SeriesKey(
+        uuid=labels.get("UUID", "") or labels.get("uuid", ""),
+        hostname=labels.get("Hostname", "") or labels.get("hostname", ""),
+        gpu_index=str(labels.get("gpu", "")),
+        model_name=labels.get("modelName", ""),
+    )
+    return key if key.uuid or (key.hostname and key.gpu_index) else None
+
+
+def bad_data_warnings(not_finite, nameless):
+    """The warnings for what a collector left out: values per series or field that were not finite
+    numbers (``{name: count}``), and samples that named no GPU."""
+    warnings = [f"{name}: {count} value(s) that are not finite numbers (NaN, Inf or text) left out"
+                for name, count in sorted(not_finite.items())]
+    if nameless:
+        warnings.append(f"{nameless} sample(s) without a UUID or Hostname + gpu label left out")
+    return warnings
+
+
+def convert(series, value):
+    """A finite value of ``series`` in the portal's unit, or None (NaN, ±Inf, not a number)."""
+    number = finite(value)
+    if number is None:
+        return None
+    return SAMPLE_FIELDS[series][1](number)
+
+
+def http_get(source, url, params=None):
+    """GET ``url`` for ``source``: bounded by its timeout (connect and each read), with its bearer token if
+    it has one. Returns the response of a 2xx answer; anything else raises ``SourceError`` saying what
+    went wrong (refused, timed out, HTTP status and the start of the body)."""
+    headers = {"Accept": "application/json, text/plain;q=0.9, */*;q=0.1"}
+    if source.auth_token:
+        headers["Authorization"] = f"Bearer {source.auth_token}"
+    timeout = source.timeout_seconds
+    try:
+        response = requests.get(url, params=params, headers=headers, timeout=timeout)
+    except requests.Timeout as error:
+        raise SourceError(f"{url}: no answer within {timeout} s") from error
+    except requests.ConnectionError as error:
+        raise SourceError(f"{url}: cannot connect ({reason(error)})") from error
+    except requests.RequestException as error:
+        raise SourceError(f"{url}: request failed ({error})") from error
+    if response.status_code >= 400:
+        raise SourceError(f"{url}: HTTP {response.status_code} {response.reason}: {response.text[:300].strip()}")
+    return response
+
+
+def http_json(source, url, params=None):
+    """``http_get`` whose answer must be a JSON object."""
+    response = http_get(source, url, params)
+    try:
+        document = response.json()
+    except ValueError as error:
+        raise SourceError(f"{url}: the answer is not JSON ({response.text[:100].strip()!r})") from error
+    if not isinstance(document, dict):
+        raise SourceError(f"{url}: the answer is JSON but not an object")
+    return document
+
+
+def reason(error):
+    """The innermost cause of a requests error (e.g. 'Connection refused'), not the whole urllib3 chain."""
+    while True:
+        wrapped = next((arg for arg in error.args if isinstance(arg, BaseException)), None)
+        inner = error.__cause__ or error.__context__ or wrapped
+        if inner is None:
+            return getattr(error, "strerror", None) or str(error)
+        error = inner

@@ -1,0 +1,81 @@
+"""Collector for a DCGM exporter's ``/metrics`` page, scraped by the portal itself (sites without Prometheus).
+
+One scrape gives one ``SampleRecord`` per GPU, at the scrape time (``end``: the moment the pull started,
+see ``pull.pull``) or at the samples' own timestamps when the page carries them. The pull stores the
+samples and rolls them up into the hour, so pulls at the source's interval build the hourly rows.
+
+The page is read with ``prometheus_client``'s parser. A value that is not a finite number (NaN, ±Inf) is
+kept as None ("not reported") and counted in a warning. If the parser rejects the page (e.g. one line
+whose value is not a number), the page is read again line by line, so only the unreadable lines are left
+out, each counted in the warnings. A page with nothing readable is a ``SourceError``.
+"""
+
+from collections import Counter
+from datetime import UTC, datetime
+
+from django.utils import timezone
+from prometheus_client.parser import text_string_to_metric_families
+
+from . import dcgm
+from .records import Collected, SampleRecord, SourceError
+
+
+def collect(source, start, end):
+    """Scrape ``source.url`` once. ``start`` is not used: an exporter only knows the present."""
+    scraped_at = min(end, timezone.now())
+    response = dcgm.http_get(source, source.url)
+    collected = Collected(synced_until=scraped_at)
+    collected.samples = sample_records(read_samples(response.text, source.url, collected.warnings), scraped_at,
+                                       collected.warnings)
+    return collected
+
+
+def read_samples(text, url, warnings):
+    """``(name, labels, value, unix timestamp or None)`` for every sample on an exposition page."""
+    try:
+        return [(s.name, s.labels, s.value, s.timestamp)
+                for family in text_string_to_metric_families(text) for s in family.samples]
+    except ValueError:
+        pass
+    samples, unreadable = [], []
+    for line in text.splitlines():
+        if not line.strip() or line.lstrip().startswith("#"):
+            continue
+        try:
+            samples += [(s.name, s.labels, s.value, s.timestamp)
+                        for family in text_string_to_metric_families(line + "\n") for s in family.samples]
+        except ValueError:
+            unreadable.append(line)
+    if unreadable and not samples:
+        raise SourceError(f"{url}: not a metrics page ({shorten(unreadable[0])!r})")
+    if unreadable:
+        warnings.append(f"{len(unreadable)} unreadable line(s) left out, e.g. {shorten(unreadable[0])!r}")
+    return samples
+
+
+def shorten(line, keep=80):
+    """The start and the end of a long line: the value, at the end, is usually what is wrong."""
+    return line if len(line) <= 2 * keep else f"{line[:keep]} … {line[-keep:]}"
+
+
+def sample_records(samples, scraped_at, warnings):
+    """Parsed samples → one ``SampleRecord`` per GPU and timestamp, in the portal's units."""
+    records = {}
+    not_finite, nameless = Counter(), 0
+    for name, labels, value, timestamp in samples:
+        if name not in dcgm.SAMPLE_FIELDS:
+            continue
+        series = dcgm.series_key(labels)
+        if series is None:
+            nameless += 1
+            continue
+        ts = datetime.fromtimestamp(timestamp, UTC) if timestamp else scraped_at
+        record = records.setdefault((series.key, ts), SampleRecord(series=series, ts=ts))
+        converted = dcgm.convert(name, value)
+        if converted is None:
+            not_finite[name] += 1
+        setattr(record, dcgm.SAMPLE_FIELDS[name][0], converted)
+    warnings += dcgm.bad_data_warnings(not_finite, nameless)
+    if not records and not nameless:
+        warnings.append("no DCGM series on the page")
+    return list(records.values())

@@ -1,0 +1,185 @@
+"""Collector for a Prometheus server that scrapes NVIDIA DCGM exporters: hourly GPU records, aggregated by
+Prometheus itself (``/api/v1/query_range``), so the raw samples never leave the server.
+
+Each rollup field is one PromQL expression evaluated at hour ENDS with ``step=3600``: the value at ``t``
+is the hour [t - 1h, t] and becomes ``HourRecord(hour=t - 1h)``. Per GPU and hour:
+
+- utilization mean and max, memory used (MiB → GB), power, and the ``DCGM_FI_PROF_*`` activity ratios:
+  ``avg_over_time``/``max_over_time`` over the hour. A series Prometheus does not have gives no value
+  (None: "not reported"), never 0.
+- ``samples``: ``count_over_time`` of the utilization series.
+- ``xid_errors``: samples with a non-zero ``DCGM_FI_DEV_XID_ERRORS``. PromQL cannot filter a range
+  vector, so this is a subquery at the scrape interval: ``count_over_time((XID > 0)[1h:15s])``.
+- ``energy_wh`` = mean power × the part of the hour covered by samples (power samples × the target's
+  scrape interval, which Prometheus' ``/api/v1/targets`` reports; where it does not, e.g. behind Thanos,
+  the hour is taken as covered). The current hour is covered at most up to ``end``.
+
+Series are grouped ``by`` the labels that name a GPU (plus ``job`` and ``instance``), so labels that
+change over time (Kubernetes ``pod``/``container`` labels of dcgm-exporter) do not split a GPU's hour;
+if two scrape jobs report the same GPU, the one with more samples wins.
+
+The window runs from the hour of ``start`` to the current hour, which is included while still partial;
+``synced_until`` is the last complete hour boundary, so the next pull recomputes the partial hour. Long
+windows are split into 7-day requests (168 points per series, far under Prometheus' 11,000).
+"""
+
+import logging
+import re
+from collections import Counter, defaultdict
+from datetime import UTC, datetime, timedelta
+
+from . import dcgm
+from .records import Collected, HourRecord, SourceError, finite
+from .rollups import floor_hour
+
+log = logging.getLogger(__name__)
+
+HOUR = timedelta(hours=1)
+CHUNK = timedelta(days=7)
+DEFAULT_SCRAPE_SECONDS = 60  # Prometheus' own default scrape_interval
+GROUP = "UUID, Hostname, gpu, modelName, job, instance"
+
+
+def _mean(series):
+    return f"avg by ({GROUP}) (avg_over_time({series}[1h]))"
+
+
+def _count(expression):
+    return f"sum by ({GROUP}) (count_over_time({expression}))"
+
+
+def queries(scrape_seconds):
+    """HourRecord field (or a helper value) → PromQL evaluated at the end of each hour."""
+    return {
+        "util_mean": _mean(dcgm.GPU_UTIL),
+        "util_max": f"max by ({GROUP}) (max_over_time({dcgm.GPU_UTIL}[1h]))",
+        "samples": _count(f"{dcgm.GPU_UTIL}[1h]"),
+        "mem_used_mean_gb": _mean(dcgm.FB_USED),
+        "power_mean_w": _mean(dcgm.POWER_USAGE),
+        "power_samples": _count(f"{dcgm.POWER_USAGE}[1h]"),
+        "gr_engine_active_mean": _mean(dcgm.GR_ENGINE_ACTIVE),
+        "tensor_active_mean": _mean(dcgm.PIPE_TENSOR_ACTIVE),
+        "xid_errors": _count(f"({dcgm.XID_ERRORS} > 0)[1h:{round(scrape_seconds * 1000)}ms]"),
+    }
+
+
+CONVERT = {"mem_used_mean_gb": dcgm.mib_to_gb, "samples": int, "power_samples": int, "xid_errors": int}
+
+
+def collect(source, start, end):
+    """The hours from the one holding ``start`` to the one holding ``end`` (partial), for every GPU."""
+    base = source.url.rstrip("/")
+    collected = Collected(synced_until=floor_hour(end))
+    intervals = scrape_intervals(source, base)
+    scrape_seconds = Counter(intervals.values()).most_common(1)[0][0] if intervals else DEFAULT_SCRAPE_SECONDS
+    values = defaultdict(dict)  # (group labels, hour) → field → value
+    bad = Counter()
+    first_end, last_end = floor_hour(start) + HOUR, floor_hour(end) + HOUR
+    chunk_start = first_end
+    while chunk_start <= last_end:
+        chunk_end = min(chunk_start + CHUNK - HOUR, last_end)
+        for field, query in queries(scrape_seconds).items():
+            for labels, ts, raw in query_range(source, base, query, chunk_start, chunk_end, collected.warnings):
+                number = finite(raw)
+                if number is None:
+                    bad[field] += 1
+                    continue
+                hour = datetime.fromtimestamp(ts, UTC) - HOUR
+                values[(labels, hour)][field] = CONVERT.get(field, float)(number)
+        chunk_start = chunk_end + HOUR
+    collected.hours, nameless = hour_records(values, intervals, end)
+    collected.warnings += dcgm.bad_data_warnings(bad, nameless)
+    return collected
+
+
+def hour_records(values, intervals, end):
+    """Values per (series labels, hour) → one ``HourRecord`` per GPU and hour, with its energy; and how
+    many series hours named no GPU."""
+    best = {}  # (series key, hour) → HourRecord: one per GPU and hour
+    nameless = 0
+    for (labels, hour), fields in values.items():
+        label = dict(labels)
+        series = dcgm.series_key(label)
+        if series is None:
+            nameless += 1
+            continue
+        record = HourRecord(series=series, hour=hour,
+                            **{name: value for name, value in fields.items() if name != "power_samples"})
+        if record.power_mean_w is not None:
+            record.energy_wh = record.power_mean_w * covered_hours(
+                fields.get("power_samples", 0), intervals.get((label.get("job"), label.get("instance"))), hour, end)
+        key = (series.key, hour)
+        if key not in best or record.samples > best[key].samples:
+            best[key] = record
+    return list(best.values()), nameless
+
+
+def covered_hours(samples, interval_seconds, hour, end):
+    """The part of ``hour`` the samples cover: samples × scrape interval, at most the hour and at most
+    up to ``end`` (the current hour); without a known interval, the whole (elapsed) hour."""
+    elapsed = min(1.0, max(0.0, (end - hour).total_seconds() / 3600))
+    if not interval_seconds:
+        return elapsed
+    return min(elapsed, samples * interval_seconds / 3600)
+
+
+def query_range(source, base, query, first, last, warnings):
+    """Yields ``(group labels, unix time, raw value)`` for every point of a range query."""
+    url = f"{base}/api/v1/query_range"
+    document = dcgm.http_json(source, url, {
+        "query": query, "start": first.timestamp(), "end": last.timestamp(), "step": 3600,
+        "timeout": f"{source.timeout_seconds}s",
+    })
+    data = answer_data(document, url)
+    if data.get("resultType") != "matrix" or not isinstance(data.get("result"), list):
+        raise SourceError(f"{url}: expected a matrix result, got {data.get('resultType')!r}")
+    warnings.extend(f"Prometheus: {warning}" for warning in document.get("warnings") or [])
+    for series in data["result"]:
+        labels = tuple(sorted((series.get("metric") or {}).items()))
+        for point in series.get("values") or []:
+            try:
+                ts, raw = point
+                ts = float(ts)
+            except (TypeError, ValueError):
+                raise SourceError(f"{url}: unreadable point {point!r}") from None
+            yield labels, ts, raw
+
+
+def answer_data(document, url):
+    """The ``data`` of a Prometheus API answer; ``status: error`` becomes a ``SourceError``."""
+    if document.get("status") != "success":
+        raise SourceError(f"{url}: Prometheus answered {document.get('status')!r}: "
+                          f"{document.get('errorType', '')} {document.get('error', '')}".strip())
+    data = document.get("data")
+    if not isinstance(data, dict):
+        raise SourceError(f"{url}: the answer has no data")
+    return data
+
+
+def scrape_intervals(source, base):
+    """(job, instance) → scrape interval in seconds, from ``/api/v1/targets``; {} where it is not served."""
+    url = f"{base}/api/v1/targets"
+    try:
+        data = answer_data(dcgm.http_json(source, url, {"state": "active"}), url)
+    except SourceError as error:
+        log.info("no scrape intervals from %s (energy assumes covered hours): %s", source.name, error)
+        return {}
+    intervals = {}
+    for target in data.get("activeTargets") or []:
+        labels = target.get("labels") or {}
+        seconds = duration_seconds(target.get("scrapeInterval", ""))
+        if seconds:
+            intervals[(labels.get("job"), labels.get("instance"))] = seconds
+    return intervals
+
+
+DURATION = re.compile(r"(\d+(?:\.\d+)?)(ms|s|m|h|d|w|y)")
+UNIT_SECONDS = {"ms": 0.001, "s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800, "y": 31536000}
+
+
+def duration_seconds(text):
+    """A Prometheus duration ('15s', '1m30s', '500ms') in seconds, or None."""
+    parts = DURATION.findall(text or "")
+    if not parts or "".join(number + unit for number, unit in parts) != text:
+        return None
+    return sum(float(number) * UNIT_SECONDS[unit] for number, unit in parts)

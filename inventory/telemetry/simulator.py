@@ -1,0 +1,533 @@
+"""A deterministic model of the demo fleet's telemetry: what its DCGM exporters and Slurm would report.
+
+Everything is a pure function of (GPU or node, time): the same moment always gives the same numbers, so
+the demo's 7-day backfill (``hour_records``), the live exporter page (``metrics_text``) and the Slurm job
+records (``jobs``) tell one consistent story, and tests can check what each scenario claims.
+
+How it works. Each partition follows a named ``Scenario``. Its nodes are grouped into blocks of
+``job_nodes`` consecutive hostnames (zrh-h100-001…004), and time into slots of ``slot_hours``; in every
+slot a block runs one multi-node job or one job per node (or nothing), chosen by a hash of (block, slot).
+A GPU's utilization is its node's current job's level, plus noise; between jobs it idles. Busy
+probability and the inference traffic follow the day (Central European time), so nights and weekends are
+quieter.
+
+Scenarios, by the partitions ``seed_demo`` creates:
+
+- ``train-h200``: saturated: 2-node LLM jobs back to back, GPUs ~90 % busy and more, queue waits of hours;
+- ``a100-legacy``: storage-starved: GPUs allocated around the clock but waiting on I/O (bursts of work
+  between stalls: mean ~25–40 %, max high);
+- ``train-h100``: network-bound: 4-node data-parallel jobs, ~50–60 % busy (all-reduce over InfiniBand);
+- ``inference``: model serving, utilization follows user traffic: busy by day, quiet at night;
+- idle nodes (``IDLE_NODES``) and drained (degraded) nodes sit near 0 %; nodes in burn-in run stress
+  tests at ~100 %; nodes not in use (delivered, in repair, retired) and GPUs in repair report nothing;
+  degraded GPUs now and then report XID errors.
+
+Any other partition gets a generic ``mixed`` scenario, so the simulator also serves a fleet made by hand.
+"""
+
+import math
+import re
+import zlib
+from collections import defaultdict
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from functools import lru_cache
+
+from . import dcgm
+from .records import HourRecord
+
+EPOCH = datetime(2024, 1, 1, tzinfo=UTC).timestamp()
+HOUR = 3600
+LOCAL_OFFSET = 3600  # both demo sites are on Central European time (daylight saving ignored)
+NOISE_SECONDS = 10  # values change every 10 s, faster than any scrape interval
+
+IDLE_NODES = {"zrh-h100-015", "zrh-h100-016", "lys-h100-004"}
+REPORTING = {"in_service", "degraded", "burn_in"}  # node states in which its exporter answers
+SILENT_GPUS = {"ordered", "in_repair", "retired"}
+XID_CODES = (63, 94)  # row remapping pending, contained ECC error: what the demo's degraded GPUs suffer
+
+# dcgm-exporter's modelName is the driver's product name.
+PRODUCT_NAMES = {"H100 SXM 80GB": "NVIDIA H100 80GB HBM3", "H200 SXM 141GB": "NVIDIA H200",
+                 "A100 80GB SXM": "NVIDIA A100-SXM4-80GB"}
+PCI_BUSES = ("18", "2A", "3A", "5D", "9A", "AB", "BA", "DB")  # an 8-GPU HGX baseboard
+
+JOB_NAMES = {
+    "llm-pretrain": ("llama-70b-pretrain", "moe-8x22b-ablation", "tokenizer-sweep", "llm-13b-long-context"),
+    "vision": ("vit-h14-pretrain", "detr-finetune", "sam-distill", "diffusion-xl-train"),
+    "speech": ("whisper-large-ft", "tts-distill", "asr-conformer", "speech-lm-pretrain"),
+    "platform": ("vllm-llama3-8b", "vllm-mixtral", "triton-embeddings", "vllm-llama3-70b"),
+}
+USERS = {
+    "llm-pretrain": ("amueller", "jkowalski", "tnguyen"), "vision": ("lchen", "pdubois"),
+    "speech": ("mrossi", "ekim"), "platform": ("svc-inference",),
+}
+
+
+@dataclass(frozen=True)
+class Scenario:
+    name: str
+    description: str
+    job_nodes: int  # nodes per block: the width of a multi-node job
+    multi_node_share: float  # chance that a slot's job spans the whole block
+    slot_hours: int
+    busy_day: float  # chance that a slot has a job, by day and at night
+    busy_night: float
+    util: tuple  # GPU utilization while a job runs (%): low, high
+    tensor_ratio: float  # tensor pipe activity / graphics engine activity
+    memory: tuple  # share of GPU memory a job uses: low, high
+    wait_minutes: tuple  # queue wait: low, high
+    bursty: bool = False  # work comes in bursts between I/O stalls
+    traffic: bool = False  # utilization follows daytime traffic (serving)
+
+
+SCENARIOS = {
+    "train-h200": Scenario(
+        "saturated", "Saturated: 2-node LLM jobs back to back, GPUs busy, queue waits of hours.",
+        job_nodes=2, multi_node_share=0.8, slot_hours=8, busy_day=1.0, busy_night=1.0, util=(92, 99),
+        tensor_ratio=0.62, memory=(0.85, 0.97), wait_minutes=(120, 720)),
+    "a100-legacy": Scenario(
+        "storage-starved", "Storage-starved: GPUs allocated but waiting on reads from scratch storage.",
+        job_nodes=2, multi_node_share=0.3, slot_hours=4, busy_day=1.0, busy_night=0.95, util=(30, 42),
+        tensor_ratio=0.35, memory=(0.55, 0.8), wait_minutes=(1, 15), bursty=True),
+    "train-h100": Scenario(
+        "network-bound", "Network-bound: 4-node data-parallel jobs waiting on all-reduce over InfiniBand.",
+        job_nodes=4, multi_node_share=0.85, slot_hours=6, busy_day=1.0, busy_night=0.8, util=(54, 64),
+        tensor_ratio=0.5, memory=(0.7, 0.9), wait_minutes=(10, 90)),
+    "inference": Scenario(
+        "day-night serving", "Model serving: utilization follows user traffic, busy by day, quiet at night.",
+        job_nodes=1, multi_node_share=0.0, slot_hours=24, busy_day=1.0, busy_night=1.0, util=(10, 80),
+        tensor_ratio=0.3, memory=(0.6, 0.75), wait_minutes=(0, 2), traffic=True),
+}
+MIXED = Scenario(
+    "mixed", "Mixed single-node jobs.", job_nodes=1, multi_node_share=0.0, slot_hours=6, busy_day=0.85,
+    busy_night=0.6, util=(60, 85), tensor_ratio=0.45, memory=(0.5, 0.9), wait_minutes=(5, 60))
+
+
+@dataclass(frozen=True)
+class SimNode:
+    hostname: str
+    partition: str = ""
+    team: str = ""
+    cluster: str = "demo"
+    state: str = "in_service"
+
+
+@dataclass(frozen=True)
+class SimGPU:
+    uuid: str
+    slot: int
+    node: SimNode
+    model_name: str = "H100 SXM 80GB"
+    memory_gb: int = 80
+    tdp_w: int = 700
+    state: str = "in_service"
+
+
+def scenario_for(partition):
+    return SCENARIOS.get(partition, MIXED)
+
+
+def fleet():
+    """The inventory's installed GPUs (and their nodes) as the simulator sees them; one query."""
+    from inventory.models import GPU
+
+    nodes, gpus = {}, []
+    rows = (GPU.objects.filter(node__isnull=False).select_related("node__site", "gpu_model")
+            .order_by("node__hostname", "slot"))
+    for gpu in rows:
+        node = gpu.node
+        if node.pk not in nodes:
+            nodes[node.pk] = SimNode(node.hostname, node.partition, node.owner_team,
+                                     re.sub(r"[^a-z0-9]+", "-", node.site.name.lower()).strip("-"), node.state)
+        gpus.append(SimGPU(gpu.uuid, gpu.slot or 0, nodes[node.pk], gpu.gpu_model.name, gpu.gpu_model.memory_gb,
+                           gpu.gpu_model.tdp_w, gpu.state))
+    return gpus
+
+
+def nodes_of(gpus):
+    return list({gpu.node.hostname: gpu.node for gpu in gpus}.values())
+
+
+# --- deterministic randomness -------------------------------------------------------------------------------
+
+MASK = (1 << 64) - 1
+
+
+def mix(*parts):
+    """A 64-bit number that depends only on ``parts`` (integers): splitmix64 over them."""
+    x = 0x9E3779B97F4A7C15
+    for part in parts:
+        x = (x ^ (part & MASK)) * 0xBF58476D1CE4E5B9 & MASK
+        x = (x ^ (x >> 31)) * 0x94D049BB133111EB & MASK
+        x ^= x >> 29
+    return x
+
+
+def unit(*parts):
+    """A uniform number in [0, 1) that depends only on ``parts``."""
+    return mix(*parts) / 2**64
+
+
+@lru_cache(maxsize=100_000)
+def seed(text):
+    return zlib.crc32(text.encode())
+
+
+def between(low_high, u):
+    low, high = low_high
+    return low + (high - low) * u
+
+
+def daylight(t):
+    """0 at 03:00, 1 at 15:00 local time; weekends at most half."""
+    local = t + LOCAL_OFFSET
+    level = 0.5 - 0.5 * math.cos(2 * math.pi * ((local % 86400) / 3600 - 3) / 24)
+    weekday = datetime.fromtimestamp(local, UTC).weekday()
+    return level * (0.5 if weekday >= 5 else 1.0)
+
+
+# --- jobs: blocks of nodes × slots of time ------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Block:
+    """Consecutive nodes of one partition that multi-node jobs span (zrh-h100-001…004). Depends only on a
+    node's own hostname and partition, so a GPU's value needs no knowledge of the rest of the fleet."""
+
+    partition: str
+    prefix: str
+    number: int  # block index: node index // width
+    width: int
+
+    @property
+    def scenario(self):
+        return scenario_for(self.partition)
+
+    def position(self, hostname):
+        return node_index(hostname)[1] % self.width
+
+    def slot_start(self, t):
+        """Start of the slot holding ``t``; blocks are phase-shifted by whole hours so they do not all turn
+        over at once."""
+        length = self.scenario.slot_hours * HOUR
+        phase = seed(f"{self.prefix}{self.number}") % self.scenario.slot_hours * HOUR
+        return EPOCH + phase + (t - EPOCH - phase) // length * length
+
+
+@dataclass(frozen=True)
+class Job:
+    job_id: int
+    positions: tuple  # positions in the block
+    submit: float
+    start: float
+    end: float
+    state: str  # the state it ends in
+    level: float  # GPU utilization while it runs
+    memory: float  # share of GPU memory it uses
+
+
+def node_index(hostname):
+    """'zrh-h100-007' → ('zrh-h100-', 6, 3): prefix, 0-based index, digits; no number → (hostname, 0, 0)."""
+    match = re.fullmatch(r"(.*?)(\d+)", hostname)
+    if not match:
+        return hostname, 0, 0
+    return match.group(1), int(match.group(2)) - 1, len(match.group(2))
+
+
+def block_of(node):
+    prefix, index, digits = node_index(node.hostname)
+    width = scenario_for(node.partition).job_nodes if digits else 1
+    return Block(node.partition, prefix if digits else node.hostname, index // width, width)
+
+
+@lru_cache(maxsize=50_000)
+def slot_jobs(block, start):
+    """The jobs a block runs in the slot that starts at ``start`` (unix seconds): one across the block or one
+    per node, each maybe none (by the scenario's busy chance at that time of day), ending a few minutes
+    before the slot does or earlier when it fails or is cancelled."""
+    scenario = block.scenario
+    length = scenario.slot_hours * HOUR
+    key = seed(f"{block.partition}/{block.prefix}/{block.number}")
+    slot = int(start // HOUR)
+    busy = scenario.busy_night + (scenario.busy_day - scenario.busy_night) * daylight(start + length / 2)
+    if block.width > 1 and unit(key, slot, 1) < scenario.multi_node_share:
+        groups = [tuple(range(block.width))]
+    else:
+        groups = [(position,) for position in range(block.width)]
+    prefix_code = seed(block.prefix) % 100
+    jobs = []
+    for group in groups:
+        first = group[0]
+
+        def u(channel, first=first):
+            return unit(key, slot, first, channel)
+
+        if u(2) >= busy:
+            continue
+        begin = start + 60 + u(3) * 10 * 60
+        finish = start + length - 60 - u(4) * 10 * 60
+        fate = u(5)
+        state = "COMPLETED"
+        if fate < 0.06:
+            state, finish = "FAILED", begin + (finish - begin) * (0.1 + 0.8 * u(6))
+        elif fate < 0.09:
+            state, finish = "CANCELLED", begin + (finish - begin) * (0.2 + 0.7 * u(6))
+        elif fate < 0.12:
+            state = "TIMEOUT"
+        wait = between(scenario.wait_minutes, u(7) ** 2) * 60  # most waits short, a few long
+        jobs.append(Job(
+            # Unique without a registry (for up to 100 nodes per hostname prefix): hours since the epoch
+            # at the slot's start, the host prefix, the job's first node.
+            job_id=1_000_000 + (slot - int(EPOCH // HOUR)) * 10_000 + prefix_code * 100
+            + (block.number * block.width + first) % 100,
+            positions=group, submit=begin - wait, start=begin, end=finish, state=state,
+            level=between(scenario.util, u(8)), memory=between(scenario.memory, u(9)),
+        ))
+    return tuple(jobs)
+
+
+def job_at(node, t):
+    """The job ``node`` runs at ``t``, or None."""
+    block = block_of(node)
+    position = block.position(node.hostname)
+    for job in slot_jobs(block, block.slot_start(t)):
+        if position in job.positions and job.start <= t < job.end:
+            return job
+    return None
+
+
+# --- GPU values ---------------------------------------------------------------------------------------------
+
+
+def activity(node, t):
+    """What a node does at ``t``: ('job', Job), ('burn_in', None) or ('idle', None)."""
+    if node.state == "burn_in":
+        return "burn_in", None
+    if node.state == "degraded" or node.hostname in IDLE_NODES:  # drained, or nobody uses it
+        return "idle", None
+    job = job_at(node, t)
+    return ("job", job) if job else ("idle", None)
+
+
+def reports(gpu):
+    return gpu.node.state in REPORTING and gpu.state not in SILENT_GPUS
+
+
+def gpu_sample(gpu, moment, current=None):
+    """The DCGM values of ``gpu`` at ``moment`` (datetime or unix seconds), in the exporter's units (MiB,
+    W, %, ratios); None when the GPU reports nothing (its node or itself is in repair). ``current``: the
+    node's ``activity`` at that moment, when the caller already knows it."""
+    if not reports(gpu):
+        return None
+    t = moment.timestamp() if isinstance(moment, datetime) else float(moment)
+    util, used, free, power, engine, tensor = values(gpu, t, current or activity(gpu.node, t))
+    return {
+        dcgm.GPU_UTIL: round(util),
+        dcgm.FB_USED: round(used),
+        dcgm.FB_FREE: round(free),
+        dcgm.POWER_USAGE: round(power, 3),
+        dcgm.GR_ENGINE_ACTIVE: round(engine, 6),
+        dcgm.PIPE_TENSOR_ACTIVE: round(tensor, 6),
+        dcgm.XID_ERRORS: xid(gpu, t),
+    }
+
+
+def values(gpu, t, current):
+    """(util %, memory used MiB, free MiB, power W, engine ratio, tensor ratio) of a reporting GPU."""
+    kind, job = current
+    g = seed(gpu.uuid)
+    bits = mix(g, int(t // NOISE_SECONDS))  # one hash, three independent numbers
+    noise = (bits & 0xFFFF) / 65536 - 0.5  # -0.5 … 0.5
+    burst = (bits >> 16 & 0xFFFF) / 65536
+    jitter = (bits >> 32 & 0xFFFF) / 65536
+    scenario = scenario_for(gpu.node.partition)
+    total_mib = gpu.memory_gb * 1024
+    if kind == "job":
+        level = between(scenario.util, daylight(t)) if scenario.traffic else job.level  # serving follows traffic
+        level += ((g ^ int(job.start)) % 1000 / 1000 - 0.5) * 6  # the GPUs of a job differ a little
+        if scenario.bursty:  # computing (~90 %) or stalled on I/O (~2 %), in the job's proportion
+            util = 88 + 10 * noise if burst < level / 88 else 2 + 4 * (noise + 0.5)
+        else:
+            util = level + 8 * noise
+        used = total_mib * (job.memory + 0.02 * noise)
+        tensor_ratio = scenario.tensor_ratio
+    elif kind == "burn_in":
+        util, used, tensor_ratio = 99 + 2 * noise, total_mib * 0.9, 0.7
+    else:
+        util, used, tensor_ratio = max(0.0, 1.5 * noise), 2.0, 0.0
+    util = min(100.0, max(0.0, util))
+    engine = util / 100 * (0.93 + 0.05 * jitter)
+    idle_w = gpu.tdp_w * 0.1
+    power = max(idle_w * 0.8, idle_w + (gpu.tdp_w * 0.92 - idle_w) * util / 100 * (0.8 + 0.3 * tensor_ratio)
+                + 4 * noise)
+    reserved = 600
+    used = min(total_mib - reserved, max(0.0, used))
+    return util, used, total_mib - reserved - used, power, engine, engine * tensor_ratio
+
+
+def xid(gpu, t):
+    """Degraded GPUs have an XID episode in about one hour in five, a few minutes long; 0 otherwise."""
+    if gpu.state != "degraded":
+        return 0
+    g, hour = seed(gpu.uuid), int(t // HOUR)
+    if unit(g, hour, 5) >= 0.2:
+        return 0
+    begin = hour * HOUR + unit(g, hour, 6) * 55 * 60
+    return XID_CODES[g % len(XID_CODES)] if begin <= t < begin + 180 else 0
+
+
+# --- what sources serve -------------------------------------------------------------------------------------
+
+
+def labels(gpu):
+    return {
+        "gpu": str(gpu.slot), "UUID": gpu.uuid, "pci_bus_id": f"00000000:{PCI_BUSES[gpu.slot % 8]}:00.0",
+        "device": f"nvidia{gpu.slot}", "modelName": PRODUCT_NAMES.get(gpu.model_name, f"NVIDIA {gpu.model_name}"),
+        "Hostname": gpu.node.hostname,
+    }
+
+
+def metrics_text(gpus, moment):
+    """The page a dcgm-exporter on each of these GPUs' nodes would serve at ``moment``, as one page."""
+    samples = [(gpu, gpu_sample(gpu, moment)) for gpu in gpus]
+    samples = [(gpu, values) for gpu, values in samples if values is not None]
+    lines = []
+    for series, (kind, help_text) in dcgm.SERIES_HELP.items():
+        lines += [f"# HELP {series} {help_text}", f"# TYPE {series} {kind}"]
+        for gpu, values in samples:
+            label_text = ",".join(f'{name}="{value}"' for name, value in labels(gpu).items())
+            lines.append(f"{series}{{{label_text}}} {values[series]}")
+    return "\n".join(lines) + "\n"
+
+
+def hour_records(gpus, start, end, points=4, interval_seconds=60):
+    """``HourRecord``s for the complete hours in [start, end), from the same model, as Prometheus or the
+    portal's own scrapes every ``interval_seconds`` would have rolled them up: means of ``points`` moments
+    per hour (enough for charts; the max is the max of those), XID errors counted at every scrape,
+    samples = scrapes per hour, the hour fully covered."""
+    first = math.ceil(start.timestamp() / HOUR) * HOUR
+    last = int(end.timestamp() // HOUR) * HOUR
+    by_node = defaultdict(list)
+    for gpu in gpus:
+        if reports(gpu):
+            by_node[gpu.node].append(gpu)
+    scrapes = HOUR // interval_seconds
+    records = []
+    for node, node_gpus in by_node.items():
+        keys = [dcgm.series_key(labels(gpu)) for gpu in node_gpus]
+        for hour in range(first, last, HOUR):
+            moments = [(t, activity(node, t)) for t in (hour + (k + 0.5) * HOUR / points for k in range(points))]
+            when = datetime.fromtimestamp(hour, UTC)
+            for gpu, key in zip(node_gpus, keys, strict=True):
+                util, used, _, power, engine, tensor = zip(*(values(gpu, t, now) for t, now in moments), strict=True)
+                errors = 0
+                if gpu.state == "degraded":  # only they have XID episodes: spare the others 60 calls an hour
+                    errors = sum(1 for k in range(scrapes) if xid(gpu, hour + k * interval_seconds))
+                records.append(HourRecord(
+                    series=key, hour=when, util_mean=sum(util) / points, util_max=max(util),
+                    mem_used_mean_gb=dcgm.mib_to_gb(sum(used) / points), power_mean_w=sum(power) / points,
+                    energy_wh=sum(power) / points, gr_engine_active_mean=sum(engine) / points,
+                    tensor_active_mean=sum(tensor) / points, xid_errors=errors, samples=scrapes,
+                ))
+    return records
+
+
+def hostlist(hostnames):
+    """Host names → a Slurm host list: zrh-h100-001, -002, -003, -005 → 'zrh-h100-[001-003,005]'."""
+    groups = defaultdict(list)
+    singles = []
+    for hostname in hostnames:
+        prefix, index, digits = node_index(hostname)
+        if digits:
+            groups[(prefix, digits)].append(index + 1)
+        else:
+            singles.append(hostname)
+    parts = []
+    for (prefix, digits), numbers in groups.items():
+        numbers = sorted(set(numbers))
+        if len(numbers) == 1:
+            parts.append(f"{prefix}{numbers[0]:0{digits}d}")
+            continue
+        runs, low = [], numbers[0]
+        for previous, current in zip(numbers, numbers[1:] + [None], strict=True):
+            if current != previous + 1:
+                runs.append(f"{low:0{digits}d}" if low == previous else f"{low:0{digits}d}-{previous:0{digits}d}")
+                low = current
+        parts.append(f"{prefix}[{','.join(runs)}]")
+    return ",".join(parts + singles)
+
+
+def jobs(nodes, start, end):
+    """The Slurm jobs of ``nodes`` active in [start, end) as ``sacct --json`` (data_parser v0.0.40) prints
+    them, seen at ``end``: jobs not started yet are PENDING, jobs still running are RUNNING."""
+    first, now = start.timestamp(), end.timestamp()
+    blocks = defaultdict(dict)  # block → position → node
+    for node in nodes:
+        if node.state == "in_service" and node.hostname not in IDLE_NODES:
+            block = block_of(node)
+            blocks[block][block.position(node.hostname)] = node
+    documents = []
+    for block, members in blocks.items():
+        length = block.scenario.slot_hours * HOUR
+        t = block.slot_start(first - length)
+        while t <= now + block.scenario.wait_minutes[1] * 60 + length:  # far enough for jobs already queued
+            for job in slot_jobs(block, t):
+                running_on = [members[p] for p in job.positions if p in members]
+                if running_on and job.submit <= now and job.end > first:
+                    documents.append(sacct_job(job, running_on, now))
+            t += length
+    return {
+        "meta": {
+            "plugin": {"type": "openapi/slurmdbd", "name": "Slurm OpenAPI slurmdbd",
+                       "data_parser": "data_parser/v0.0.40", "accounting_storage": "accounting_storage/slurmdbd"},
+            "client": {"source": "simulate_telemetry", "user": "root", "group": "root"},
+            "command": ["sacct", "--json"],
+            "slurm": {"version": {"major": "23", "micro": "6", "minor": "11"}, "release": "23.11.6",
+                      "cluster": nodes[0].cluster if nodes else "demo"},
+        },
+        "jobs": sorted(documents, key=lambda job: job["job_id"]),
+        "warnings": [],
+        "errors": [],
+    }
+
+
+def number(value):
+    return {"set": value is not None, "infinite": False, "number": int(value or 0)}
+
+
+def sacct_job(job, running_on, now):
+    node = running_on[0]
+    team = node.team or "default"
+    u = unit(job.job_id, 11)
+    names, users = JOB_NAMES.get(team, ("train",)), USERS.get(team, ("user",))
+    name, user = names[int(u * len(names))], users[int(unit(job.job_id, 12) * len(users))]
+    started, ended = job.start <= now, job.end <= now
+    state = job.state if ended else "RUNNING" if started else "PENDING"
+    gpus = 8 * len(running_on)
+    elapsed = int(min(job.end, now) - job.start) if started else 0
+    exit_code = {"COMPLETED": 0, "FAILED": 1}.get(state, 0)
+    tres = [
+        {"type": "cpu", "name": "", "id": 1, "count": 224 * len(running_on)},
+        {"type": "mem", "name": "", "id": 2, "count": 2_000_000 * len(running_on)},
+        {"type": "node", "name": "", "id": 4, "count": len(running_on)},
+        {"type": "billing", "name": "", "id": 5, "count": 224 * len(running_on)},
+        {"type": "gres", "name": "gpu", "id": 1001, "count": gpus},
+    ]
+    return {
+        "account": team, "allocation_nodes": len(running_on) if started else 0,
+        "association": {"account": team, "cluster": node.cluster, "partition": node.partition, "user": user},
+        "cluster": node.cluster, "constraints": "", "derived_exit_code": number(0),
+        "exit_code": {"status": ["SUCCESS" if exit_code == 0 else "ERROR"], "return_code": number(exit_code)},
+        "group": team, "job_id": job.job_id, "name": name,
+        "nodes": hostlist(n.hostname for n in running_on) if started else "None assigned",
+        "partition": node.partition, "priority": number(10_000), "qos": "normal",
+        "state": {"current": [state], "reason": "Priority" if state == "PENDING" else "None"},
+        "time": {
+            "elapsed": elapsed, "eligible": int(job.submit),
+            "submission": number(job.submit), "start": number(job.start if started else None),
+            "end": number(job.end if ended else None),
+            "limit": number((job.end - job.start) // 60 + 60), "suspended": 0,
+        },
+        "tres": {"allocated": tres if started else [], "requested": tres},
+        "user": user, "working_directory": f"/scratch/{team}/{user}",
+    }
