@@ -4,6 +4,7 @@ and counts are correlated subqueries, so a list costs the same few queries howev
 from portal.db import related_count
 
 from .models import GPU, Fabric, FabricAttachment, GPUModel, Node, NodeModel, Rack, Site, StorageSystem, Switch
+from .telemetry.models import SlurmJob, TelemetrySource, UnknownSeries
 
 
 def gpu_models():
@@ -46,3 +47,15 @@ def fabric_attachments():
 
 def storage_systems():
     return StorageSystem.objects.select_related("site")
+
+
+def telemetry_sources():
+    return TelemetrySource.objects.select_related("site").annotate(unknown_count=related_count(UnknownSeries, "source"))
+
+
+def unknown_series():
+    return UnknownSeries.objects.select_related("source")
+
+
+def slurm_jobs():
+    return SlurmJob.objects.all()

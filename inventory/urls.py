@@ -1,7 +1,12 @@
+from django.urls import path
+
 from portal.generic import object_urls
 
 from . import forms, views
 from .models import GPU, Fabric, FabricAttachment, GPUModel, Node, NodeModel, Rack, Site, StorageSystem, Switch
+from .telemetry import forms as telemetry_forms
+from .telemetry import views as telemetry_views
+from .telemetry.models import TelemetrySource
 
 app_name = "inventory"
 
@@ -29,4 +34,9 @@ urlpatterns = [
     *object_urls(FabricAttachment, views.FabricAttachmentListView, views.FabricAttachmentView,
                  forms.FabricAttachmentForm),
     *object_urls(StorageSystem, views.StorageSystemListView, views.StorageSystemView, forms.StorageSystemForm),
+    # Telemetry: sources, the fleet utilization dashboard.
+    *object_urls(TelemetrySource, telemetry_views.TelemetrySourceListView, telemetry_views.TelemetrySourceView,
+                 telemetry_forms.TelemetrySourceForm,
+                 extra=[("<int:pk>/pull/", telemetry_views.PullNowView.as_view(), "pull")]),
+    path("utilization/", telemetry_views.UtilizationView.as_view(), name="utilization"),
 ]

@@ -31,6 +31,7 @@ from .models import (
     Rack,
     Site,
 )
+from .telemetry.views import NodeGPUChartsMixin
 
 # --- Lifecycle: one object from its page, or many from a list -------------------------------------
 
@@ -206,8 +207,9 @@ class NodeListView(LifecycleListView):
     importable = True
 
 
-class NodeView(LifecycleObjectView):
+class NodeView(NodeGPUChartsMixin, LifecycleObjectView):
     queryset = querysets.nodes()
+    template_name = "inventory/telemetry/node_detail.html"
     related_tables = [
         RelatedTable("GPUs", tables.GPUTable, lambda o: querysets.gpus().filter(node=o), "inventory:gpu_list", "node"),
         RelatedTable("Fabric attachments", tables.FabricAttachmentTable,

@@ -12,6 +12,10 @@ NAVIGATION = [
         ("Fabric attachments", "inventory:fabricattachment_list", "inventory.view_fabricattachment"),
         ("Storage", "inventory:storagesystem_list", "inventory.view_storagesystem"),
     ]),
+    ("Telemetry", [
+        ("Utilization", "inventory:utilization", "inventory.view_telemetrysource"),
+        ("Telemetry sources", "inventory:telemetrysource_list", "inventory.view_telemetrysource"),
+    ]),
     ("Catalog", [
         ("GPU models", "inventory:gpumodel_list", "inventory.view_gpumodel"),
         ("Node models", "inventory:nodemodel_list", "inventory.view_nodemodel"),

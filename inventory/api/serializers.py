@@ -20,6 +20,8 @@ from ..models import (
     StorageSystem,
     Switch,
 )
+from ..telemetry import queries as telemetry_queries
+from ..telemetry.models import TelemetrySource, UnknownSeries
 
 COMMON = ["id", "url", "display"]
 TIMESTAMPS = ["created", "updated"]
@@ -198,3 +200,103 @@ class StorageSystemSerializer(PortalModelSerializer):
             *COMMON, "name", "site", "site_name", "kind", "tier", "capacity_tb", "used_tb", "used_percent",
             "read_gbs", "write_gbs", *TIMESTAMPS,
         ]
+
+
+# --- Telemetry ------------------------------------------------------------------------------------
+
+SOURCE_STATUS = ["synced_until", "last_attempt_at", "last_success_at", "last_error", "last_error_at", "stale_since",
+                 "consecutive_failures", "next_attempt_at"]
+
+
+class TelemetrySourceSerializer(PortalModelSerializer):
+    """A telemetry source. ``auth_token`` is write-only (never returned; ``has_auth_token`` says whether one is
+    saved; omit it on an update to keep it, send "" to remove it); the pull status fields are read-only."""
+
+    site_name = serializers.CharField(source="site.name", read_only=True, allow_null=True)
+    auth_token = serializers.CharField(write_only=True, required=False, allow_blank=True, max_length=500,
+                                       style={"input_type": "password"},
+                                       help_text="Write-only: sent to the source, never returned.")
+    has_auth_token = serializers.SerializerMethodField(help_text="Whether a token is saved.")
+    unknown_count = serializers.IntegerField(read_only=True, help_text="Series that match no GPU in the inventory.")
+
+    class Meta:
+        model = TelemetrySource
+        fields = [
+            *COMMON, "name", "kind", "url", "site", "site_name", "enabled", "interval_seconds", "timeout_seconds",
+            "backfill_hours", "auth_token", "has_auth_token", *SOURCE_STATUS, "unknown_count", *TIMESTAMPS,
+        ]
+        read_only_fields = SOURCE_STATUS
+
+    def get_has_auth_token(self, obj) -> bool:
+        return bool(obj.auth_token)
+
+
+class UnknownSeriesSerializer(PortalModelSerializer):
+    """A series a source reports that matches no GPU in the inventory (by UUID, nor by hostname + index)."""
+
+    source_name = serializers.CharField(source="source.name", read_only=True)
+
+    class Meta:
+        model = UnknownSeries
+        fields = [*COMMON, "source", "source_name", "key", "uuid", "hostname", "gpu_index", "model_name",
+                  "first_seen", "last_seen"]
+        read_only_fields = fields
+
+
+def choices_error(name, values):
+    return {"invalid_choice": f"Unknown {name} '{{input}}'; use one of {', '.join(values)}."}
+
+
+class UtilizationQuerySerializer(serializers.Serializer):
+    """The query parameters of ``/api/inventory/utilization/``."""
+
+    group_by = serializers.ChoiceField(
+        choices=list(telemetry_queries.GROUPS), default="site", help_text="What one row of the answer is.",
+        error_messages=choices_error("group_by", telemetry_queries.GROUPS),
+    )
+    range = serializers.ChoiceField(
+        choices=list(telemetry_queries.RANGES), default=telemetry_queries.DEFAULT_RANGE,
+        help_text="24h and 7d read hourly rollups, 30d and 1y daily rollups; each ends with the current hour or day.",
+        error_messages=choices_error("range", telemetry_queries.RANGES),
+    )
+    site = serializers.IntegerField(required=False, help_text="Only GPUs in nodes of this site (id).")
+    partition = serializers.CharField(required=False, help_text="Only GPUs in nodes of this partition.")
+    gpu_model = serializers.IntegerField(required=False, help_text="Only GPUs of this GPU model (id).")
+    team = serializers.CharField(required=False, help_text="Only GPUs in nodes of this owner team.")
+
+    def filters(self):
+        return {name: self.validated_data[name] for name in telemetry_queries.FILTER_LOOKUPS
+                if name in self.validated_data}
+
+
+class UtilizationGroupSerializer(serializers.Serializer):
+    id = serializers.IntegerField(allow_null=True, help_text="Site, GPU model or node id; null for partition and "
+                                  "team, and for GPUs in no node.")
+    name = serializers.CharField(help_text='The group\'s name; "(none)" for nodes without a partition or team.')
+    gpus = serializers.IntegerField(help_text="GPUs that reported in the range.")
+    gpu_hours = serializers.FloatField(help_text="GPU-hours with a utilization reading.")
+    util_mean = serializers.FloatField(allow_null=True, help_text="Mean utilization (%), weighted by hours.")
+    idle_gpu_hours = serializers.FloatField(help_text="GPU-hours × (1 − utilization / 100), summed.")
+    idle_cost = serializers.FloatField(help_text="Idle GPU-hours × the idle GPU-hour cost.")
+
+
+class StaleSourceSerializer(serializers.ModelSerializer):
+    class Meta:
+        model = TelemetrySource
+        fields = ["id", "name", "stale_since", "synced_until", "consecutive_failures", "last_error"]
+        read_only_fields = fields
+
+
+class UtilizationSerializer(serializers.Serializer):
+    group_by = serializers.CharField()
+    range = serializers.CharField()
+    rollup = serializers.ChoiceField(choices=["hourly", "daily"], help_text="Which rollup table the range reads.")
+    start = serializers.DateTimeField(help_text="Start of the range (its first hour or day).")
+    end = serializers.DateTimeField(help_text="When the figures were computed.")
+    currency = serializers.CharField()
+    idle_gpu_hour_cost = serializers.FloatField()
+    groups = UtilizationGroupSerializer(many=True, help_text="Most idle GPU-hours first.")
+    stale_sources = StaleSourceSerializer(
+        many=True, help_text="Enabled sources whose pulls fail: their hours after synced_until are missing from "
+        "these figures (not counted as idle).",
+    )

@@ -22,6 +22,86 @@
     return Object.assign({}, LAYOUT, { yaxis: { title: { text: el.dataset.yTitle || "" } } }, extra || {});
   }
 
+  function axis(title, extra) {
+    return Object.assign({ title: { text: title || "" }, automargin: true }, extra || {});
+  }
+
+  function hasValues(values) {
+    return values.some(function (v) { return v !== null && v !== undefined; });
+  }
+
+  function empty(el, text) {
+    el.textContent = text || "No data in this range.";
+    el.classList.add("chart-empty");
+  }
+
+  // Utilization of the time series: null is a gap (no data), never drawn as zero.
+  function timeseries(el, d) {
+    var traces = d.series.filter(function (s) { return hasValues(s.y); }).map(function (s) {
+      var trace = { type: "scatter", mode: "lines+markers", name: s.name, x: d.x, y: s.y, connectgaps: false,
+        marker: { size: 3 }, line: { width: 2 } };
+      if (s.axis === "y2") {
+        Object.assign(trace, { yaxis: "y2", line: { width: 1, dash: "dot", color: "#9aa5b1" },
+          marker: { size: 2, color: "#9aa5b1" } });
+      }
+      return trace;
+    });
+    if (!traces.length) { empty(el); return; }
+    var extra = {
+      xaxis: axis(d.x_title, { type: "date", range: [d.x[0], d.x[d.x.length - 1]] }),
+      yaxis: axis(d.y_title, d.y_range ? { range: d.y_range } : {}),
+      legend: { orientation: "h", y: -0.3 },
+      margin: { t: 10, r: d.y2_title ? 60 : 10, b: 70, l: 60 }
+    };
+    if (d.y2_title) {
+      extra.yaxis2 = axis(d.y2_title, { overlaying: "y", side: "right", rangemode: "tozero", showgrid: false,
+        tickformat: ",.0f" });
+    }
+    if (d.stale_from) {
+      // Shade what a stale source has not delivered: missing, not idle.
+      var last = d.x[d.x.length - 1];
+      extra.shapes = [{ type: "rect", xref: "x", yref: "paper", x0: d.stale_from, x1: last, y0: 0, y1: 1,
+        fillcolor: "rgba(192,86,33,0.12)", line: { width: 1, color: "rgba(192,86,33,0.5)" } }];
+      extra.annotations = [{ x: last, y: 1, xref: "x", yref: "paper", text: "stale source", showarrow: false,
+        xanchor: "right", yanchor: "bottom", font: { color: "#c05621", size: 11 } }];
+    }
+    Plotly.newPlot(el, traces, layout(el, extra), CONFIG);
+  }
+
+  // Rows (nodes or GPUs) x time buckets; null cells stay blank.
+  function heatmap(el, d) {
+    if (!d.y.length) { empty(el); return; }
+    var height = Math.max(220, 90 + d.y.length * 16);
+    Plotly.newPlot(el, [{
+      type: "heatmap", x: d.x, y: d.y, z: d.z, zmin: 0, zmax: 100, colorscale: "Viridis", hoverongaps: false,
+      colorbar: { title: { text: d.z_title || "" }, thickness: 12 },
+      hovertemplate: "%{y}<br>%{x}<br>%{z:.1f} %<extra></extra>"
+    }], layout(el, {
+      height: height, xaxis: axis(d.x_title, { type: "date" }),
+      yaxis: axis("", { autorange: "reversed", type: "category", tickfont: { size: 10 } }),
+      margin: { t: 10, r: 10, b: 60, l: 60 }
+    }), CONFIG);
+  }
+
+  // Horizontal bars: one per label, one colour per series (p50 / p95).
+  var BAR_COLOURS = ["#2f6fdb", "#f0b429", "#3ebd93"];
+  function hbar(el, d) {
+    var traces = d.series.filter(function (s) { return hasValues(s.values); }).map(function (s, i) {
+      return { type: "bar", orientation: "h", name: s.name, y: d.labels, x: s.values,
+        marker: { color: BAR_COLOURS[i % BAR_COLOURS.length] },
+        hovertemplate: "%{y}: %{x:.1f}<extra>" + s.name + "</extra>" };
+    });
+    if (!traces.length) { empty(el); return; }
+    var rows = d.labels.length * Math.max(1, traces.length);
+    Plotly.newPlot(el, traces, layout(el, {
+      height: Math.max(140, 70 + rows * 22), barmode: "group", showlegend: traces.length > 1,
+      legend: { orientation: "h", y: -0.35 },
+      xaxis: axis(d.x_title, d.x_range ? { range: d.x_range } : { rangemode: "tozero" }),
+      yaxis: axis("", { autorange: "reversed", type: "category" }),
+      margin: { t: 10, r: 10, b: 50, l: 10 }
+    }), CONFIG);
+  }
+
   var renderers = {
     bar: function (el, d) {
       if (!d.x.length) { el.textContent = "No data yet."; return; }
@@ -34,7 +114,10 @@
         });
       if (!traces.length) { el.textContent = "No data yet."; return; }
       Plotly.newPlot(el, traces, layout(el, { barmode: "stack", legend: { orientation: "h" } }), CONFIG);
-    }
+    },
+    timeseries: timeseries,
+    heatmap: heatmap,
+    hbar: hbar
   };
 
   function draw(root) {

@@ -1,0 +1,201 @@
+"""What each utilization chart shows, once: the JSON that ``charts.js`` draws and the CSV of the same
+figures. The figures come from ``queries``; ``FleetDashboard`` runs each query at most once per request (the
+groupings are all made from one read of ``queries.gpu_usage``), so the page and every CSV download cost a fixed
+number of queries."""
+
+import csv
+from functools import cached_property
+
+from django.conf import settings
+from django.http import HttpResponse
+from django.urls import reverse
+from django.utils import timezone
+
+from . import queries
+from .rollups import floor_hour
+
+GROUP_CHARTS = {  # chart name -> (group_by, title)
+    "by-site": ("site", "site"),
+    "by-partition": ("partition", "partition"),
+    "by-gpu-model": ("gpu_model", "GPU model"),
+    "by-team": ("team", "team"),
+}
+CHARTS = ("utilization", "heatmap", *GROUP_CHARTS, "queue-wait", "least-used")
+UTIL_TITLE = "mean GPU utilization (%)"
+
+
+def time_label(moment):
+    """A bucket as the charts show it: local time without offset (plotly.js ignores offsets)."""
+    if hasattr(moment, "hour"):
+        return timezone.localtime(moment).strftime("%Y-%m-%d %H:%M")
+    return moment.isoformat()
+
+
+def time_axis_title(span):
+    return f"{span.time_field} ({timezone.get_current_timezone_name()})"
+
+
+def csv_response(filename, header, rows):
+    response = HttpResponse(content_type="text/csv; charset=utf-8")
+    response["Content-Disposition"] = f'attachment; filename="{filename}"'
+    writer = csv.writer(response)
+    writer.writerow(header)
+    writer.writerows(["" if value is None else value for value in row] for row in rows)
+    return response
+
+
+class FleetDashboard:
+    """The fleet utilization dashboard for one range and set of filters."""
+
+    def __init__(self, range_key, filters=None, heatmap_by="node", now=None):
+        self.span = queries.get_range(range_key)
+        self.filters = filters or {}
+        self.heatmap_by = heatmap_by
+        self.now = now or timezone.now()
+
+    def _args(self):
+        return self.span.key, self.filters
+
+    @cached_property
+    def usage(self):
+        return queries.gpu_usage(*self._args(), now=self.now)
+
+    @cached_property
+    def series(self):
+        return queries.utilization_series(*self._args(), now=self.now)
+
+    @cached_property
+    def heatmap(self):
+        return queries.heatmap(*self._args(), by=self.heatmap_by, now=self.now, usage=self.usage)
+
+    def groups(self, group_by):
+        return queries.utilization_by(group_by, *self._args(), now=self.now, usage=self.usage)
+
+    @cached_property
+    def least_used(self):
+        nodes = queries.least_used_nodes(*self._args(), now=self.now, usage=self.usage)
+        for node in nodes:
+            node["url"] = reverse("inventory:node_detail", args=[node["key"]])
+        return nodes
+
+    @cached_property
+    def totals(self):
+        return queries.totals(self.groups("site"))
+
+    @cached_property
+    def queue_waits(self):
+        return queries.queue_waits(*self._args(), now=self.now)
+
+    @cached_property
+    def stale_sources(self):
+        return queries.stale_sources()
+
+    # --- JSON for charts.js ---------------------------------------------------------------------
+
+    def utilization_chart(self):
+        return {
+            "x": [time_label(p["time"]) for p in self.series],
+            "series": [
+                {"name": "mean utilization", "y": [p["util_mean"] for p in self.series]},
+                {"name": "GPUs reporting", "y": [p["gpus_reporting"] for p in self.series], "axis": "y2"},
+            ],
+            "x_title": time_axis_title(self.span), "y_title": UTIL_TITLE, "y2_title": "GPUs reporting",
+            "y_range": [0, 100], "stale_from": self.stale_from(),
+        }
+
+    def stale_from(self):
+        """Where the time series stops being complete: the earliest point a stale source has data up to."""
+        moments = [s.synced_until or s.stale_since for s in self.stale_sources]
+        if not moments:
+            return None
+        first = min(moments)
+        bucket = timezone.localdate(first) if self.span.daily else floor_hour(first)
+        return time_label(max(bucket, self.series[0]["time"]))
+
+    def heatmap_chart(self):
+        data = self.heatmap
+        return {
+            "x": [time_label(t) for t in data["times"]],
+            "y": [row["name"] for row in data["rows"]],
+            "z": data["values"],
+            "x_title": time_axis_title(self.span), "z_title": "util. %",
+        }
+
+    def group_chart(self, group_by):
+        groups = self.groups(group_by)
+        return {
+            "labels": [str(g["name"]) for g in groups],
+            "series": [{"name": "mean utilization", "values": [g["util_mean"] for g in groups]}],
+            "x_title": UTIL_TITLE, "x_range": [0, 100],
+        }
+
+    def queue_wait_chart(self):
+        rows = self.queue_waits
+        return {
+            "labels": [r["partition"] or queries.NONE_LABEL for r in rows],
+            "series": [
+                {"name": "p50", "values": [r["p50_hours"] for r in rows]},
+                {"name": "p95", "values": [r["p95_hours"] for r in rows]},
+            ],
+            "x_title": "queue wait (hours)",
+        }
+
+    def chart_data(self):
+        """Every chart's JSON, by the id of its ``json_script`` element."""
+        data = {
+            "utilization": self.utilization_chart(),
+            "heatmap": self.heatmap_chart(),
+            "queue-wait": self.queue_wait_chart(),
+        }
+        data.update({name: self.group_chart(group_by) for name, (group_by, _) in GROUP_CHARTS.items()})
+        return data
+
+    # --- CSV ------------------------------------------------------------------------------------
+
+    def csv(self, chart):
+        """``(header, rows)`` of a chart's figures; ``KeyError`` for an unknown chart."""
+        currency = settings.COST_CURRENCY
+        if chart == "utilization":
+            return (["time", "mean_utilization_percent", "gpus_reporting"],
+                    [[p["time"].isoformat(), p["util_mean"], p["gpus_reporting"]] for p in self.series])
+        if chart == "heatmap":
+            data = self.heatmap
+            return ([self.heatmap_by, "time", "mean_utilization_percent"],
+                    [[row["name"], t.isoformat(), value]
+                     for row, values in zip(data["rows"], data["values"], strict=True)
+                     for t, value in zip(data["times"], values, strict=True)])
+        if chart in GROUP_CHARTS:
+            group_by = GROUP_CHARTS[chart][0]
+            return ([group_by, "gpus", "gpu_hours", "mean_utilization_percent", "idle_gpu_hours",
+                     f"idle_cost_{currency}"],
+                    [[g["name"], g["gpus"], g["gpu_hours"], g["util_mean"], g["idle_gpu_hours"], g["idle_cost"]]
+                     for g in self.groups(group_by)])
+        if chart == "queue-wait":
+            return (["partition", "jobs", "p50_hours", "p95_hours"],
+                    [[r["partition"], r["jobs"], r["p50_hours"], r["p95_hours"]] for r in self.queue_waits])
+        if chart == "least-used":
+            return (["node", "site", "partition", "team", "gpus", "gpu_hours", "mean_utilization_percent",
+                     "idle_gpu_hours", f"idle_cost_{currency}"],
+                    [[n["name"], n["site"], n["partition"], n["team"], n["gpus"], n["gpu_hours"], n["util_mean"],
+                      n["idle_gpu_hours"], n["idle_cost"]] for n in self.least_used])
+        raise KeyError(chart)
+
+    def csv_response(self, chart):
+        header, rows = self.csv(chart)
+        return csv_response(f"utilization-{chart}-{self.span.key}.csv", header, rows)
+
+
+def gpu_lines_chart(data, span):
+    """The node page's chart from ``queries.gpu_series``: one line per GPU, gaps where a GPU did not report."""
+    return {
+        "x": [time_label(t) for t in data["times"]],
+        "series": [{"name": line["name"], "y": line["values"]} for line in data["lines"]],
+        "x_title": time_axis_title(span), "y_title": UTIL_TITLE, "y_range": [0, 100],
+    }
+
+
+def gpu_lines_csv(node, data, span):
+    rows = [[line["name"], t.isoformat(), value]
+            for line in data["lines"] for t, value in zip(data["times"], line["values"], strict=True)]
+    header = ["gpu", "time", "mean_utilization_percent"]
+    return csv_response(f"{node.hostname}-gpu-utilization-{span.key}.csv", header, rows)

@@ -1,0 +1,319 @@
+"""The utilization figures behind the dashboards and ``/api/inventory/utilization/``: plain functions over
+the rollup tables, each a set-based aggregate (``values().annotate()``), so a figure costs the same few
+queries for ten GPUs or ten thousand.
+
+Ranges and tables
+    ``24h`` and ``7d`` read the hourly rows (``GPUHourly``, one bucket per hour); ``30d`` and ``1y`` read
+    the daily rows (``GPUDaily``, one bucket per day). Each range ends with the current hour or day, so
+    its last bucket may still be filling.
+
+What the figures mean
+    - *GPU-hours observed*: hours for which a GPU reported a utilization. An hourly row counts one hour,
+      a daily row its ``hours`` (the hours of that day with data).
+    - *Mean utilization*: the mean of the GPUs' hourly mean utilization, weighted by those hours.
+    - *Idle GPU-hours*: observed GPU-hours × (1 − utilization / 100), summed per row: a GPU at 25 % for
+      an hour is 0.75 idle GPU-hours. So idle = observed × (1 − mean / 100) for any group.
+    - *Idle cost*: idle GPU-hours × ``settings.IDLE_GPU_HOUR_COST`` (in ``settings.COST_CURRENCY``).
+
+Missing data is missing, never zero
+    A bucket without rows (a source down, a stale source, a GPU not reporting) is ``None`` in every
+    series and matrix, and charts draw it as a gap. Rows without a utilization reading are left out of
+    every figure rather than read as 0 %.
+
+Filters (``filters`` argument, a mapping; empty values are ignored)
+    ``site`` (id), ``partition``, ``gpu_model`` (id), ``team`` (the node's owner team). Nodes and GPUs
+    are grouped by where they are now.
+"""
+
+from collections import defaultdict
+from dataclasses import dataclass
+from datetime import timedelta
+
+from django.conf import settings
+from django.db.models import Count, F, FloatField, Sum
+from django.utils import timezone
+
+from inventory.models import GPU
+
+from . import jobstats
+from .models import GPUDaily, GPUHourly, SlurmJob, TelemetrySource
+from .rollups import day_start, floor_hour
+
+
+@dataclass(frozen=True)
+class Range:
+    key: str
+    label: str
+    periods: int  # buckets in the range, the current one included
+    daily: bool  # daily rows (GPUDaily) rather than hourly rows (GPUHourly)
+
+    @property
+    def model(self):
+        return GPUDaily if self.daily else GPUHourly
+
+    @property
+    def time_field(self):
+        return "day" if self.daily else "hour"
+
+    def buckets(self, now=None):
+        """The start of every bucket, oldest first: dates for daily ranges, aware datetimes for hourly."""
+        now = now or timezone.now()
+        if self.daily:
+            last, step = timezone.localdate(now), timedelta(days=1)
+        else:
+            last, step = floor_hour(now), timedelta(hours=1)
+        return [last - step * (self.periods - 1 - i) for i in range(self.periods)]
+
+    def start(self, now=None):
+        """The moment the range begins (its first bucket)."""
+        first = self.buckets(now)[0]
+        return day_start(first) if self.daily else first
+
+    def gpu_hours(self):
+        """Aggregate: GPU-hours the rows cover."""
+        return Sum("hours") if self.daily else Count("pk")
+
+    def util_hours(self):
+        """Aggregate: utilization (%) × hours, summed; divided by ``gpu_hours`` it is the weighted mean."""
+        if self.daily:
+            return Sum(F("util_mean") * F("hours"), output_field=FloatField())
+        return Sum("util_mean")
+
+
+RANGES = {
+    "24h": Range("24h", "24 hours", 24, daily=False),
+    "7d": Range("7d", "7 days", 7 * 24, daily=False),
+    "30d": Range("30d", "30 days", 30, daily=True),
+    "1y": Range("1y", "1 year", 365, daily=True),
+}
+DEFAULT_RANGE = "7d"
+
+# Filter name -> lookup on a GPU rollup row.
+FILTER_LOOKUPS = {
+    "site": "gpu__node__site",
+    "partition": "gpu__node__partition",
+    "gpu_model": "gpu__gpu_model",
+    "team": "gpu__node__owner_team",
+}
+
+# group_by -> (key, shown name) of a row of ``gpu_usage``.
+GROUPS = {
+    "site": ("site_id", "site"),
+    "partition": ("partition", "partition"),
+    "gpu_model": ("gpu_model_id", "gpu_model_name"),
+    "team": ("team", "team"),
+    "node": ("node_id", "hostname"),
+}
+NONE_LABEL = "(none)"  # a node without a partition or team, or a GPU that sits in no node
+HEATMAP_ROWS = 60
+HEATMAP_BY = {"node": "gpu__node_id", "gpu": "gpu_id"}  # heatmap rows -> their key on a rollup row
+GPU_FIELDS = ("slot", "node_id", "gpu_model_id")  # what ``gpu_usage`` tells about each GPU, with GPU_RELATED
+GPU_RELATED = {
+    "gpu_id": F("pk"), "hostname": F("node__hostname"), "site_id": F("node__site_id"), "site": F("node__site__name"),
+    "partition": F("node__partition"), "team": F("node__owner_team"), "gpu_model_name": F("gpu_model__name"),
+}
+
+
+class UnknownParameter(ValueError):
+    """An unknown range, group_by or heatmap row kind; the message names the accepted values."""
+
+
+def get_range(range_key):
+    if range_key not in RANGES:
+        raise UnknownParameter(f"Unknown range '{range_key}'; use one of {', '.join(RANGES)}.")
+    return RANGES[range_key]
+
+
+def rollup_rows(range_key, filters=None, now=None):
+    """The rows a range reads (hourly or daily), with a utilization reading, within its buckets."""
+    span = get_range(range_key)
+    buckets = span.buckets(now)
+    rows = span.model.objects.filter(
+        util_mean__isnull=False,
+        **{f"{span.time_field}__gte": buckets[0], f"{span.time_field}__lte": buckets[-1]},
+    )
+    for name, value in (filters or {}).items():
+        if value not in (None, "") and name in FILTER_LOOKUPS:
+            rows = rows.filter(**{FILTER_LOOKUPS[name]: value})
+    return rows
+
+
+def _figures(gpu_hours, util_hours):
+    """Mean utilization, idle GPU-hours and idle cost from the two sums; None where nothing was observed."""
+    if not gpu_hours:
+        return {"gpu_hours": 0.0, "util_mean": None, "idle_gpu_hours": 0.0, "idle_cost": 0.0}
+    util_mean = util_hours / gpu_hours
+    idle = gpu_hours - util_hours / 100
+    return {
+        "gpu_hours": round(float(gpu_hours), 2),
+        "util_mean": round(util_mean, 2),
+        "idle_gpu_hours": round(idle, 2),
+        "idle_cost": round(idle * settings.IDLE_GPU_HOUR_COST, 2),
+    }
+
+
+def utilization_series(range_key, filters=None, now=None):
+    """Fleet mean utilization per bucket: ``[{"time", "util_mean", "gpus_reporting"}]`` for every bucket of
+    the range, oldest first; both values are None for a bucket without rows (a gap, not a zero)."""
+    span = get_range(range_key)
+    aggregated = {
+        row["t"]: row
+        for row in rollup_rows(range_key, filters, now)
+        .values(t=F(span.time_field))
+        # One row per GPU and bucket (unique constraint): counting rows counts the GPUs.
+        .annotate(gpu_hours=span.gpu_hours(), util_hours=span.util_hours(), gpus=Count("pk"))
+        .order_by()
+    }
+    points = []
+    for bucket in span.buckets(now):
+        row = aggregated.get(bucket)
+        points.append({
+            "time": bucket,
+            "util_mean": _figures(row["gpu_hours"], row["util_hours"])["util_mean"] if row else None,
+            "gpus_reporting": row["gpus"] if row else None,
+        })
+    return points
+
+
+def gpu_usage(range_key, filters=None, now=None):
+    """Per GPU that reported in the range: its GPU-hours and utilization-hours, with where it is (node, site,
+    partition, team) and its model. The one aggregate that ``utilization_by``, ``least_used_nodes`` and
+    ``heatmap`` group further; two queries (the rollup rows grouped by GPU, then those GPUs)."""
+    span = get_range(range_key)
+    sums = {
+        row["gpu_id"]: row
+        for row in rollup_rows(range_key, filters, now)
+        .values("gpu_id").annotate(gpu_hours=span.gpu_hours(), util_hours=span.util_hours()).order_by()
+    }
+    gpus = GPU.objects.filter(pk__in=list(sums)).values(*GPU_FIELDS, **GPU_RELATED) if sums else []
+    return [{**gpu, "gpu_hours": sums[gpu["gpu_id"]]["gpu_hours"], "util_hours": sums[gpu["gpu_id"]]["util_hours"]}
+            for gpu in gpus]
+
+
+def _group(usage, key_field, name_field):
+    """{key: {"name", "gpus", "gpu_hours", "util_hours", "first": first GPU row}} over ``gpu_usage`` rows."""
+    groups = {}
+    for row in usage:
+        group = groups.setdefault(row[key_field], {"name": row[name_field] or NONE_LABEL, "gpus": 0,
+                                                   "gpu_hours": 0.0, "util_hours": 0.0, "first": row})
+        group["gpus"] += 1
+        group["gpu_hours"] += row["gpu_hours"]
+        group["util_hours"] += row["util_hours"]
+    return groups
+
+
+def utilization_by(group_by, range_key, filters=None, now=None, usage=None):
+    """Mean utilization, GPU-hours observed, idle GPU-hours and idle cost per site, partition, GPU model,
+    team or node, most idle GPU-hours first. ``usage``: rows of ``gpu_usage`` already read for the same
+    range and filters (the dashboard reads them once for all its groupings)."""
+    if group_by not in GROUPS:
+        raise UnknownParameter(f"Unknown group_by '{group_by}'; use one of {', '.join(GROUPS)}.")
+    if usage is None:
+        usage = gpu_usage(range_key, filters, now)
+    groups = []
+    for key, group in _group(usage, *GROUPS[group_by]).items():
+        entry = {"key": key, "name": group["name"], "gpus": group["gpus"],
+                 **_figures(group["gpu_hours"], group["util_hours"])}
+        if group_by == "node":
+            first = group["first"]
+            entry.update(site=first["site"], partition=first["partition"], team=first["team"])
+        groups.append(entry)
+    groups.sort(key=lambda g: (-g["idle_gpu_hours"], str(g["name"])))
+    return groups
+
+
+def least_used_nodes(range_key, filters=None, limit=10, now=None, usage=None):
+    """The nodes with the lowest mean utilization over the range (only nodes that reported)."""
+    nodes = [g for g in utilization_by("node", range_key, filters, now, usage) if g["key"] is not None]
+    nodes.sort(key=lambda g: (g["util_mean"], g["name"]))
+    return nodes[:limit]
+
+
+def totals(groups):
+    """The fleet figures from any one grouping of ``utilization_by`` (every GPU-hour is in one group)."""
+    gpu_hours = sum(g["gpu_hours"] for g in groups)
+    util_hours = sum(g["gpu_hours"] * g["util_mean"] for g in groups if g["util_mean"] is not None)
+    return {"gpus": sum(g["gpus"] for g in groups), **_figures(gpu_hours, util_hours)}
+
+
+def heatmap(range_key, filters=None, by="node", limit=HEATMAP_ROWS, now=None, usage=None):
+    """Nodes (or GPUs) × buckets of mean utilization: ``{"rows": [{"key", "name"}], "times": [...],
+    "values": [[util or None, ...] per row]}``. At most ``limit`` rows, the least used over the range first
+    (then by name), so a large fleet shows where the idle capacity is. ``usage`` as for ``utilization_by``."""
+    if by not in HEATMAP_BY:
+        raise UnknownParameter(f"Unknown heatmap rows '{by}'; use one of {', '.join(HEATMAP_BY)}.")
+    span = get_range(range_key)
+    if usage is None:
+        usage = gpu_usage(range_key, filters, now)
+    if by == "node":
+        candidates = {key: g for key, g in _group(usage, "node_id", "hostname").items() if key is not None}
+    else:
+        candidates = {row["gpu_id"]: {**row, "name": _gpu_name(row)} for row in usage}
+    chosen = sorted(candidates, key=lambda key: (candidates[key]["util_hours"] / candidates[key]["gpu_hours"],
+                                                 candidates[key]["name"]))[:limit]
+    # Select the rows by GPU (the (gpu, hour|day) unique index), whatever the heatmap's rows are.
+    selected = set(chosen)
+    gpu_ids = [row["gpu_id"] for row in usage if (row["node_id"] if by == "node" else row["gpu_id"]) in selected]
+    cells = defaultdict(dict)
+    for row in (
+        rollup_rows(range_key, None, now).filter(gpu_id__in=gpu_ids)
+        .values(key=F(HEATMAP_BY[by]), t=F(span.time_field))
+        .annotate(gpu_hours=span.gpu_hours(), util_hours=span.util_hours())
+        .order_by()
+    ):
+        cells[row["key"]][row["t"]] = _figures(row["gpu_hours"], row["util_hours"])["util_mean"]
+    buckets = span.buckets(now)
+    return {
+        "rows": [{"key": key, "name": candidates[key]["name"]} for key in chosen],
+        "times": buckets,
+        "values": [[cells[key].get(t) for t in buckets] for key in chosen],
+    }
+
+
+def _gpu_name(row):
+    return f"{row['hostname']}/gpu{row['slot']}" if row["node_id"] else f"spare GPU #{row['gpu_id']}"
+
+
+def gpu_series(node, range_key="7d", now=None):
+    """One utilization line per GPU of ``node``: ``{"times": [...], "lines": [{"gpu_id", "name",
+    "values"}]}``, None where a GPU has no row for a bucket. Two queries."""
+    span = get_range(range_key)
+    gpus = list(node.gpus.order_by("slot").values("pk", "slot"))
+    buckets = span.buckets(now)
+    cells = defaultdict(dict)
+    for row in (
+        rollup_rows(range_key, None, now).filter(gpu__node=node)
+        .values("gpu_id", "util_mean", t=F(span.time_field))
+    ):
+        cells[row["gpu_id"]][row["t"]] = round(row["util_mean"], 2)
+    return {
+        "times": buckets,
+        "lines": [
+            {"gpu_id": gpu["pk"], "name": f"gpu{gpu['slot']}", "values": [cells[gpu["pk"]].get(t) for t in buckets]}
+            for gpu in gpus
+        ],
+    }
+
+
+# Filter name -> lookup on a Slurm job (jobs know no GPU model; their site is their source's).
+JOB_FILTER_LOOKUPS = {"site": "source__site", "partition": "partition", "team": "account"}
+
+
+def queue_waits(range_key, filters=None, now=None):
+    """Queue wait p50/p95 (hours) per partition of the Slurm jobs that started in the range:
+    ``[{"partition", "jobs", "p50_hours", "p95_hours"}]`` (``jobstats``; the GPU model filter does not apply)."""
+    jobs = SlurmJob.objects.filter(start_time__gte=get_range(range_key).start(now))
+    for name, value in (filters or {}).items():
+        if value not in (None, "") and name in JOB_FILTER_LOOKUPS:
+            jobs = jobs.filter(**{JOB_FILTER_LOOKUPS[name]: value})
+    return jobstats.queue_wait_percentiles(jobs, by="partition")
+
+
+def stale_sources():
+    """Enabled sources whose last pulls failed: their data stops at ``synced_until``, stale since
+    ``stale_since``. Dashboards say so rather than show the missing hours as idle."""
+    return list(
+        TelemetrySource.objects.filter(enabled=True, stale_since__isnull=False)
+        .select_related("site")
+        .order_by("stale_since", "name")
+    )

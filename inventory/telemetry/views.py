@@ -1,0 +1,170 @@
+"""Telemetry pages: sources (declarations over the generic views, plus "Pull now"), the fleet utilization
+dashboard, and the GPU charts of a node's page."""
+
+from django.conf import settings
+from django.contrib import messages
+from django.core.exceptions import PermissionDenied
+from django.db import transaction
+from django.http import Http404, HttpResponseRedirect
+from django.shortcuts import get_object_or_404, render
+from django.urls import reverse
+from django.views import View
+
+from inventory import querysets
+from inventory.tasks import pull_telemetry_source
+from portal.generic import ModelPermissionMixin, ObjectListView, ObjectView, RelatedTable
+
+from . import charts, queries
+from .filters import TelemetrySourceFilterSet
+from .forms import UtilizationFilterForm
+from .models import TelemetrySource
+from .tables import LeastUsedNodeTable, SlurmJobTable, TelemetrySourceTable, UnknownSeriesTable
+
+VIEW_TELEMETRY = "inventory.view_telemetrysource"
+SECRET_FIELDS = ("auth_token",)
+STATUS_FIELDS = ("last_success_at", "last_error", "last_error_at", "stale_since", "consecutive_failures",
+                 "next_attempt_at", "synced_until", "last_attempt_at")
+
+# --- Sources ---------------------------------------------------------------------------------------
+
+
+class TelemetrySourceListView(ObjectListView):
+    queryset = querysets.telemetry_sources()
+    filterset_class = TelemetrySourceFilterSet
+    table_class = TelemetrySourceTable
+
+
+UNKNOWN_GPUS = RelatedTable("Unknown GPUs", UnknownSeriesTable, lambda o: querysets.unknown_series().filter(source=o))
+RECENT_JOBS = RelatedTable("Recent Slurm jobs", SlurmJobTable, lambda o: querysets.slurm_jobs().filter(source=o))
+
+
+class TelemetrySourceView(ObjectView):
+    """A source's settings, the state of its pulls, "Pull now", the series that match no GPU and, for Slurm,
+    the latest jobs. The token is never shown: not in the fields, not in the change history."""
+
+    queryset = querysets.telemetry_sources()
+    template_name = "inventory/telemetry/source_detail.html"
+    hidden_fields = ("id", "created", "updated", *SECRET_FIELDS, *STATUS_FIELDS)
+
+    @property
+    def related_tables(self):
+        return [UNKNOWN_GPUS, RECENT_JOBS] if self.object.kind == TelemetrySource.Kind.SLURM else [UNKNOWN_GPUS]
+
+    def get_context_data(self, **kwargs):
+        context = super().get_context_data(**kwargs)
+        for row in context["history"]:
+            row["changes"] = [(field, "•••", "•••") if field in SECRET_FIELDS else (field, old, new)
+                              for field, old, new in row["changes"]]
+        context["pull_url"] = reverse("inventory:telemetrysource_pull", args=[self.object.pk])
+        return context
+
+
+class PullNowView(ModelPermissionMixin, View):
+    """POST: queue a pull of one source now (Celery), whatever its schedule or backoff."""
+
+    permission_action = "change"
+
+    def get_queryset(self):
+        return TelemetrySource.objects.all()
+
+    def post(self, request, pk):
+        source = get_object_or_404(TelemetrySource, pk=pk)
+        if not source.enabled:
+            messages.error(request, f"{source} is disabled; enable it to pull it.")
+        else:
+            transaction.on_commit(lambda: pull_telemetry_source.delay(source.pk))
+            messages.success(request, f"Pull of {source} queued; a worker runs it in the background. "
+                                      "Reload this page in a moment to see its outcome.")
+        return HttpResponseRedirect(source.get_absolute_url())
+
+
+# --- Fleet utilization dashboard -------------------------------------------------------------------
+
+
+class UtilizationView(ModelPermissionMixin, View):
+    """Fleet utilization for a range and filters. The form redraws the charts through htmx (only the
+    ``#dashboard`` fragment comes back); ``?format=csv&chart=<name>`` downloads one chart's figures.
+    Needs the view permission of telemetry sources (every role has it)."""
+
+    template_name = "inventory/telemetry/utilization.html"
+    fragment_template_name = "inventory/telemetry/utilization_charts.html"
+
+    def get_queryset(self):
+        return TelemetrySource.objects.all()
+
+    def get(self, request):
+        form = UtilizationFilterForm(request.GET)
+        range_key, filters, heatmap_by = form.choices()
+        dashboard = charts.FleetDashboard(range_key, filters, heatmap_by)
+        if request.GET.get("format") == "csv":
+            chart = request.GET.get("chart", "")
+            if chart not in charts.CHARTS:
+                raise Http404(f"No chart '{chart}'; the charts are {', '.join(charts.CHARTS)}.")
+            return dashboard.csv_response(chart)
+        context = {"form": form, "ranges": queries.RANGES, "range_key": range_key, **self.dashboard_context(dashboard)}
+        htmx = getattr(request, "htmx", None)
+        if htmx and not htmx.history_restore_request and htmx.target == "dashboard":
+            return render(request, self.fragment_template_name, context)
+        return render(request, self.template_name, context)
+
+    def dashboard_context(self, dashboard):
+        query = self.request.GET.copy()
+        for name in ("format", "chart"):
+            query.pop(name, None)
+        prefix = f"?{query.urlencode()}&" if query else "?"
+        csv_url = {name.replace("-", "_"): f"{prefix}format=csv&chart={name}" for name in charts.CHARTS}
+        if not TelemetrySource.objects.exists():
+            can_add = self.request.user.has_perm("inventory.add_telemetrysource")
+            add_url = reverse("inventory:telemetrysource_add") if can_add else None
+            return {"has_sources": False, "add_source_url": add_url}
+        group_tables = [
+            {"name": name, "title": title, "groups": dashboard.groups(group_by),
+             "csv_url": csv_url[name.replace("-", "_")]}
+            for name, (group_by, title) in charts.GROUP_CHARTS.items()
+        ]
+        return {
+            "has_sources": True,
+            "span": dashboard.span,
+            "heatmap_by": dashboard.heatmap_by,
+            "totals": dashboard.totals,
+            "group_tables": group_tables,
+            "least_used": LeastUsedNodeTable(dashboard.least_used),
+            "queue_waits": dashboard.queue_waits,
+            "stale_sources": dashboard.stale_sources,
+            "currency": settings.COST_CURRENCY,
+            "idle_gpu_hour_cost": settings.IDLE_GPU_HOUR_COST,
+            "chart_data": {f"chart-{name}": data for name, data in dashboard.chart_data().items()},
+            "csv_url": csv_url,
+        }
+
+
+# --- A node's GPUs ---------------------------------------------------------------------------------
+
+
+class NodeGPUChartsMixin:
+    """For the node page: its GPUs' utilization over 7 days, one line per GPU, and the CSV of it
+    (``?format=csv&chart=gpu-utilization``)."""
+
+    gpu_chart_range = "7d"
+
+    def get(self, request, *args, **kwargs):
+        if request.GET.get("format") == "csv" and request.GET.get("chart") == "gpu-utilization":
+            if not request.user.has_perm(VIEW_TELEMETRY):
+                raise PermissionDenied
+            node = self.get_object()
+            span = queries.get_range(self.gpu_chart_range)
+            return charts.gpu_lines_csv(node, queries.gpu_series(node, span.key), span)
+        return super().get(request, *args, **kwargs)
+
+    def get_context_data(self, **kwargs):
+        context = super().get_context_data(**kwargs)
+        if self.request.user.has_perm(VIEW_TELEMETRY):
+            span = queries.get_range(self.gpu_chart_range)
+            data = queries.gpu_series(self.object, span.key)
+            context["gpu_chart"] = {
+                "range": span,
+                "has_data": any(v is not None for line in data["lines"] for v in line["values"]),
+                "data": charts.gpu_lines_chart(data, span),
+                "csv_url": "?format=csv&chart=gpu-utilization",
+            }
+        return context
