@@ -106,7 +106,7 @@ def active_filters(filterset):
         remaining = data.copy()
         remaining.pop(name, None)
         remaining.pop("page", None)
-        chips.append((field.label or name, shown, f"?{remaining.urlencode()}"))
+        chips.append((filterset.form[name].label, shown, f"?{remaining.urlencode()}"))  # label as the form shows it
     return chips
 
 

@@ -187,3 +187,19 @@ def test_bulk_upsert_inserts_then_replaces(fleet, monkeypatch, vendor):
     bulk_upsert(GPUHourly, ["gpu_id", "hour"], fields, [(gpu0.pk, at, 10.0, 1), (gpu1.pk, at, 20.0, 1)])
     bulk_upsert(GPUHourly, ["gpu_id", "hour"], fields, [(gpu0.pk, at, 30.0, 2)])
     assert sorted(GPUHourly.objects.values_list("util_mean", "samples")) == [(20.0, 1), (30.0, 2)]
+
+
+@pytest.mark.parametrize("url, ok", [
+    ("http://prometheus:9090", True), ("https://prom.example.org/", True), ("http://10.0.0.5:9400/metrics", True),
+    ("ftp://prom:9090", False), ("prometheus:9090", False), ("http://:9090", False), ("http://prom:99999", False),
+])
+def test_source_urls_accept_cluster_service_names(url, ok):
+    from django.core.exceptions import ValidationError
+
+    from inventory.telemetry.models import validate_source_url
+
+    if ok:
+        validate_source_url(url)
+    else:
+        with pytest.raises(ValidationError):
+            validate_source_url(url)

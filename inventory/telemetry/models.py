@@ -3,12 +3,26 @@ GPU and per node per hour and per day, written with upserts keyed by (object, ho
 overlapping pull replaces rows instead of adding to them."""
 
 from datetime import timedelta
+from urllib.parse import urlsplit
 
+from django.core.exceptions import ValidationError
 from django.db import models
 from django.utils import timezone
 from simple_history.models import HistoricalRecords
 
 from inventory.models import GPU, Node, PortalModel, Site
+
+
+def validate_source_url(value):
+    """An http(s) URL with a host. Unlike Django's URLValidator this accepts single-label hosts such as
+    ``http://prometheus:9090``, the usual name of a service inside a cluster."""
+    parts = urlsplit(value)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise ValidationError("Enter an http:// or https:// URL with a host name, e.g. http://prometheus:9090.")
+    try:
+        _ = parts.port  # urllib checks the port only when it is read
+    except ValueError as error:
+        raise ValidationError("The port in this URL is not a number between 0 and 65535.") from error
 
 
 class TelemetrySource(PortalModel):
@@ -19,8 +33,8 @@ class TelemetrySource(PortalModel):
 
     name = models.CharField(max_length=100, unique=True)
     kind = models.CharField(max_length=20, choices=Kind.choices)
-    url = models.URLField(
-        max_length=500,
+    url = models.CharField(
+        "URL", max_length=500, validators=[validate_source_url],
         help_text="Prometheus base URL (http://prom:9090), exporter /metrics URL, or the Slurm jobs URL "
         "(slurmrestd /slurmdb/v0.0.40/jobs, or any URL serving sacct --json output).",
     )
@@ -45,9 +59,10 @@ class TelemetrySource(PortalModel):
     stale_since = models.DateTimeField(null=True, blank=True, help_text="First failure since the last success.")
     consecutive_failures = models.PositiveIntegerField(default=0)
     next_attempt_at = models.DateTimeField(null=True, blank=True)
+    # The token is a secret: never copied into the history table. Pull state changes every minute: noise.
     history = HistoricalRecords(excluded_fields=[
-        "synced_until", "last_attempt_at", "last_success_at", "last_error", "last_error_at", "stale_since",
-        "consecutive_failures", "next_attempt_at", "updated",
+        "auth_token", "synced_until", "last_attempt_at", "last_success_at", "last_error", "last_error_at",
+        "stale_since", "consecutive_failures", "next_attempt_at", "updated",
     ])
 
     class Meta:

@@ -40,7 +40,7 @@ RECENT_JOBS = RelatedTable("Recent Slurm jobs", SlurmJobTable, lambda o: queryse
 
 class TelemetrySourceView(ObjectView):
     """A source's settings, the state of its pulls, "Pull now", the series that match no GPU and, for Slurm,
-    the latest jobs. The token is never shown: not in the fields, not in the change history."""
+    the latest jobs. The token is never shown (and the change history does not keep it)."""
 
     queryset = querysets.telemetry_sources()
     template_name = "inventory/telemetry/source_detail.html"
@@ -52,9 +52,6 @@ class TelemetrySourceView(ObjectView):
 
     def get_context_data(self, **kwargs):
         context = super().get_context_data(**kwargs)
-        for row in context["history"]:
-            row["changes"] = [(field, "•••", "•••") if field in SECRET_FIELDS else (field, old, new)
-                              for field, old, new in row["changes"]]
         context["pull_url"] = reverse("inventory:telemetrysource_pull", args=[self.object.pk])
         return context
 
