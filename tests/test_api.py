@@ -101,7 +101,7 @@ def test_api_root_lists_apps_schema_and_docs(manager_api):
 def test_inventory_root_lists_every_endpoint(manager_api):
     response = manager_api.get("/api/inventory/")
     assert response.status_code == 200
-    telemetry = {"telemetry-sources", "unknown-series"}  # tests/test_telemetry_api.py covers them
+    telemetry = {"telemetry-sources", "unknown-series", "slurm-jobs"}  # tests/test_telemetry_api.py covers them
     assert set(response.json()) == set(INVENTORY_ENDPOINTS) | telemetry
     for route, model in INVENTORY_ENDPOINTS.items():
         assert list_url(model) == f"/api/inventory/{route}/"

@@ -240,6 +240,10 @@ def test_every_chart_downloads_its_figures_as_csv(viewer_client, fleet, chart):
                           "idle_cost_EUR"], 2),
         "by-team": (["team", "gpus", "gpu_hours", "mean_utilization_percent", "idle_gpu_hours", "idle_cost_EUR"], 2),
         "queue-wait": (["partition", "jobs", "p50_hours", "p95_hours"], 0),
+        "allocations-by-team": (["team", "jobs", "allocated_gpu_hours"], 0),
+        "allocations-by-partition": (["partition", "jobs", "allocated_gpu_hours", "multi_node_gpu_hours",
+                                      "multi_node_share_percent", "observed_gpu_hours", "mean_utilization_percent",
+                                      "used_gpu_hours"], 0),
         "least-used": (["node", "site", "partition", "team", "gpus", "gpu_hours", "mean_utilization_percent",
                         "idle_gpu_hours", "idle_cost_EUR"], 2),
     }[chart]

@@ -21,7 +21,7 @@ from ..models import (
     Switch,
 )
 from ..telemetry import queries as telemetry_queries
-from ..telemetry.models import TelemetrySource, UnknownSeries
+from ..telemetry.models import SlurmJob, TelemetrySource, UnknownSeries
 
 COMMON = ["id", "url", "display"]
 TIMESTAMPS = ["created", "updated"]
@@ -243,30 +243,65 @@ class UnknownSeriesSerializer(PortalModelSerializer):
         read_only_fields = fields
 
 
+class SlurmJobSerializer(PortalModelSerializer):
+    """A job from Slurm accounting, as a Slurm source's pulls recorded it (read-only)."""
+
+    source_name = serializers.CharField(source="source.name", read_only=True)
+    queue_wait_hours = serializers.SerializerMethodField(
+        help_text="Start time − submit time in hours (never negative); null while the job has not started.")
+    gpu_hours = serializers.SerializerMethodField(
+        help_text="Allocated GPUs × the hours the job ran (until now while it runs).")
+
+    class Meta:
+        model = SlurmJob
+        fields = [*COMMON, "source", "source_name", "job_id", "cluster", "name", "user", "account", "partition",
+                  "state", "submit_time", "start_time", "end_time", "queue_wait_hours", "nodes", "node_count", "gpus",
+                  "gpu_hours"]
+        read_only_fields = fields
+
+    def get_queue_wait_hours(self, obj) -> float | None:
+        wait = obj.queue_wait
+        return None if wait is None else max(wait.total_seconds(), 0) / 3600
+
+    def get_gpu_hours(self, obj) -> float:
+        return obj.gpu_hours()
+
+
 def choices_error(name, values):
     return {"invalid_choice": f"Unknown {name} '{{input}}'; use one of {', '.join(values)}."}
 
 
-class UtilizationQuerySerializer(serializers.Serializer):
+def range_field(help_text):
+    return serializers.ChoiceField(
+        choices=list(telemetry_queries.RANGES), default=telemetry_queries.DEFAULT_RANGE, help_text=help_text,
+        error_messages=choices_error("range", telemetry_queries.RANGES),
+    )
+
+
+class ReportQuerySerializer(serializers.Serializer):
+    """Query parameters of a telemetry report; ``filters()``: those of ``filter_names`` that were given."""
+
+    filter_names = ()
+
+    def filters(self):
+        return {name: self.validated_data[name] for name in self.filter_names if name in self.validated_data}
+
+
+class UtilizationQuerySerializer(ReportQuerySerializer):
     """The query parameters of ``/api/inventory/utilization/``."""
+
+    filter_names = tuple(telemetry_queries.FILTER_LOOKUPS)
 
     group_by = serializers.ChoiceField(
         choices=list(telemetry_queries.GROUPS), default="site", help_text="What one row of the answer is.",
         error_messages=choices_error("group_by", telemetry_queries.GROUPS),
     )
-    range = serializers.ChoiceField(
-        choices=list(telemetry_queries.RANGES), default=telemetry_queries.DEFAULT_RANGE,
-        help_text="24h and 7d read hourly rollups, 30d and 1y daily rollups; each ends with the current hour or day.",
-        error_messages=choices_error("range", telemetry_queries.RANGES),
-    )
+    range = range_field("24h and 7d read hourly rollups, 30d and 1y daily rollups; each ends with the current hour "
+                        "or day.")
     site = serializers.IntegerField(required=False, help_text="Only GPUs in nodes of this site (id).")
     partition = serializers.CharField(required=False, help_text="Only GPUs in nodes of this partition.")
     gpu_model = serializers.IntegerField(required=False, help_text="Only GPUs of this GPU model (id).")
     team = serializers.CharField(required=False, help_text="Only GPUs in nodes of this owner team.")
-
-    def filters(self):
-        return {name: self.validated_data[name] for name in telemetry_queries.FILTER_LOOKUPS
-                if name in self.validated_data}
 
 
 class UtilizationGroupSerializer(serializers.Serializer):
@@ -299,4 +334,49 @@ class UtilizationSerializer(serializers.Serializer):
     stale_sources = StaleSourceSerializer(
         many=True, help_text="Enabled sources whose pulls fail: their hours after synced_until are missing from "
         "these figures (not counted as idle).",
+    )
+
+
+class AllocationQuerySerializer(ReportQuerySerializer):
+    """The query parameters of ``/api/inventory/allocations/``."""
+
+    filter_names = tuple(telemetry_queries.JOB_FILTER_LOOKUPS)
+
+    group_by = serializers.ChoiceField(
+        choices=list(telemetry_queries.ALLOCATION_GROUPS), default="account",
+        help_text="What one row of the answer is: a team (Slurm account) or a partition.",
+        error_messages=choices_error("group_by", telemetry_queries.ALLOCATION_GROUPS),
+    )
+    range = range_field("From the start of the range's first hour (24h, 7d) or day (30d, 1y) until now.")
+    partition = serializers.CharField(required=False, help_text="Only jobs of this Slurm partition.")
+    team = serializers.CharField(required=False, help_text="Only jobs of this Slurm account (team).")
+
+
+class AllocationGroupSerializer(serializers.Serializer):
+    name = serializers.CharField(help_text='The team (Slurm account) or partition; "(none)" for jobs without one.')
+    gpu_hours = serializers.FloatField(help_text="Allocated GPUs × the hours of the jobs' runs inside the range.")
+    jobs = serializers.IntegerField(help_text="Jobs with GPUs allocated for some time in the range.")
+    multi_node_gpu_hours = serializers.FloatField(
+        allow_null=True, help_text="Partitions only: the GPU-hours of jobs that span more than one node.")
+    multi_node_share_percent = serializers.FloatField(
+        source="multi_node_share", allow_null=True,
+        help_text="Partitions only: multi-node GPU-hours as a percentage of the partition's GPU-hours.")
+    jobs_started = serializers.IntegerField(
+        allow_null=True, help_text="Partitions only: jobs that started in the range (the queue waits' jobs).")
+    queue_wait_p50_hours = serializers.FloatField(
+        allow_null=True, help_text="Partitions only: median queue wait (start − submit) of the jobs started in the "
+        "range, in hours.")
+    queue_wait_p95_hours = serializers.FloatField(
+        allow_null=True, help_text="Partitions only: 95th percentile of that queue wait, in hours.")
+
+
+class AllocationsSerializer(serializers.Serializer):
+    group_by = serializers.CharField()
+    range = serializers.CharField()
+    start = serializers.DateTimeField(help_text="Start of the range (its first hour or day).")
+    end = serializers.DateTimeField(help_text="When the figures were computed; running jobs count until then.")
+    groups = AllocationGroupSerializer(many=True, help_text="Most GPU-hours first.")
+    stale_sources = StaleSourceSerializer(
+        many=True, help_text="Enabled Slurm sources whose pulls fail: jobs they have not delivered are missing from "
+        "these figures.",
     )

@@ -1,7 +1,8 @@
 """``/api/inventory/``: included by ``portal.api.urls`` under the namespace ``inventory-api``.
 
 Route basenames are the model names (``node``, ``gpumodel``, ...): serializers link to
-``inventory-api:<model_name>-detail``. ``utilization/`` is a report over the telemetry rollups, not a model.
+``inventory-api:<model_name>-detail``. ``utilization/`` (over the telemetry rollups) and ``allocations/`` (over
+the Slurm jobs) are reports, not models.
 """
 
 from django.urls import path
@@ -22,8 +23,10 @@ router.register("fabric-attachments", views.FabricAttachmentViewSet)
 router.register("storage-systems", views.StorageSystemViewSet)
 router.register("telemetry-sources", views.TelemetrySourceViewSet)
 router.register("unknown-series", views.UnknownSeriesViewSet)
+router.register("slurm-jobs", views.SlurmJobViewSet)
 
 urlpatterns = [
     *router.urls,
     path("utilization/", views.UtilizationView.as_view(), name="utilization"),
+    path("allocations/", views.AllocationsView.as_view(), name="allocations"),
 ]

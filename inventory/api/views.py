@@ -18,6 +18,7 @@ from .. import filters, lifecycle, querysets
 from ..tasks import pull_telemetry_source
 from ..telemetry import queries as telemetry_queries
 from ..telemetry.filters import TelemetrySourceFilterSet, UnknownSeriesFilterSet
+from ..telemetry.models import TelemetrySource
 from . import serializers as api
 
 # --- Lifecycle actions ------------------------------------------------------------------------------
@@ -206,6 +207,17 @@ class UnknownSeriesViewSet(viewsets.ReadOnlyModelViewSet):
     ordering_fields = "__all__"
 
 
+class SlurmJobViewSet(viewsets.ReadOnlyModelViewSet):
+    """Jobs from Slurm accounting sources (written by their pulls): submit, start and end times, partition, account
+    (team), nodes and allocated GPUs, with each job's queue wait and GPU-hours. Newest submissions first."""
+
+    queryset = querysets.slurm_jobs().select_related("source")
+    serializer_class = api.SlurmJobSerializer
+    filterset_fields = ["source", "partition", "account", "state", "user", "cluster"]
+    ordering = ["-submit_time", "-pk"]
+    ordering_fields = "__all__"
+
+
 class CanViewTelemetry(permissions.BasePermission):
     """Telemetry figures: an authenticated user with the view permission of telemetry sources."""
 
@@ -254,3 +266,40 @@ class UtilizationView(APIView):
             "stale_sources": telemetry_queries.stale_sources(),
         }
         return Response(api.UtilizationSerializer(answer).data)
+
+
+class AllocationsView(APIView):
+    """Allocated GPU-hours per team (Slurm account) or partition over a range, from Slurm accounting: the figures
+    of the utilization dashboard's Slurm allocations charts, with the multi-node share and queue waits of each
+    partition."""
+
+    permission_classes = [CanViewTelemetry]
+
+    @extend_schema(
+        summary="Allocated GPU-hours, jobs, multi-node share and queue wait per team or partition",
+        description=(
+            "Allocated GPU-hours: allocated GPUs × the part of each job's run inside the range (jobs still running "
+            "count until now). `group_by=partition` adds the share of GPU-hours from jobs on more than one node and "
+            "the p50/p95 queue wait of the jobs started in the range; those fields are null for teams. Filters: "
+            "`partition` and `team` (the Slurm account); jobs record no site or GPU model."
+        ),
+        parameters=[api.AllocationQuerySerializer],
+        responses={200: api.AllocationsSerializer,
+                   400: OpenApiResponse(description='Unknown parameter, e.g. `{"range": ["Unknown range ..."]}`.')},
+        filters=False,
+    )
+    def get(self, request):
+        params = api.AllocationQuerySerializer(data=request.query_params)
+        params.is_valid(raise_exception=True)
+        group_by, range_key = params.validated_data["group_by"], params.validated_data["range"]
+        now = timezone.now()
+        answer = {
+            "group_by": group_by,
+            "range": range_key,
+            "start": telemetry_queries.get_range(range_key).start(now),
+            "end": now,
+            "groups": telemetry_queries.allocations(group_by, range_key, params.filters(), now=now),
+            "stale_sources": [source for source in telemetry_queries.stale_sources()
+                              if source.kind == TelemetrySource.Kind.SLURM],
+        }
+        return Response(api.AllocationsSerializer(answer).data)

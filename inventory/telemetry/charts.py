@@ -20,8 +20,13 @@ GROUP_CHARTS = {  # chart name -> (group_by, title)
     "by-gpu-model": ("gpu_model", "GPU model"),
     "by-team": ("team", "team"),
 }
-CHARTS = ("utilization", "heatmap", *GROUP_CHARTS, "queue-wait", "least-used")
+ALLOCATION_CHARTS = {  # chart name -> group_by of ``queries.allocations``
+    "allocations-by-team": "account",
+    "allocations-by-partition": "partition",
+}
+CHARTS = ("utilization", "heatmap", *GROUP_CHARTS, "queue-wait", *ALLOCATION_CHARTS, "least-used")
 UTIL_TITLE = "mean GPU utilization (%)"
+NOT_OBSERVED = {"observed_gpu_hours": None, "util_mean": None, "used_gpu_hours": None}
 
 
 def time_label(moment):
@@ -87,6 +92,40 @@ class FleetDashboard:
         return queries.queue_waits(*self._args(), now=self.now)
 
     @cached_property
+    def allocations_by_team(self):
+        return queries.allocations("account", *self._args(), now=self.now)
+
+    @cached_property
+    def allocations_by_partition(self):
+        """Allocations per partition and, where the filters allow comparing them (no site or GPU model filter,
+        which jobs ignore), what telemetry observed there: ``observed_gpu_hours``, ``util_mean`` and
+        ``used_gpu_hours`` (observed × utilization), None for a partition without telemetry. A partition with
+        many GPU-hours allocated but few used is waiting on something else than its GPUs (storage, network)."""
+        partitions = queries.allocations("partition", *self._args(), now=self.now, waits=self.queue_waits)
+        observed = {g["key"]: g for g in self.groups("partition")} if self.compares_observed else {}
+        for partition in partitions:
+            seen = observed.get(partition["key"])
+            partition.update({
+                "observed_gpu_hours": seen["gpu_hours"], "util_mean": seen["util_mean"],
+                "used_gpu_hours": round(seen["gpu_hours"] - seen["idle_gpu_hours"], 2),
+            } if seen else NOT_OBSERVED)
+        return partitions
+
+    @property
+    def compares_observed(self):
+        """Whether allocations and observed utilization cover the same GPUs: not when a filter that jobs ignore
+        (site, GPU model) narrows only the observed side."""
+        return not queries.ignored_job_filters(self.filters)
+
+    def allocations(self, chart):
+        """The rows of an allocations chart."""
+        return self.allocations_by_team if ALLOCATION_CHARTS[chart] == "account" else self.allocations_by_partition
+
+    @cached_property
+    def allocation_totals(self):
+        return queries.allocation_totals(self.allocations_by_partition)
+
+    @cached_property
     def stale_sources(self):
         return queries.stale_sources()
 
@@ -140,6 +179,13 @@ class FleetDashboard:
             "x_title": "queue wait (hours)",
         }
 
+    def allocations_chart(self, chart):
+        rows = self.allocations(chart)
+        series = [{"name": "allocated", "values": [r["gpu_hours"] for r in rows]}]
+        if chart == "allocations-by-partition":
+            series.append({"name": "used (observed × utilization)", "values": [r["used_gpu_hours"] for r in rows]})
+        return {"labels": [r["name"] for r in rows], "series": series, "x_title": "GPU-hours"}
+
     def chart_data(self):
         """Every chart's JSON, by the id of its ``json_script`` element."""
         data = {
@@ -148,6 +194,7 @@ class FleetDashboard:
             "queue-wait": self.queue_wait_chart(),
         }
         data.update({name: self.group_chart(group_by) for name, (group_by, _) in GROUP_CHARTS.items()})
+        data.update({name: self.allocations_chart(name) for name in ALLOCATION_CHARTS})
         return data
 
     # --- CSV ------------------------------------------------------------------------------------
@@ -173,6 +220,15 @@ class FleetDashboard:
         if chart == "queue-wait":
             return (["partition", "jobs", "p50_hours", "p95_hours"],
                     [[r["partition"], r["jobs"], r["p50_hours"], r["p95_hours"]] for r in self.queue_waits])
+        if chart == "allocations-by-team":
+            return (["team", "jobs", "allocated_gpu_hours"],
+                    [[r["name"], r["jobs"], r["gpu_hours"]] for r in self.allocations_by_team])
+        if chart == "allocations-by-partition":
+            return (["partition", "jobs", "allocated_gpu_hours", "multi_node_gpu_hours", "multi_node_share_percent",
+                     "observed_gpu_hours", "mean_utilization_percent", "used_gpu_hours"],
+                    [[r["name"], r["jobs"], r["gpu_hours"], r["multi_node_gpu_hours"], r["multi_node_share"],
+                      r["observed_gpu_hours"], r["util_mean"], r["used_gpu_hours"]]
+                     for r in self.allocations_by_partition])
         if chart == "least-used":
             return (["node", "site", "partition", "team", "gpus", "gpu_hours", "mean_utilization_percent",
                      "idle_gpu_hours", f"idle_cost_{currency}"],

@@ -98,13 +98,14 @@ class UtilizationView(ModelPermissionMixin, View):
             if chart not in charts.CHARTS:
                 raise Http404(f"No chart '{chart}'; the charts are {', '.join(charts.CHARTS)}.")
             return dashboard.csv_response(chart)
-        context = {"form": form, "ranges": queries.RANGES, "range_key": range_key, **self.dashboard_context(dashboard)}
+        context = {"form": form, "ranges": queries.RANGES, "range_key": range_key,
+                   **self.dashboard_context(dashboard, form)}
         htmx = getattr(request, "htmx", None)
         if htmx and not htmx.history_restore_request and htmx.target == "dashboard":
             return render(request, self.fragment_template_name, context)
         return render(request, self.template_name, context)
 
-    def dashboard_context(self, dashboard):
+    def dashboard_context(self, dashboard, form):
         query = self.request.GET.copy()
         for name in ("format", "chart"):
             query.pop(name, None)
@@ -127,12 +128,27 @@ class UtilizationView(ModelPermissionMixin, View):
             "group_tables": group_tables,
             "least_used": LeastUsedNodeTable(dashboard.least_used),
             "queue_waits": dashboard.queue_waits,
+            "allocations_by_team": dashboard.allocations_by_team,
+            "allocations_by_partition": dashboard.allocations_by_partition,
+            "allocation_totals": dashboard.allocation_totals,
+            "compares_observed": dashboard.compares_observed,
+            "has_slurm_source": bool(dashboard.allocations_by_partition) or queries.has_slurm_source(),
+            "job_filter_note": job_filter_note(form, dashboard.filters),
             "stale_sources": dashboard.stale_sources,
             "currency": settings.COST_CURRENCY,
             "idle_gpu_hour_cost": settings.IDLE_GPU_HOUR_COST,
             "chart_data": {f"chart-{name}": data for name, data in dashboard.chart_data().items()},
             "csv_url": csv_url,
         }
+
+
+def job_filter_note(form, filters):
+    """Says which of the set filters the Slurm figures ignore (jobs know no site or GPU model); "" if none."""
+    labels = [str(form[name].label) for name in queries.ignored_job_filters(filters)]
+    if not labels:
+        return ""
+    return (f"Slurm jobs record no site or GPU model: the Slurm figures below (allocations, queue wait) ignore the "
+            f"{' and '.join(labels)} filter{'s' if len(labels) > 1 else ''}.")
 
 
 # --- A node's GPUs ---------------------------------------------------------------------------------
