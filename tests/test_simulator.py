@@ -124,7 +124,8 @@ def test_metrics_page_reads_like_dcgm_exporter(demo):
 
     families = {family.name: family for family in text_string_to_metric_families(text)}
     assert set(families) == set(dcgm.SAMPLE_FIELDS)
-    assert all(family.type == "gauge" and family.documentation for family in families.values())
+    assert all(family.type == dcgm.SERIES_HELP[name][0] and family.documentation for name, family in families.items())
+    assert families[dcgm.TOTAL_ENERGY].type == "counter"
     sample = families[dcgm.GPU_UTIL].samples[9]
     assert set(sample.labels) == {"gpu", "UUID", "pci_bus_id", "device", "modelName", "Hostname"}
     assert [sample.labels[name] for name in ("gpu", "device", "Hostname")] == ["1", "nvidia1", "zrh-h100-002"]
@@ -135,8 +136,25 @@ def test_metrics_page_reads_like_dcgm_exporter(demo):
     assert not warnings and len(records) == 16
     expected = simulator.gpu_sample(gpus[9], moment)
     (record,) = [r for r in records if r.series.uuid == gpus[9].uuid]
-    assert (record.util, record.mem_used_gb, record.power_w) == (
-        expected[dcgm.GPU_UTIL], expected[dcgm.FB_USED] / 1024, expected[dcgm.POWER_USAGE])
+    assert (record.util, record.mem_used_gb, record.power_w, record.energy_mj) == (
+        expected[dcgm.GPU_UTIL], expected[dcgm.FB_USED] / 1024, expected[dcgm.POWER_USAGE], expected[dcgm.TOTAL_ENERGY])
+
+
+def test_energy_counter_follows_power_and_restarts_when_the_node_reboots(demo):
+    _, gpus, records = demo
+    gpu = next(g for g in gpus if g.node.hostname == "zrh-h200-007")  # burn-in: ~650 W around the clock
+    reboot = simulator.driver_loaded(gpu.node, END.timestamp())
+    assert END.timestamp() - simulator.REBOOT_DAYS * 86400 < reboot <= END.timestamp() and reboot % 3600 == 0
+    assert simulator.energy_mj(gpu, reboot) == 0  # the driver just loaded
+    assert simulator.energy_mj(gpu, reboot - 1) > 1e11  # a week of ~650 W before: the counter went back to 0
+    # between two hours the counter grows by what the backfilled hour says, and it never goes back in between
+    by_hour = {r.hour.timestamp(): r.energy_wh for r in records if r.series.uuid == gpu.uuid}
+    hour = reboot + 5 * 3600 if reboot + 6 * 3600 <= END.timestamp() else reboot - 5 * 3600
+    readings = [simulator.energy_mj(gpu, hour + second) for second in range(0, 3601, 60)]
+    assert readings == sorted(readings)
+    assert readings[-1] - readings[0] == pytest.approx(by_hour[hour] * 3.6e6)
+    assert 600 < by_hour[hour] < 700
+    assert simulator.gpu_sample(gpu, hour + 60)[dcgm.TOTAL_ENERGY] == round(readings[1])
 
 
 def test_jobs_read_like_sacct_json(demo):

@@ -1,12 +1,13 @@
 """The DCGM exporter scrape: a real dcgm-exporter page served over a local socket, parsed with
 prometheus_client, matched to the inventory, rolled up into hours by the pull."""
 
+import logging
 from datetime import UTC, datetime, timedelta
 
 import pytest
 
 from inventory.models import GPUHourly, TelemetrySample, TelemetrySource, UnknownSeries
-from inventory.telemetry import exporter
+from inventory.telemetry import dcgm, exporter
 from inventory.telemetry.pull import pull
 from inventory.telemetry.records import SourceError
 from tests.factories import make_gpu, make_node
@@ -31,7 +32,7 @@ SERIES = [  # name, help, type, values for the three GPUs
     ("DCGM_FI_DEV_FB_USED", "Framebuffer memory used (in MiB).", "gauge", ("40960", "80288", "0")),
     ("DCGM_FI_DEV_POWER_USAGE", "Power draw (in W).", "gauge", ("NaN", "{power}", "71.25")),
     ("DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION", "Total energy consumption since boot (in mJ).", "counter",
-     ("1.2e12", "1.3e12", "2.1e11")),
+     ("{energy_0}", "{energy_1}", "2.1e11")),
     ("DCGM_FI_DEV_XID_ERRORS", "Value of the last XID error encountered.", "gauge", ("0", "79", "0")),
     ("DCGM_FI_PROF_GR_ENGINE_ACTIVE", "Ratio of time the graphics engine is active.", "gauge",
      ("0.512", "0.955", "0.000000")),
@@ -40,13 +41,17 @@ SERIES = [  # name, help, type, values for the three GPUs
 ]
 
 
-def page(util=50, power=650.5):
-    """A dcgm-exporter 3.3 page for the three GPUs, as it prints it."""
+def page(util=50, power=650.5, energy=(1.2e12, 1.3e12), counter=True):
+    """A dcgm-exporter 3.3 page for the three GPUs, as it prints it; ``energy``: the energy counters (mJ) of
+    the first two GPUs; ``counter=False``: an exporter configured without the energy counter."""
     lines = []
     for name, help_text, kind, values in SERIES:
+        if name == dcgm.TOTAL_ENERGY and not counter:
+            continue
         lines += [f"# HELP {name} {help_text}", f"# TYPE {name} {kind}"]
         for gpu, value in zip(GPUS, values, strict=True):
-            lines.append(f"{name}{{{LABELS.format(**gpu)}}} {value.format(util=util, power=power)}")
+            text = value.format(util=util, power=power, energy_0=energy[0], energy_1=energy[1])
+            lines.append(f"{name}{{{LABELS.format(**gpu)}}} {text}")
     return "\n".join(lines) + "\n"
 
 
@@ -95,6 +100,7 @@ def test_reads_a_dcgm_exporter_page(stub):
     assert (first.util, first.mem_used_gb, first.mem_free_gb) == (50.0, 40.0, 40352 / 1024)
     assert (first.gr_engine_active, first.tensor_active, first.xid) == (0.512, 0.25, 0)
     assert first.power_w is None  # NaN: not reported, not zero
+    assert first.energy_mj == 1.2e12  # the counter, as the page says it (the parser calls it ..._total)
     second = by_uuid[UUID_1]
     assert (second.series.hostname, second.series.gpu_index, second.series.model_name) == (
         "dgx-zrh-001.cluster.example.org", "1", "NVIDIA H100 80GB HBM3")
@@ -125,9 +131,9 @@ def test_pull_matches_by_uuid_then_hostname_and_lists_unknown_gpus(fleet, stub):
 
 def test_two_pulls_in_one_hour_give_one_hour_of_two_samples(fleet, stub):
     source = exporter_source(stub)
-    stub.route("/metrics", metrics(page(util=40, power=600)))
+    stub.route("/metrics", metrics(page(util=40, power=600, energy=(1.2e12, 1.3e12))))
     pull(source, now=NOW)
-    stub.route("/metrics", metrics(page(util=60, power=700)))
+    stub.route("/metrics", metrics(page(util=60, power=700, energy=(1.2e12 + 3e7, 1.3e12 + 39e6))))
     pull(source, now=NOW + timedelta(minutes=1))
 
     assert TelemetrySample.objects.filter(gpu=fleet[0]).count() == 2
@@ -136,9 +142,69 @@ def test_two_pulls_in_one_hour_give_one_hour_of_two_samples(fleet, stub):
     assert (row.samples, row.util_mean, row.util_max) == (2, 50.0, 60.0)
     other = GPUHourly.objects.get(gpu=fleet[1])
     assert other.power_mean_w == 650.0
-    assert other.energy_wh == pytest.approx(650.0 * 2 * 60 / 3600)  # two one-minute scrapes
+    assert other.energy_wh == pytest.approx(39e6 / 3.6e6)  # what the energy counter counted between the scrapes
+    assert GPUHourly.objects.get(gpu=fleet[0]).energy_wh == pytest.approx(3e7 / 3.6e6)  # even with power NaN
     assert other.xid_errors == 2
     assert GPUHourly.objects.count() == 2
+
+
+def pull_at(source, stub, minutes, text):
+    """Serve ``text`` and pull it ``minutes`` after NOW."""
+    stub.route("/metrics", metrics(text))
+    return pull(source, now=NOW + timedelta(minutes=minutes))
+
+
+def energy_by_gpu():
+    return {row.gpu_id: row.energy_wh for row in GPUHourly.objects.all()}
+
+
+MINUTE_AT_650_W = 650 * 60 * 1000  # mJ
+
+
+def test_energy_is_what_the_counter_counted(fleet, stub):
+    source = exporter_source(stub)
+    for minute in range(3):
+        pull_at(source, stub, minute, page(energy=(1.2e12 + minute * 3e7, 1.3e12 + minute * MINUTE_AT_650_W)))
+
+    assert GPUHourly.objects.get(gpu=fleet[1]).samples == 3
+    # last − first: two minutes at 650 W (the power estimate would say 3 samples × 1 min × 650.5 W = 32.5 Wh)
+    assert energy_by_gpu() == {fleet[0].pk: pytest.approx(6e7 / 3.6e6), fleet[1].pk: pytest.approx(650 * 2 / 60)}
+
+
+def test_a_counter_reset_counts_the_energy_since_the_reset(fleet, stub, caplog):
+    """A driver reload sets DCGM's counter back to 0: the scrape after it counts what the counter says since
+    then, the reset is logged once, and nothing is lost or counted twice."""
+    caplog.set_level(logging.WARNING, logger="inventory.telemetry.rollups")
+    source = exporter_source(stub)
+    pull_at(source, stub, 0, page(energy=(1.2e12, 1.3e12)))
+    pull_at(source, stub, 1, page(energy=(1.2e12 + 3e7, 1.3e12 + MINUTE_AT_650_W)))
+    after_reset = page(energy=(1.2e12 + 6e7, 25_000_000))  # GPU 1's driver reloaded: 25 kJ since
+    pull_at(source, stub, 2, after_reset)
+
+    expected = {fleet[0].pk: pytest.approx(6e7 / 3.6e6), fleet[1].pk: pytest.approx((MINUTE_AT_650_W + 25e6) / 3.6e6)}
+    assert energy_by_gpu() == expected
+    (reset,) = [record.getMessage() for record in caplog.records if "went back" in record.getMessage()]
+    assert reset.startswith(f"GPU {fleet[1]}: DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION went back 1 time(s), first at "
+                            f"{(NOW + timedelta(minutes=2)).isoformat()} from 1300039000000 to 25000000 mJ")
+
+    pull_at(source, stub, 2, after_reset)  # the same scrape again (a retried pull): nothing added
+    assert TelemetrySample.objects.filter(gpu=fleet[1]).count() == 3
+    assert energy_by_gpu() == expected
+
+    caplog.clear()
+    pull_at(source, stub, 3, page(energy=(1.2e12 + 9e7, 25_000_000 + MINUTE_AT_650_W)))
+    assert energy_by_gpu() == {fleet[0].pk: pytest.approx(9e7 / 3.6e6),
+                               fleet[1].pk: pytest.approx((2 * MINUTE_AT_650_W + 25e6) / 3.6e6)}
+    assert not [record for record in caplog.records if "went back" in record.getMessage()]  # logged once only
+
+
+def test_without_the_counter_energy_is_mean_power_over_the_covered_time(fleet, stub):
+    source = exporter_source(stub)
+    pull_at(source, stub, 0, page(power=600, counter=False))
+    pull_at(source, stub, 1, page(power=700, counter=False))
+
+    assert energy_by_gpu() == {fleet[0].pk: None,  # power NaN, no counter: not reported
+                               fleet[1].pk: pytest.approx(650 * 2 * 60 / 3600)}  # two one-minute scrapes at 650 W
 
 
 def test_a_line_the_parser_rejects_costs_that_line_only(stub):

@@ -107,9 +107,12 @@ def fleet(db):
 
 def test_pull_from_a_real_prometheus(fleet, monkeypatch):
     by_uuid, by_slot, served = fleet
-    # The GPU matched by UUID reports XID 79 the whole time (the simulator's own episodes are random).
-    real_xid = simulator.xid
+    # The GPU matched by UUID reports XID 79 the whole time (the simulator's own episodes are random), and an
+    # energy counter that counts 1 Wh a second from now on, far from what its power says.
+    real_xid, real_energy, started = simulator.xid, simulator.energy_mj, time.time()
     monkeypatch.setattr(simulator, "xid", lambda gpu, t: 79 if gpu.uuid == by_uuid.uuid else real_xid(gpu, t))
+    monkeypatch.setattr(simulator, "energy_mj", lambda gpu, t: 3.6e6 * (t - started) if gpu.uuid == by_uuid.uuid
+                        else real_energy(gpu, t))
     exporter = serve_in_thread(port=0, fleet=lambda: served)
     server = RealPrometheus(f"127.0.0.1:{exporter.server_address[1]}")
     try:
@@ -138,9 +141,14 @@ def test_pull_from_a_real_prometheus(fleet, monkeypatch):
             assert 95 <= row.util_mean <= row.util_max <= 100  # burn-in
             assert 70 < row.mem_used_mean_gb < 75  # 90 % of 80 GiB
             assert 300 < row.power_mean_w <= 700
-            # energy: mean power × the seconds the samples cover (1 s each), not a whole hour
-            assert 0 < row.energy_wh <= row.power_mean_w * (row.samples + 1) / 3600
             assert 0.9 < row.gr_engine_active_mean <= 1 and 0.6 < row.tensor_active_mean < 0.7
+            if row.samples == 1:  # an hour the run just touched: one reading of the counter measures nothing
+                assert row.energy_wh is None
+    # energy: increase() of the counter over the hour, about one sample interval (1 s) per sample
+    measured = GPUHourly.objects.filter(gpu=by_uuid, samples__gt=1)
+    assert measured and all(row.energy_wh == pytest.approx(row.samples, abs=1.5) for row in measured)  # 1 Wh a s
+    for row in GPUHourly.objects.filter(gpu=by_slot, samples__gt=1):  # the simulator's counter: its power × time
+        assert 300 * (row.samples - 1) / 3600 < row.energy_wh < 700 * (row.samples + 1) / 3600
     assert all(row.xid_errors >= 1 for row in GPUHourly.objects.filter(gpu=by_uuid))
     assert sum(GPUHourly.objects.filter(gpu=by_uuid).values_list("xid_errors", flat=True)) >= 3
     assert not GPUHourly.objects.filter(gpu=by_slot, xid_errors__gt=0).exists()
@@ -232,6 +240,28 @@ def test_without_a_targets_api_the_hour_counts_as_covered(stub):
 
     energy = {record.hour: record.energy_wh for record in collected.hours}
     assert energy == {hour - H: 400.0, hour: 200.0}  # the current hour: up to now (10:30) only
+
+
+def test_energy_from_the_counter_where_it_is_there(stub):
+    """Hour by hour: the counter's increase (mJ → Wh); NaN or negative: no energy, said in a warning, and no
+    power estimate in its place; no counter: the power estimate."""
+    end = NOW.replace(minute=0)
+    hours = [end - 3 * H, end - 2 * H, end - H, end]  # as the query points: the ends of the hours 06:00…09:00
+    counted = {hours[0]: "1.44e9", hours[1]: "NaN", hours[2]: "-3.6e6"}  # the last hour: no counter series
+    FakePrometheus(stub, {
+        "power_mean_w": [(GPU, [(at, "500") for at in hours])], "power_samples": [(GPU, [(at, "120") for at in hours])],
+        "energy_wh": [(GPU, list(counted.items()))], "energy_samples": [(GPU, [(at, "120") for at in counted])],
+    })
+
+    collected = prometheus.collect(Source(stub.url()), NOW - 4 * H, NOW)
+
+    energy = {record.hour + H: record.energy_wh for record in collected.hours}
+    assert energy == {hours[0]: 400.0, hours[1]: None, hours[2]: None, hours[3]: 500.0}  # 500 W × 120 × 30 s
+    assert "energy_wh: 1 value(s) that are not finite numbers (NaN, Inf or text) left out" in collected.warnings
+    assert ("increase(DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION): 1 negative value(s) left out (no energy for those hours)"
+            in collected.warnings)
+    assert any("increase(DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION[1h])" in q["query"][0]
+               for q in stub.hits("/api/v1/query_range"))
 
 
 def test_a_long_window_is_asked_for_in_weeks(stub):

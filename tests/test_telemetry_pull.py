@@ -139,6 +139,23 @@ def test_scraped_samples_roll_up_into_hours(fleet, collector):
     assert row.energy_wh == pytest.approx(400 * 2 / 60)  # 2 one-minute samples at 400 W mean
 
 
+def test_counter_increases_count_in_the_hour_of_the_later_reading(fleet, collector):
+    """Energy from DCGM's counter: a pair of readings that spans the hour counts in the later hour, the
+    first reading measures nothing on its own, a reading after a gap of over an hour neither."""
+    _, (gpu0, _) = fleet
+    key = SeriesKey(uuid="GPU-0000")
+    readings = [(datetime(2026, 12, 2, 8, 59, tzinfo=UTC), 1e9), (datetime(2026, 12, 2, 9, 1, tzinfo=UTC), 1e9 + 7.2e6),
+                (datetime(2026, 12, 2, 10, 30, tzinfo=UTC), 1e9 + 7.2e6 + 3.6e9)]  # 89 minutes later
+    collector.answers = [Collected(samples=[SampleRecord(series=key, ts=ts, util=50, power_w=400, energy_mj=mj)])
+                         for ts, mj in readings]
+    src = source(kind="exporter", interval_seconds=60)
+    for ts, _ in readings:
+        pull_module.pull(src, now=ts)
+
+    energy = dict(GPUHourly.objects.filter(gpu=gpu0).values_list("hour__hour", "energy_wh"))
+    assert energy == {8: None, 9: pytest.approx(2.0), 10: None}  # not 0, and not a power estimate either
+
+
 @override_settings(TELEMETRY_HOURLY_RETENTION_DAYS=30, TELEMETRY_DAILY_RETENTION_DAYS=365)
 def test_retention_drops_only_old_rows(fleet, collector):
     _, (gpu0, _) = fleet

@@ -6,7 +6,12 @@ timeout is decided in one place:
 
 - series names and the ``SampleRecord`` field each one fills, with its unit conversion (framebuffer
   memory comes in MiB, the portal stores GB = MiB / 1024; ``DCGM_FI_PROF_*`` activity stays the 0–1 ratio
-  DCGM reports; power in W; utilization in %; XID errors are the last XID code, 0 for none);
+  DCGM reports; power in W; utilization in %; XID errors are the last XID code, 0 for none; the energy
+  counter in mJ, as DCGM counts it);
+- the energy counter ``DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION``: millijoules since the driver loaded, so it
+  starts again from 0 when the driver is reloaded or the node reboots. Energy over a time is the counter's
+  increase, a drop counting as a reset (the energy since the reset is the new value), as Prometheus'
+  ``increase()`` does; ``mj_to_wh`` turns it into the Wh the portal stores;
 - the labels that name a GPU (``UUID``, else ``Hostname`` + ``gpu`` index) → ``SeriesKey``;
 - ``http_get``: one GET bounded by the source's timeout, every failure turned into a ``SourceError``.
 """
@@ -22,11 +27,28 @@ POWER_USAGE = "DCGM_FI_DEV_POWER_USAGE"
 GR_ENGINE_ACTIVE = "DCGM_FI_PROF_GR_ENGINE_ACTIVE"
 PIPE_TENSOR_ACTIVE = "DCGM_FI_PROF_PIPE_TENSOR_ACTIVE"
 XID_ERRORS = "DCGM_FI_DEV_XID_ERRORS"
+TOTAL_ENERGY = "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION"
+
+MJ_PER_WH = 3_600_000  # 1 Wh = 3,600 J
 
 
 def mib_to_gb(value):
     """Framebuffer MiB (what DCGM reports) → GB as the portal stores memory (MiB / 1024)."""
     return None if value is None else value / 1024
+
+
+def mj_to_wh(value):
+    """Millijoules (DCGM's energy counter) → Wh as the portal stores energy."""
+    return None if value is None else value / MJ_PER_WH
+
+
+def counter_increase(previous, value):
+    """What a counter counted between two readings: the difference, or after a reset (the new reading is
+    lower: driver reload, reboot) the new reading, i.e. what it counted since the reset. Returns
+    ``(increase, reset)``."""
+    if value < previous:
+        return value, True
+    return value - previous, False
 
 
 # Series → (SampleRecord field, converter from the exporter's unit to the portal's).
@@ -38,6 +60,7 @@ SAMPLE_FIELDS = {
     GR_ENGINE_ACTIVE: ("gr_engine_active", float),
     PIPE_TENSOR_ACTIVE: ("tensor_active", float),
     XID_ERRORS: ("xid", int),
+    TOTAL_ENERGY: ("energy_mj", float),
 }
 
 # Help texts and types as dcgm-exporter publishes them (the simulator serves the same page).
@@ -49,6 +72,7 @@ SERIES_HELP = {
     GR_ENGINE_ACTIVE: ("gauge", "Ratio of time the graphics engine is active."),
     PIPE_TENSOR_ACTIVE: ("gauge", "Ratio of cycles the tensor (HMMA) pipe is active."),
     XID_ERRORS: ("gauge", "Value of the last XID error encountered."),
+    TOTAL_ENERGY: ("counter", "Total energy consumption since boot (in mJ)."),
 }
 
 

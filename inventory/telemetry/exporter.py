@@ -2,7 +2,9 @@
 
 One scrape gives one ``SampleRecord`` per GPU, at the scrape time (``end``: the moment the pull started,
 see ``pull.pull``) or at the samples' own timestamps when the page carries them. The pull stores the
-samples and rolls them up into the hour, so pulls at the source's interval build the hourly rows.
+samples and rolls them up into the hour, so pulls at the source's interval build the hourly rows. DCGM's
+energy counter, where the exporter publishes it, is stored with the sample: the rollup measures an hour's
+energy from its increase between scrapes (``rollups.counter_energy``).
 
 The page is read with ``prometheus_client``'s parser. A value that is not a finite number (NaN, ±Inf) is
 kept as None ("not reported") and counted in a warning. If the parser rejects the page (e.g. one line
@@ -33,7 +35,7 @@ def collect(source, start, end):
 def read_samples(text, url, warnings):
     """``(name, labels, value, unix timestamp or None)`` for every sample on an exposition page."""
     try:
-        return [(s.name, s.labels, s.value, s.timestamp)
+        return [(series_name(family, s), s.labels, s.value, s.timestamp)
                 for family in text_string_to_metric_families(text) for s in family.samples]
     except ValueError:
         pass
@@ -42,7 +44,7 @@ def read_samples(text, url, warnings):
         if not line.strip() or line.lstrip().startswith("#"):
             continue
         try:
-            samples += [(s.name, s.labels, s.value, s.timestamp)
+            samples += [(series_name(family, s), s.labels, s.value, s.timestamp)
                         for family in text_string_to_metric_families(line + "\n") for s in family.samples]
         except ValueError:
             unreadable.append(line)
@@ -51,6 +53,13 @@ def read_samples(text, url, warnings):
     if unreadable:
         warnings.append(f"{len(unreadable)} unreadable line(s) left out, e.g. {shorten(unreadable[0])!r}")
     return samples
+
+
+def series_name(family, sample):
+    """The name of a sample's series. The parser names a counter's samples ``<family>_total`` (the
+    OpenMetrics way) also where the page, as dcgm-exporter's, writes the counter without the suffix; the
+    series is then the family (``DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION``, written either way)."""
+    return family.name if family.type == "counter" and sample.name == f"{family.name}_total" else sample.name
 
 
 def shorten(line, keep=80):

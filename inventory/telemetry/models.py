@@ -116,6 +116,10 @@ class TelemetrySample(models.Model):
     gr_engine_active = models.FloatField(null=True)
     tensor_active = models.FloatField(null=True)
     xid = models.IntegerField(null=True, help_text="Last XID error code reported (0: none).")
+    energy_mj = models.FloatField(
+        "energy counter (mJ)", null=True,
+        help_text="DCGM's total energy counter: mJ since the driver loaded (back to 0 on a reload or reboot).",
+    )
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["gpu", "ts"], name="sample_unique_gpu_ts")]

@@ -10,9 +10,14 @@ is the hour [t - 1h, t] and becomes ``HourRecord(hour=t - 1h)``. Per GPU and hou
 - ``samples``: ``count_over_time`` of the utilization series.
 - ``xid_errors``: samples with a non-zero ``DCGM_FI_DEV_XID_ERRORS``. PromQL cannot filter a range
   vector, so this is a subquery at the scrape interval: ``count_over_time((XID > 0)[1h:15s])``.
-- ``energy_wh`` = mean power × the part of the hour covered by samples (power samples × the target's
-  scrape interval, which Prometheus' ``/api/v1/targets`` reports; where it does not, e.g. behind Thanos,
-  the hour is taken as covered). The current hour is covered at most up to ``end``.
+- ``energy_wh``: where the GPU's exporter publishes DCGM's energy counter, its ``increase`` over the
+  hour (mJ → Wh; ``increase`` counts a counter that restarted from 0 after a driver reload or a reboot
+  from its new value, so nothing is lost and nothing counted twice). An hour in which the counter has
+  samples but no usable increase (a single sample, NaN, or negative, which a real counter cannot be) has
+  no energy (None, with a warning for NaN and negative values), never an estimate from another source.
+  Without the counter: mean power × the part of the hour covered by samples (power samples × the
+  target's scrape interval, which Prometheus' ``/api/v1/targets`` reports; where it does not, e.g.
+  behind Thanos, the hour is taken as covered). The current hour is covered at most up to ``end``.
 
 Series are grouped ``by`` the labels that name a GPU (plus ``job`` and ``instance``), so labels that
 change over time (Kubernetes ``pod``/``container`` labels of dcgm-exporter) do not split a GPU's hour;
@@ -60,10 +65,14 @@ def queries(scrape_seconds):
         "gr_engine_active_mean": _mean(dcgm.GR_ENGINE_ACTIVE),
         "tensor_active_mean": _mean(dcgm.PIPE_TENSOR_ACTIVE),
         "xid_errors": _count(f"({dcgm.XID_ERRORS} > 0)[1h:{round(scrape_seconds * 1000)}ms]"),
+        "energy_wh": f"sum by ({GROUP}) (increase({dcgm.TOTAL_ENERGY}[1h]))",
+        "energy_samples": _count(f"{dcgm.TOTAL_ENERGY}[1h]"),
     }
 
 
-CONVERT = {"mem_used_mean_gb": dcgm.mib_to_gb, "samples": int, "power_samples": int, "xid_errors": int}
+CONVERT = {"mem_used_mean_gb": dcgm.mib_to_gb, "energy_wh": dcgm.mj_to_wh, "samples": int, "power_samples": int,
+           "energy_samples": int, "xid_errors": int}
+HELPERS = {"power_samples", "energy_samples"}  # values that go into energy_wh, not into the record
 
 
 def collect(source, start, end):
@@ -73,7 +82,7 @@ def collect(source, start, end):
     intervals = scrape_intervals(source, base)
     scrape_seconds = Counter(intervals.values()).most_common(1)[0][0] if intervals else DEFAULT_SCRAPE_SECONDS
     values = defaultdict(dict)  # (group labels, hour) → field → value
-    bad = Counter()
+    bad, negative = Counter(), 0
     first_end, last_end = floor_hour(start) + HOUR, floor_hour(end) + HOUR
     chunk_start = first_end
     while chunk_start <= last_end:
@@ -84,11 +93,17 @@ def collect(source, start, end):
                 if number is None:
                     bad[field] += 1
                     continue
+                if field == "energy_wh" and number < 0:  # increase() of a counter is never negative
+                    negative += 1
+                    continue
                 hour = datetime.fromtimestamp(ts, UTC) - HOUR
                 values[(labels, hour)][field] = CONVERT.get(field, float)(number)
         chunk_start = chunk_end + HOUR
     collected.hours, nameless = hour_records(values, intervals, end)
     collected.warnings += dcgm.bad_data_warnings(bad, nameless)
+    if negative:
+        collected.warnings.append(f"increase({dcgm.TOTAL_ENERGY}): {negative} negative value(s) left out "
+                                  "(no energy for those hours)")
     return collected
 
 
@@ -104,8 +119,8 @@ def hour_records(values, intervals, end):
             nameless += 1
             continue
         record = HourRecord(series=series, hour=hour,
-                            **{name: value for name, value in fields.items() if name != "power_samples"})
-        if record.power_mean_w is not None:
+                            **{name: value for name, value in fields.items() if name not in HELPERS})
+        if not fields.get("energy_samples") and record.power_mean_w is not None:  # no energy counter: estimate
             record.energy_wh = record.power_mean_w * covered_hours(
                 fields.get("power_samples", 0), intervals.get((label.get("job"), label.get("instance"))), hour, end)
         key = (series.key, hour)

@@ -87,8 +87,9 @@ def store(source, collected, now):
             [TelemetrySample(source=source, gpu_id=gpu_id, **sample_fields(record)) for gpu_id, record in samples],
             ignore_conflicts=True, batch_size=2000,
         )
-        first = floor_hour(min(record.ts for _, record in samples))
-        hours |= rollup_samples(first, floor_hour(now) + timedelta(hours=1), source.interval_seconds)
+        first = min(record.ts for _, record in samples)
+        hours |= rollup_samples(floor_hour(first), floor_hour(now) + timedelta(hours=1), source.interval_seconds,
+                                new_since=first)
     refresh(hours)
     save_jobs(source, collected.jobs)
     save_unknown(source, unknown.values(), now)
@@ -101,7 +102,8 @@ def record_time(record):
 
 def sample_fields(record):
     return {name: getattr(record, name) for name in (
-        "ts", "util", "mem_used_gb", "mem_free_gb", "power_w", "gr_engine_active", "tensor_active", "xid")}
+        "ts", "util", "mem_used_gb", "mem_free_gb", "power_w", "gr_engine_active", "tensor_active", "xid",
+        "energy_mj")}
 
 
 def save_jobs(source, jobs):

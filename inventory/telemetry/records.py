@@ -53,6 +53,7 @@ class SampleRecord:
     gr_engine_active: float | None = None
     tensor_active: float | None = None
     xid: int | None = None
+    energy_mj: float | None = None  # DCGM's energy counter: mJ since the driver loaded
 
 
 @dataclass

@@ -2,19 +2,29 @@
 (object, hour) or (object, day): writing the same hour twice replaces it, it never adds to it.
 
 Every aggregate is computed by the database over a time range (set-based SQL), never per object in a
-Python loop, so the cost grows with the hours touched, not with the size of the fleet's history.
+Python loop, so the cost grows with the hours touched, not with the size of the fleet's history. (Energy
+counter readings are paired by a window function in SQL and summed in one pass over the rows.)
 """
 
+import logging
+from collections import defaultdict
 from datetime import datetime, time, timedelta
 
 from django.conf import settings
-from django.db.models import Avg, Count, F, Max, Q, Sum
-from django.db.models.functions import TruncDate, TruncHour
+from django.db.models import Avg, Count, F, Max, Q, Sum, Window
+from django.db.models.functions import Lead, TruncDate, TruncHour
 from django.utils import timezone
 
+from inventory.models import GPU
 from portal.db import bulk_upsert
 
+from .dcgm import TOTAL_ENERGY, counter_increase, mj_to_wh
 from .models import GPUDaily, GPUHourly, NodeDaily, NodeHourly, TelemetrySample
+
+log = logging.getLogger(__name__)
+
+# The longest time between two samples whose energy counter increase is counted (or twice the scrape interval).
+COUNTER_GAP = timedelta(hours=1)
 
 ROLLUP_FIELDS = ["util_mean", "util_max", "mem_used_mean_gb", "power_mean_w", "energy_wh", "gr_engine_active_mean",
                  "tensor_active_mean", "xid_errors", "samples"]
@@ -40,9 +50,13 @@ def _upsert_aggregates(model, key, aggregated, extra=()):
     return {row[1] for row in rows}
 
 
-def rollup_samples(start, end, interval_seconds):
-    """Scraped samples in [start, end) → GPU hours. ``interval_seconds`` (the scrape interval) turns the
-    mean power into energy for the part of the hour the samples cover."""
+def rollup_samples(start, end, interval_seconds, new_since=None):
+    """Scraped samples in [start, end) → GPU hours.
+
+    Energy: in an hour where samples carry DCGM's energy counter, what the counter measured
+    (``counter_energy``; resets in samples from ``new_since`` on, those the pull just brought, are logged).
+    Elsewhere, the mean power × the part of the hour the samples cover (samples × ``interval_seconds``,
+    the scrape interval)."""
     aggregated = (
         TelemetrySample.objects.filter(ts__gte=start, ts__lt=end)
         .annotate(hour=TruncHour("ts"))
@@ -51,16 +65,55 @@ def rollup_samples(start, end, interval_seconds):
             util_mean=Avg("util"), util_max=Max("util"), mem_used_mean_gb=Avg("mem_used_gb"),
             power_mean_w=Avg("power_w"), gr_engine_active_mean=Avg("gr_engine_active"),
             tensor_active_mean=Avg("tensor_active"), xid_errors=Count("pk", filter=Q(xid__gt=0)),
-            samples=Count("pk"),
+            samples=Count("pk"), counter_readings=Count("energy_mj"),
         )
     )
+    max_gap = max(COUNTER_GAP, timedelta(seconds=2 * interval_seconds))
+    metered = counter_energy(start, end, max_gap, new_since or start)
     rows = []
     for row in aggregated:
-        covered_hours = min(1.0, row["samples"] * interval_seconds / 3600)
-        power = row["power_mean_w"]
-        row["energy_wh"] = None if power is None else power * covered_hours
+        power, covered_hours = row["power_mean_w"], min(1.0, row["samples"] * interval_seconds / 3600)
+        if row["counter_readings"]:  # what the counter measured; None while it has measured nothing
+            row["energy_wh"] = metered.get((row["gpu_id"], row["hour"]))
+        else:
+            row["energy_wh"] = None if power is None else power * covered_hours
         rows.append(row)
     return _upsert_aggregates(GPUHourly, "gpu_id", rows)
+
+
+def counter_energy(start, end, max_gap, new_since):
+    """(gpu_id, hour) → Wh that DCGM's energy counter measured in the hours of [start, end).
+
+    Two consecutive readings of a GPU's counter (``LEAD`` over its readings by time, in SQL) measure the
+    increase between them, counted in the hour of the later one. The reading before ``start`` pairs with
+    the first one in the window while it is still stored and at most ``max_gap`` older; the first reading
+    of a GPU, or the first after a longer gap, measures nothing on its own. A counter that went back
+    (driver reload, reboot) counts its new value, the energy since the reset, as Prometheus' ``increase``
+    does; resets at or after ``new_since`` are logged, once per GPU."""
+    def following(field):
+        return Window(Lead(field), partition_by=[F("gpu_id")], order_by=F("ts").asc())
+
+    pairs = (
+        TelemetrySample.objects.filter(energy_mj__isnull=False, ts__gte=start - max_gap, ts__lt=end)
+        .annotate(next_ts=following("ts"), next_mj=following("energy_mj"))
+        .filter(next_ts__gte=start)  # the later reading is in the window (filtered after the window function)
+        .values_list("gpu_id", "ts", "energy_mj", "next_ts", "next_mj")
+    )
+    energy, resets = defaultdict(float), defaultdict(list)
+    for gpu_id, ts, value, next_ts, next_value in pairs.iterator(chunk_size=10_000):
+        if next_ts - ts > max_gap:
+            continue
+        increase, reset = counter_increase(value, next_value)
+        if reset and next_ts >= new_since:
+            resets[gpu_id].append((next_ts, value, next_value))
+        energy[(gpu_id, floor_hour(timezone.localtime(next_ts)))] += mj_to_wh(increase)  # the hour TruncHour gives
+    names = GPU.objects.select_related("node").in_bulk(resets) if resets else {}  # one query, only for resets
+    for gpu_id, events in resets.items():
+        ts, before, after = events[0]
+        log.warning("GPU %s: %s went back %d time(s), first at %s from %.0f to %.0f mJ (driver reload or reboot); "
+                    "counted the energy since each reset", names.get(gpu_id, gpu_id), TOTAL_ENERGY, len(events),
+                    ts.isoformat(timespec="seconds"), before, after)
+    return energy
 
 
 def rollup_nodes(start, end):

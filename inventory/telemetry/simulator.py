@@ -22,6 +22,11 @@ Scenarios, by the partitions ``seed_demo`` creates:
   tests at ~100 %; nodes not in use (delivered, in repair, retired) and GPUs in repair report nothing;
   degraded GPUs now and then report XID errors.
 
+DCGM's energy counter (``energy_mj``) counts each GPU's energy since its driver loaded: every node reboots
+once a week (rolling maintenance, ``driver_loaded``), at an hour of its own, and its GPUs' counters start
+again from 0. Hour by hour the counter grows by the hour's mean power as ``hour_records`` computes it, so
+the live counter and the backfilled hours agree on energy.
+
 Any other partition gets a generic ``mixed`` scenario, so the simulator also serves a fleet made by hand.
 """
 
@@ -40,6 +45,8 @@ EPOCH = datetime(2024, 1, 1, tzinfo=UTC).timestamp()
 HOUR = 3600
 LOCAL_OFFSET = 3600  # both demo sites are on Central European time (daylight saving ignored)
 NOISE_SECONDS = 10  # values change every 10 s, faster than any scrape interval
+REBOOT_DAYS = 7  # every node reboots once a week: its GPUs' energy counters start again from 0
+POINTS = 4  # moments per hour whose mean stands for the hour (backfilled hours, the energy counter)
 
 IDLE_NODES = {"zrh-h100-015", "zrh-h100-016", "lys-h100-004"}
 REPORTING = {"in_service", "degraded", "burn_in"}  # node states in which its exporter answers
@@ -329,6 +336,7 @@ def gpu_sample(gpu, moment, current=None):
         dcgm.GR_ENGINE_ACTIVE: round(engine, 6),
         dcgm.PIPE_TENSOR_ACTIVE: round(tensor, 6),
         dcgm.XID_ERRORS: xid(gpu, t),
+        dcgm.TOTAL_ENERGY: round(energy_mj(gpu, t)),
     }
 
 
@@ -363,6 +371,33 @@ def values(gpu, t, current):
     reserved = 600
     used = min(total_mib - reserved, max(0.0, used))
     return util, used, total_mib - reserved - used, power, engine, engine * tensor_ratio
+
+
+def moments(hour, points=POINTS):
+    """``points`` moments spread evenly over the hour that starts at ``hour`` (unix seconds)."""
+    return [hour + (k + 0.5) * HOUR / points for k in range(points)]
+
+
+def driver_loaded(node, t):
+    """When the driver of ``node``'s GPUs last loaded, at or before ``t``: the node reboots every
+    ``REBOOT_DAYS`` at a whole hour of its own, so nodes do not all reboot at once."""
+    period = REBOOT_DAYS * 24 * HOUR
+    phase = seed(node.hostname) % (REBOOT_DAYS * 24) * HOUR
+    return EPOCH + phase + (t - EPOCH - phase) // period * period
+
+
+@lru_cache(maxsize=200_000)
+def hour_energy_j(gpu, hour):
+    """Joules ``gpu`` uses in the hour that starts at ``hour``: its mean power at the hour's ``moments``."""
+    return sum(values(gpu, t, activity(gpu.node, t))[3] for t in moments(hour)) / POINTS * HOUR
+
+
+def energy_mj(gpu, t):
+    """DCGM's energy counter at ``t``: mJ since the driver loaded; within an hour it grows evenly by the
+    hour's energy."""
+    hour = t // HOUR * HOUR
+    joules = sum(hour_energy_j(gpu, h) for h in range(int(driver_loaded(gpu.node, t)), int(hour), HOUR))
+    return 1000 * (joules + hour_energy_j(gpu, hour) * (t - hour) / HOUR)
 
 
 def xid(gpu, t):
@@ -400,7 +435,7 @@ def metrics_text(gpus, moment):
     return "\n".join(lines) + "\n"
 
 
-def hour_records(gpus, start, end, points=4, interval_seconds=60):
+def hour_records(gpus, start, end, points=POINTS, interval_seconds=60):
     """``HourRecord``s for the complete hours in [start, end), from the same model, as Prometheus or the
     portal's own scrapes every ``interval_seconds`` would have rolled them up: means of ``points`` moments
     per hour (enough for charts; the max is the max of those), XID errors counted at every scrape,
@@ -416,10 +451,10 @@ def hour_records(gpus, start, end, points=4, interval_seconds=60):
     for node, node_gpus in by_node.items():
         keys = [dcgm.series_key(labels(gpu)) for gpu in node_gpus]
         for hour in range(first, last, HOUR):
-            moments = [(t, activity(node, t)) for t in (hour + (k + 0.5) * HOUR / points for k in range(points))]
+            at = [(t, activity(node, t)) for t in moments(hour, points)]
             when = datetime.fromtimestamp(hour, UTC)
             for gpu, key in zip(node_gpus, keys, strict=True):
-                util, used, _, power, engine, tensor = zip(*(values(gpu, t, now) for t, now in moments), strict=True)
+                util, used, _, power, engine, tensor = zip(*(values(gpu, t, now) for t, now in at), strict=True)
                 errors = 0
                 if gpu.state == "degraded":  # only they have XID episodes: spare the others 60 calls an hour
                     errors = sum(1 for k in range(scrapes) if xid(gpu, hour + k * interval_seconds))
