@@ -1,6 +1,7 @@
 """Background work for the inventory: telemetry pulls and retention (Celery; beat schedules them)."""
 
 import logging
+from datetime import timedelta
 
 from celery import shared_task
 from django.db import transaction
@@ -21,7 +22,7 @@ def poll_telemetry_sources():
     due = [s.pk for s in TelemetrySource.objects.filter(enabled=True) if s.is_due(now)]
     for pk in due:
         # Push the next attempt forward now so the next poll does not queue the same pull twice.
-        TelemetrySource.objects.filter(pk=pk).update(next_attempt_at=now + timezone.timedelta(minutes=10))
+        TelemetrySource.objects.filter(pk=pk).update(next_attempt_at=now + timedelta(minutes=10))
         transaction.on_commit(lambda pk=pk: pull_telemetry_source.delay(pk))
     return len(due)
 

@@ -1,1 +1,342 @@
-"""Capacity planning, contracts and procurement (see the planning issue)."""
+"""Contracts (purchase, rental, expansion, support) and procurement (purchase orders, deliveries,
+webhooks). Capacity plans come with the planning work; a purchase order already refers to a contract."""
+
+from datetime import timedelta
+
+from django.conf import settings
+from django.core.exceptions import ValidationError
+from django.core.validators import MinValueValidator
+from django.db import models
+from django.utils import timezone
+from simple_history.models import HistoricalRecords
+
+from inventory.models import GPU, GPUModel, Node, NodeModel, PortalModel, Rack, Site, StorageSystem, Switch
+
+MONEY = {"max_digits": 14, "decimal_places": 2, "validators": [MinValueValidator(0)]}
+
+
+class Contract(PortalModel):
+    class Kind(models.TextChoices):
+        PURCHASE = "purchase", "Purchase"
+        RENTAL = "rental", "Rental / lease"
+        EXPANSION = "expansion", "Expansion"
+        SUPPORT = "support", "Support / maintenance"
+
+    kind = models.CharField(max_length=20, choices=Kind.choices, db_index=True)
+    vendor = models.CharField("vendor / provider", max_length=100, db_index=True)
+    reference = models.CharField(max_length=100, help_text="The vendor's contract or order number.")
+    title = models.CharField(max_length=200, blank=True)
+    owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True,
+                              related_name="contracts", help_text="Receives the renewal alerts.")
+    start = models.DateField()
+    end = models.DateField(null=True, blank=True, help_text="Empty for a purchase that does not end.")
+    notice_days = models.PositiveIntegerField("notice period (days)", default=0)
+    auto_renew = models.BooleanField("renews automatically", default=False)
+    one_off_cost = models.DecimalField("one-off cost", default=0, **MONEY)
+    monthly_cost = models.DecimalField(default=0, **MONEY)
+    gpu_hour_cost = models.DecimalField("cost per GPU-hour", default=0, max_digits=10, decimal_places=4,
+                                        validators=[MinValueValidator(0)])
+    currency = models.CharField(max_length=3, default="USD", help_text="ISO 4217 code, e.g. USD, EUR, CHF.")
+    depreciation_months = models.PositiveIntegerField(
+        default=48, validators=[MinValueValidator(1)],
+        help_text="Purchases: months over which the one-off cost is amortised in the cost per GPU-hour.",
+    )
+    rented_gpus = models.PositiveIntegerField(default=0, help_text="Rentals: GPUs provided by the contract.")
+    rented_gpu_model = models.ForeignKey(GPUModel, on_delete=models.PROTECT, null=True, blank=True,
+                                         related_name="rental_contracts")
+    sites = models.ManyToManyField(Site, blank=True, related_name="contracts")
+    racks = models.ManyToManyField(Rack, blank=True, related_name="contracts")
+    nodes = models.ManyToManyField(Node, blank=True, related_name="contracts")
+    gpus = models.ManyToManyField(GPU, blank=True, related_name="contracts")
+    switches = models.ManyToManyField(Switch, blank=True, related_name="contracts")
+    storage_systems = models.ManyToManyField(StorageSystem, blank=True, related_name="contracts")
+    notes = models.TextField(blank=True)
+    history = HistoricalRecords(m2m_fields=[sites, racks, nodes, gpus, switches, storage_systems])
+
+    class Meta:
+        ordering = ["-start", "vendor", "reference"]
+        constraints = [
+            models.UniqueConstraint(fields=["vendor", "reference"], name="contract_unique_reference",
+                                    violation_error_message="This vendor already has a contract with this reference."),
+            models.CheckConstraint(condition=models.Q(end__isnull=True) | models.Q(end__gte=models.F("start")),
+                                   name="contract_end_after_start",
+                                   violation_error_message="The end date is before the start date."),
+        ]
+
+    def __str__(self):
+        return f"{self.vendor} {self.reference}"
+
+    def clean(self):
+        errors = {}
+        if self.end and self.start and self.end < self.start:
+            errors["end"] = "The end date is before the start date."
+        if self.kind in (self.Kind.RENTAL, self.Kind.SUPPORT) and not self.end:
+            errors["end"] = f"A {self.get_kind_display().lower()} contract needs an end date."
+        if self.currency and not (len(self.currency) == 3 and self.currency.isalpha()):
+            errors["currency"] = "Use a three-letter ISO 4217 code, e.g. USD."
+        if self.kind == self.Kind.RENTAL and self.rented_gpus and not self.rented_gpu_model_id:
+            errors["rented_gpu_model"] = "Say which GPU model the rented GPUs are."
+        if errors:
+            raise ValidationError(errors)
+        self.currency = self.currency.upper()
+
+    def is_active(self, day=None):
+        day = day or timezone.localdate()
+        return self.start <= day and (self.end is None or day <= self.end)
+
+    @property
+    def notice_deadline(self):
+        """The last day to give notice (end − notice period); None for contracts without an end."""
+        return self.end - timedelta(days=self.notice_days) if self.end else None
+
+
+class SLATerm(models.Model):
+    """A support contract's promise for one priority: first response and resolution, in hours."""
+
+    class Priority(models.TextChoices):
+        P1 = "P1", "P1 critical"
+        P2 = "P2", "P2 high"
+        P3 = "P3", "P3 normal"
+        P4 = "P4", "P4 low"
+
+    contract = models.ForeignKey(Contract, on_delete=models.CASCADE, related_name="sla_terms")
+    priority = models.CharField(max_length=2, choices=Priority.choices)
+    response_hours = models.DecimalField(max_digits=6, decimal_places=1, validators=[MinValueValidator(0)])
+    resolution_hours = models.DecimalField(max_digits=7, decimal_places=1, validators=[MinValueValidator(0)])
+
+    class Meta:
+        ordering = ["contract", "priority"]
+        verbose_name = "SLA term"
+        constraints = [models.UniqueConstraint(fields=["contract", "priority"], name="sla_unique_priority")]
+
+    def __str__(self):
+        return f"{self.contract} {self.priority}: respond {self.response_hours} h, resolve {self.resolution_hours} h"
+
+    def clean(self):
+        if self.response_hours is not None and self.resolution_hours is not None \
+                and self.resolution_hours < self.response_hours:
+            raise ValidationError({"resolution_hours": "Resolution cannot come before the first response."})
+
+
+def contract_document_path(instance, filename):
+    return f"contracts/{instance.contract_id}/{filename}"
+
+
+class ContractDocument(models.Model):
+    contract = models.ForeignKey(Contract, on_delete=models.CASCADE, related_name="documents")
+    file = models.FileField(upload_to=contract_document_path)
+    name = models.CharField(max_length=200)
+    content_type = models.CharField(max_length=100)
+    size = models.PositiveIntegerField(help_text="Bytes.")
+    uploaded_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True)
+    uploaded = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["-uploaded"]
+
+    def __str__(self):
+        return self.name
+
+
+class RenewalAlert(models.Model):
+    """Raised once per contract and notice deadline by the daily task; shown on the dashboard until
+    dismissed, and mailed to the contract's owner."""
+
+    contract = models.ForeignKey(Contract, on_delete=models.CASCADE, related_name="renewal_alerts")
+    notice_deadline = models.DateField()
+    raised = models.DateTimeField(default=timezone.now)
+    emailed_to = models.EmailField(blank=True)
+    dismissed = models.BooleanField(default=False)
+
+    class Meta:
+        ordering = ["notice_deadline"]
+        constraints = [models.UniqueConstraint(fields=["contract", "notice_deadline"], name="renewal_alert_once")]
+
+    def __str__(self):
+        return f"{self.contract}: give notice by {self.notice_deadline}"
+
+
+# --- Procurement ----------------------------------------------------------------------------------
+
+
+class PurchaseOrder(PortalModel):
+    class Status(models.TextChoices):
+        OPEN = "open", "Open"
+        PARTIAL = "partial", "Partly delivered"
+        DELIVERED = "delivered", "Delivered"
+        CANCELLED = "cancelled", "Cancelled"
+
+    contract = models.ForeignKey(Contract, on_delete=models.PROTECT, related_name="purchase_orders", null=True,
+                                 blank=True, help_text="The purchase or expansion contract the order belongs to.")
+    vendor = models.CharField(max_length=100)
+    reference = models.CharField(max_length=100, help_text="The order number in the procurement system.")
+    external_id = models.CharField(max_length=100, blank=True, help_text="Unique per client: makes retries safe.")
+    site = models.ForeignKey(Site, on_delete=models.PROTECT, related_name="purchase_orders",
+                             help_text="Where the delivered hardware goes.")
+    status = models.CharField(max_length=20, choices=Status.choices, default=Status.OPEN, db_index=True)
+    currency = models.CharField(max_length=3, default="USD")
+    ordered_on = models.DateField(default=timezone.localdate)
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True,
+                                   related_name="+")
+    history = HistoricalRecords()
+
+    class Meta:
+        ordering = ["-ordered_on", "-pk"]
+        constraints = [
+            models.UniqueConstraint(fields=["vendor", "reference"], name="po_unique_reference",
+                                    violation_error_message="This vendor already has an order with this reference."),
+            models.UniqueConstraint(fields=["created_by", "external_id"], condition=~models.Q(external_id=""),
+                                    name="po_unique_external_id",
+                                    violation_error_message="You already sent an order with this external id."),
+        ]
+
+    def __str__(self):
+        return f"PO {self.reference}"
+
+
+class OrderLine(models.Model):
+    """So many of one catalog model at a unit price. Exactly one of node model, GPU model, or a free
+    description (switches, storage, cables) is set."""
+
+    order = models.ForeignKey(PurchaseOrder, on_delete=models.CASCADE, related_name="lines")
+    node_model = models.ForeignKey(NodeModel, on_delete=models.PROTECT, null=True, blank=True, related_name="+")
+    gpu_model = models.ForeignKey(GPUModel, on_delete=models.PROTECT, null=True, blank=True, related_name="+")
+    description = models.CharField(max_length=200, blank=True)
+    quantity = models.PositiveIntegerField(validators=[MinValueValidator(1)])
+    unit_price = models.DecimalField(**MONEY)
+
+    class Meta:
+        ordering = ["order", "pk"]
+
+    def __str__(self):
+        return f"{self.quantity} × {self.node_model or self.gpu_model or self.description}"
+
+    def clean(self):
+        chosen = [x for x in (self.node_model_id, self.gpu_model_id) if x]
+        if len(chosen) > 1:
+            raise ValidationError("A line is for a node model or a GPU model, not both.")
+        if not chosen and not self.description:
+            raise ValidationError("Say what the line is for: a node model, a GPU model or a description.")
+
+
+class Delivery(PortalModel):
+    order = models.ForeignKey(PurchaseOrder, on_delete=models.PROTECT, related_name="deliveries")
+    external_id = models.CharField(max_length=100, blank=True)
+    delivered_on = models.DateField(default=timezone.localdate)
+    note = models.CharField(max_length=500, blank=True)
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True,
+                                   related_name="+")
+    history = HistoricalRecords()
+
+    class Meta:
+        ordering = ["-delivered_on", "-pk"]
+        verbose_name_plural = "deliveries"
+        constraints = [
+            models.UniqueConstraint(fields=["created_by", "external_id"], condition=~models.Q(external_id=""),
+                                    name="delivery_unique_external_id",
+                                    violation_error_message="You already sent a delivery with this external id."),
+        ]
+
+    def __str__(self):
+        return f"Delivery {self.pk} of {self.order}"
+
+
+class DeliveryItem(models.Model):
+    """One delivered unit of an order line; the node or GPU the portal created for it."""
+
+    delivery = models.ForeignKey(Delivery, on_delete=models.CASCADE, related_name="items")
+    line = models.ForeignKey(OrderLine, on_delete=models.PROTECT, related_name="delivered_items")
+    serial = models.CharField(max_length=100)
+    node = models.OneToOneField(Node, on_delete=models.SET_NULL, null=True, blank=True, related_name="delivery_item")
+    gpu = models.OneToOneField(GPU, on_delete=models.SET_NULL, null=True, blank=True, related_name="delivery_item")
+
+    class Meta:
+        ordering = ["delivery", "pk"]
+
+    def __str__(self):
+        return self.serial
+
+
+class IdempotentRequest(models.Model):
+    """The first answer to a write sent with an ``Idempotency-Key``: a repeat gets the same answer."""
+
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+")
+    key = models.CharField(max_length=200)
+    method = models.CharField(max_length=10)
+    path = models.CharField(max_length=500)
+    body_hash = models.CharField(max_length=64)
+    status = models.PositiveIntegerField()
+    response = models.JSONField()
+    created = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["user", "key"], name="idempotency_key_once_per_user")]
+
+    def __str__(self):
+        return f"{self.method} {self.path} [{self.key}]"
+
+
+class Webhook(PortalModel):
+    class Event(models.TextChoices):
+        PLAN_APPROVED = "plan.approved", "plan.approved"
+        DELIVERY_RECEIVED = "delivery.received", "delivery.received"
+        CONTRACT_EXPIRING = "contract.expiring", "contract.expiring"
+
+    name = models.CharField(max_length=100, unique=True)
+    url = models.URLField(max_length=500)
+    secret = models.CharField(max_length=200, help_text="Signs each payload (HMAC-SHA256, X-Portal-Signature).")
+    events = models.JSONField(default=list, help_text="Event names this webhook receives.")
+    enabled = models.BooleanField(default=True)
+    history = HistoricalRecords(excluded_fields=["secret"])
+
+    class Meta:
+        ordering = ["name"]
+
+    def __str__(self):
+        return self.name
+
+    def clean(self):
+        unknown = set(self.events or []) - set(self.Event.values)
+        if unknown:
+            raise ValidationError({"events": f"Unknown events: {', '.join(sorted(unknown))}."})
+
+
+class WebhookDelivery(models.Model):
+    """One event for one webhook, with every attempt's outcome (sent by Celery, retried with backoff)."""
+
+    class Status(models.TextChoices):
+        PENDING = "pending", "Pending"
+        SENT = "sent", "Sent"
+        FAILED = "failed", "Failed"
+
+    webhook = models.ForeignKey(Webhook, on_delete=models.CASCADE, related_name="deliveries")
+    event = models.CharField(max_length=50, choices=Webhook.Event.choices)
+    payload = models.JSONField()
+    status = models.CharField(max_length=10, choices=Status.choices, default=Status.PENDING, db_index=True)
+    attempts = models.PositiveIntegerField(default=0)
+    last_status_code = models.PositiveIntegerField(null=True, blank=True)
+    last_error = models.TextField(blank=True)
+    created = models.DateTimeField(auto_now_add=True)
+    last_attempt_at = models.DateTimeField(null=True, blank=True)
+    next_attempt_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created"]
+        verbose_name_plural = "webhook deliveries"
+
+    def __str__(self):
+        return f"{self.event} → {self.webhook} ({self.status})"
+
+
+class WebhookAttempt(models.Model):
+    delivery = models.ForeignKey(WebhookDelivery, on_delete=models.CASCADE, related_name="attempt_log")
+    at = models.DateTimeField(default=timezone.now)
+    status_code = models.PositiveIntegerField(null=True, blank=True)
+    error = models.TextField(blank=True)
+    duration_ms = models.PositiveIntegerField(default=0)
+
+    class Meta:
+        ordering = ["delivery", "at"]
+
+    def __str__(self):
+        return f"{self.delivery} @ {self.at:%Y-%m-%d %H:%M:%S}: {self.status_code or self.error}"

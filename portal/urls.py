@@ -12,5 +12,6 @@ urlpatterns = [
     path("accounts/", include("django.contrib.auth.urls")),
     path("admin/", admin.site.urls),
     path("inventory/", include("inventory.urls")),
+    path("planning/", include("planning.urls")),
     path("api/", include("portal.api.urls")),
 ]
