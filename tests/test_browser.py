@@ -15,11 +15,11 @@ from django.core.management import call_command
 
 from inventory.models import LifecycleState, Node, StateTransition
 from portal.roles import MANAGER, VIEWER
-from tests.browser import browser_page  # noqa: F401 - the fixture
 from tests.conftest import make_user
 from tests.factories import make_node, make_node_model, make_rack, make_site
 
 pytestmark = pytest.mark.django_db(transaction=True)
+pytest_plugins = ["tests.browser"]  # the browser_page fixture
 
 REASON = "XID 79 on GPU 3, RMA 4711"
 
@@ -63,7 +63,7 @@ def test_roles_survive_the_flush_of_transactional_tests():
     assert not Group.objects.get(name=VIEWER).permissions.filter(codename="change_node").exists()
 
 
-def test_manager_filters_nodes_and_sends_one_to_repair(fleet, browser_page):  # noqa: F811
+def test_manager_filters_nodes_and_sends_one_to_repair(fleet, browser_page):
     session = browser_page
     page = session.page
     user = make_user("max", MANAGER)
@@ -138,7 +138,7 @@ def test_manager_filters_nodes_and_sends_one_to_repair(fleet, browser_page):  # 
     session.assert_clean()
 
 
-def test_viewer_sorts_in_place_and_opens_a_node_as_its_own_page(fleet, browser_page):  # noqa: F811
+def test_viewer_sorts_in_place_and_opens_a_node_as_its_own_page(fleet, browser_page):
     # A viewer's list has no bulk form around the table, so htmx boosting reaches the table's links:
     # sorting swaps the table alone, but a row's link must still open the node's own page.
     session = browser_page
