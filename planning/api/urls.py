@@ -2,6 +2,11 @@
 
 from rest_framework.routers import DefaultRouter
 
+from . import views
+
 router = DefaultRouter()
+router.register("contracts", views.ContractViewSet)
+router.register("purchase-orders", views.PurchaseOrderViewSet)
+router.register("deliveries", views.DeliveryViewSet)
 
 urlpatterns = router.urls

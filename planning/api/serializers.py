@@ -1,0 +1,190 @@
+"""Contracts (with their SLA terms), purchase orders (with their lines) and deliveries (with their items).
+
+Nested lists are written in the same request as their parent, in one transaction. Orders and deliveries are
+created once and then read-only (an order can be cancelled); a delivery's request body
+(``DeliveryCreateSerializer``) lists what arrived, its answer (``DeliverySerializer``) what the portal
+created for it."""
+
+from django.db import transaction
+from rest_framework import serializers
+
+from inventory.api.serializers import COMMON, TIMESTAMPS
+from portal.api.serializers import EnumChoiceField, PortalModelSerializer
+
+from ..models import Contract, Delivery, DeliveryItem, OrderLine, PurchaseOrder, SLATerm
+
+
+class NestedListMixin:
+    """A parent serializer with a writable nested list (``nested_field``, the reverse FK ``nested_parent``):
+    the list is created with the parent and replaced on update when given."""
+
+    nested_field = None
+    nested_parent = None
+
+    def validate(self, attrs):
+        nested = attrs.pop(self.nested_field, None)
+        attrs = super().validate(attrs)
+        if nested is not None:
+            attrs[self.nested_field] = nested
+        return attrs
+
+    def create(self, validated_data):
+        nested = validated_data.pop(self.nested_field, [])
+        with transaction.atomic():
+            instance = super().create(validated_data)
+            self._write_nested(instance, nested)
+        return instance
+
+    def update(self, instance, validated_data):
+        nested = validated_data.pop(self.nested_field, None)
+        with transaction.atomic():
+            instance = super().update(instance, validated_data)
+            if nested is not None:
+                getattr(instance, self.nested_field).all().delete()
+                self._write_nested(instance, nested)
+        return instance
+
+    def _write_nested(self, instance, rows):
+        model = self.fields[self.nested_field].child.Meta.model
+        model.objects.bulk_create(model(**{self.nested_parent: instance}, **row) for row in rows)
+
+
+class SLATermSerializer(PortalModelSerializer):
+    priority = EnumChoiceField(SLATerm.Priority)
+
+    class Meta:
+        model = SLATerm
+        fields = ["priority", "response_hours", "resolution_hours"]
+
+
+class ContractSerializer(NestedListMixin, PortalModelSerializer):
+    """A purchase, rental, expansion or support contract; covered assets as lists of ids."""
+
+    nested_field, nested_parent = "sla_terms", "contract"
+
+    kind = EnumChoiceField(Contract.Kind)
+    sla_terms = SLATermSerializer(many=True, required=False,
+                                  help_text="Support contracts: response and resolution hours per priority.")
+    notice_deadline = serializers.DateField(read_only=True, allow_null=True)
+
+    class Meta:
+        model = Contract
+        fields = [
+            *COMMON, "kind", "vendor", "reference", "title", "owner", "start", "end", "notice_days", "notice_deadline",
+            "auto_renew", "one_off_cost", "monthly_cost", "gpu_hour_cost", "currency", "depreciation_months",
+            "rented_gpus", "rented_gpu_model", "sites", "racks", "nodes", "gpus", "switches", "storage_systems",
+            "sla_terms", "notes", *TIMESTAMPS,
+        ]
+
+    def validate_sla_terms(self, terms):
+        priorities = [term["priority"] for term in terms]
+        repeated = sorted({p for p in priorities if priorities.count(p) > 1})
+        if repeated:
+            raise serializers.ValidationError(f"One term per priority; repeated: {', '.join(repeated)}.")
+        return terms
+
+
+class OrderLineSerializer(PortalModelSerializer):
+    delivered = serializers.IntegerField(source="delivered_count", read_only=True, help_text="Units delivered.")
+    remaining = serializers.SerializerMethodField(help_text="Units still to deliver.")
+
+    class Meta:
+        model = OrderLine
+        fields = ["id", "node_model", "gpu_model", "description", "quantity", "unit_price", "delivered", "remaining"]
+
+    def get_remaining(self, line) -> int:
+        return max(line.quantity - getattr(line, "delivered_count", 0), 0)
+
+
+class PurchaseOrderSerializer(NestedListMixin, PortalModelSerializer):
+    """An order of catalog models for a site, under a purchase or expansion contract. Created with its lines in
+    one request; read-only afterwards (``cancel`` while nothing is delivered)."""
+
+    nested_field, nested_parent = "lines", "order"
+    PURCHASE_KINDS = (Contract.Kind.PURCHASE, Contract.Kind.EXPANSION)
+
+    status = EnumChoiceField(PurchaseOrder.Status, read_only=True)
+    lines = OrderLineSerializer(many=True, help_text="At least one line.")
+    site_name = serializers.CharField(source="site.name", read_only=True)
+    created_by = serializers.CharField(source="created_by.username", read_only=True, allow_null=True)
+
+    class Meta:
+        model = PurchaseOrder
+        fields = [
+            *COMMON, "contract", "vendor", "reference", "external_id", "site", "site_name", "status", "currency",
+            "ordered_on", "lines", "deliveries", "created_by", *TIMESTAMPS,
+        ]
+        read_only_fields = ["deliveries"]
+        extra_kwargs = {"contract": {"required": True, "allow_null": False}}
+
+    def validate_contract(self, contract):
+        if contract.kind not in self.PURCHASE_KINDS:
+            raise serializers.ValidationError(
+                f"{contract} is a {contract.get_kind_display().lower()} contract; orders go under a purchase or "
+                "expansion contract."
+            )
+        return contract
+
+    def validate_lines(self, lines):
+        if not lines:
+            raise serializers.ValidationError("An order has at least one line.")
+        return lines
+
+    def validate(self, attrs):
+        attrs["created_by"] = self.context["request"].user
+        return super().validate(attrs)
+
+
+class DeliveryItemSerializer(serializers.ModelSerializer):
+    """One delivered unit and the node or GPU the portal created for it."""
+
+    hostname = serializers.CharField(source="node.hostname", read_only=True, allow_null=True)
+    uuid = serializers.CharField(source="gpu.uuid", read_only=True, allow_null=True)
+    installed_in = serializers.CharField(source="gpu.node.hostname", read_only=True, allow_null=True,
+                                         help_text="GPUs: the node (hostname) it was delivered in.")
+    slot = serializers.IntegerField(source="gpu.slot", read_only=True, allow_null=True)
+
+    class Meta:
+        model = DeliveryItem
+        fields = ["id", "line", "serial", "node", "hostname", "gpu", "uuid", "installed_in", "slot"]
+        read_only_fields = fields
+
+
+class DeliverySerializer(PortalModelSerializer):
+    """A recorded delivery with its items; ``node``/``gpu`` of an item are the ids of the created objects."""
+
+    order_reference = serializers.CharField(source="order.reference", read_only=True)
+    items = DeliveryItemSerializer(many=True, read_only=True)
+    created_by = serializers.CharField(source="created_by.username", read_only=True, allow_null=True)
+
+    class Meta:
+        model = Delivery
+        fields = [
+            *COMMON, "order", "order_reference", "external_id", "delivered_on", "note", "items", "created_by",
+            *TIMESTAMPS,
+        ]
+        read_only_fields = fields
+
+
+class DeliveryItemInSerializer(serializers.Serializer):
+    line = serializers.PrimaryKeyRelatedField(queryset=OrderLine.objects.select_related("node_model", "gpu_model"),
+                                              help_text="The order line the unit is for.")
+    serial = serializers.CharField(max_length=100)
+    hostname = serializers.CharField(max_length=100, required=False, default="", help_text="Nodes: required.")
+    uuid = serializers.CharField(max_length=100, required=False, default="", help_text="GPUs: required (GPU-…).")
+    node = serializers.CharField(max_length=100, required=False, default="",
+                                 help_text="GPUs: hostname of the node it is installed in (delivered earlier or in "
+                                           "this delivery); with `slot`. Empty for a spare GPU.")
+    slot = serializers.IntegerField(min_value=0, required=False, allow_null=True, default=None)
+
+
+class DeliveryCreateSerializer(serializers.Serializer):
+    """What arrived for an order. The portal creates a node per node-line item and a GPU per GPU-line item, in
+    state delivered, all or nothing."""
+
+    order = serializers.PrimaryKeyRelatedField(queryset=PurchaseOrder.objects.all())
+    external_id = serializers.CharField(max_length=100, required=False, default="",
+                                        help_text="Unique per client: repeating it returns the first delivery.")
+    delivered_on = serializers.DateField(required=False)
+    note = serializers.CharField(max_length=500, required=False, default="")
+    items = DeliveryItemInSerializer(many=True)

@@ -1,0 +1,118 @@
+"""Outgoing webhooks: ``emit`` records one ``WebhookDelivery`` per subscribed webhook and queues
+``send_webhook`` when the transaction commits, so the request that caused the event never waits for,
+nor fails because of, a receiver. The task signs the body (HMAC-SHA256 with the webhook's secret), logs
+every attempt and retries with exponential backoff.
+
+Events: ``delivery.received`` (a delivery was recorded), ``contract.expiring`` (the renewal task),
+``plan.approved`` (capacity plans, with the planning work)."""
+
+import hashlib
+import hmac
+import json
+import logging
+import time
+from datetime import timedelta
+
+import requests
+from celery import shared_task
+from django.core.serializers.json import DjangoJSONEncoder
+from django.db import transaction
+from django.utils import timezone
+
+from .models import Webhook, WebhookAttempt, WebhookDelivery
+
+log = logging.getLogger(__name__)
+
+TIMEOUT_S = 5
+MAX_ATTEMPTS = 6
+FIRST_RETRY_S = 30  # then 60, 120, 240, 480
+TEST_EVENT = "ping"
+
+
+def emit(event, payload, webhooks=None):
+    """Queue ``event`` for every enabled webhook subscribed to it (or for ``webhooks`` given). Never raises:
+    a failure to queue is logged, not passed on to the caller. Returns the deliveries recorded."""
+    try:
+        if webhooks is None:
+            webhooks = Webhook.objects.filter(enabled=True, events__contains=[event])
+        payload = json.loads(json.dumps(payload, cls=DjangoJSONEncoder))  # dates, decimals → JSON values
+        with transaction.atomic():
+            deliveries = WebhookDelivery.objects.bulk_create(
+                WebhookDelivery(webhook=webhook, event=event, payload=payload) for webhook in webhooks
+            )
+        for delivery in deliveries:
+            transaction.on_commit(lambda pk=delivery.pk: _queue(pk))
+        return deliveries
+    except Exception:
+        log.exception("Could not record webhook event %s", event)
+        return []
+
+
+def _queue(pk):
+    try:
+        send_webhook.delay(pk)
+    except Exception:  # a broker outage must not fail the request that already committed
+        log.exception("Could not queue webhook delivery %s; it stays pending", pk)
+
+
+def sign(secret, body):
+    """The ``X-Portal-Signature`` header value for ``body`` (bytes)."""
+    return "sha256=" + hmac.new(secret.encode(), body, hashlib.sha256).hexdigest()
+
+
+def body_of(delivery):
+    return json.dumps(
+        {"event": delivery.event, "id": delivery.pk, "created": delivery.created.isoformat(), "data": delivery.payload},
+        separators=(",", ":"),
+    ).encode()
+
+
+def attempt(delivery):
+    """POST the delivery once and log the attempt; returns True when the receiver answered 2xx."""
+    webhook = delivery.webhook
+    body = body_of(delivery)
+    headers = {
+        "Content-Type": "application/json",
+        "User-Agent": "cluster-portal-webhooks",
+        "X-Portal-Event": delivery.event,
+        "X-Portal-Delivery": str(delivery.pk),
+        "X-Portal-Signature": sign(webhook.secret, body),
+    }
+    started = time.monotonic()
+    status_code, error = None, ""
+    try:
+        response = requests.post(webhook.url, data=body, headers=headers, timeout=TIMEOUT_S)
+        status_code = response.status_code
+        if not 200 <= status_code < 300:
+            error = f"HTTP {status_code}: {response.text[:200]}"
+    except requests.RequestException as exc:
+        error = f"{type(exc).__name__}: {exc}"[:1000]
+    now = timezone.now()
+    WebhookAttempt.objects.create(delivery=delivery, at=now, status_code=status_code, error=error,
+                                  duration_ms=int((time.monotonic() - started) * 1000))
+    delivery.attempts += 1
+    delivery.last_status_code, delivery.last_error, delivery.last_attempt_at = status_code, error, now
+    return not error
+
+
+def backoff(attempts):
+    """Seconds before the next try after ``attempts`` failed ones: 30, 60, 120, ..."""
+    return FIRST_RETRY_S * 2 ** (attempts - 1)
+
+
+@shared_task(bind=True, max_retries=MAX_ATTEMPTS - 1, acks_late=True)
+def send_webhook(self, delivery_id):
+    """Send one webhook delivery; on failure retry with backoff, after ``MAX_ATTEMPTS`` mark it failed."""
+    delivery = WebhookDelivery.objects.select_related("webhook").filter(pk=delivery_id).first()
+    if delivery is None or delivery.status != WebhookDelivery.Status.PENDING:
+        return
+    if attempt(delivery):
+        delivery.status, delivery.next_attempt_at = WebhookDelivery.Status.SENT, None
+    elif delivery.attempts >= MAX_ATTEMPTS:
+        delivery.status, delivery.next_attempt_at = WebhookDelivery.Status.FAILED, None
+    else:
+        countdown = backoff(delivery.attempts)
+        delivery.next_attempt_at = delivery.last_attempt_at + timedelta(seconds=countdown)
+    delivery.save()
+    if delivery.status == WebhookDelivery.Status.PENDING:
+        raise self.retry(countdown=countdown)

@@ -1,0 +1,136 @@
+"""Safe retries for create endpoints: ``IdempotentCreateMixin`` on a viewset.
+
+``Idempotency-Key`` header: the first successful answer (status and body) is stored per user and key
+with a hash of the method, path and body. Repeating the request returns the stored answer with the
+header ``Idempotent-Replayed: true`` and creates nothing; reusing the key for another request is a 422.
+A refused request (4xx) stores nothing, so the client may fix the body and send it again with the same
+key. Two identical requests racing: both run in a transaction that ends by storing the key; the database's
+unique constraint makes the second wait for the first and roll back, and it answers with the stored
+answer (or 409 if there is none).
+
+``external_id`` (viewsets that set ``external_id_field``): unique per client. Sending an object again with
+an ``external_id`` already used by the same user returns the existing object with 200 (not 201) when the
+body is the one first sent, and 409 when it differs, so a client that lost the first answer can simply
+retry.
+"""
+
+import hashlib
+import json
+
+from django.db import IntegrityError, transaction
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter
+from rest_framework import exceptions, status
+from rest_framework.response import Response
+
+from planning.models import IdempotentRequest
+
+HEADER = "Idempotency-Key"
+REPLAYED = "Idempotent-Replayed"
+MAX_KEY_LENGTH = IdempotentRequest._meta.get_field("key").max_length
+
+KEY_PARAMETER = OpenApiParameter(
+    HEADER, OpenApiTypes.STR, OpenApiParameter.HEADER,
+    description="Any unique string (e.g. a UUID). Repeating a request with the same key returns the first "
+                "answer and creates nothing; the same key with another body is refused with 422.",
+)
+
+
+class KeyReused(exceptions.APIException):
+    status_code = status.HTTP_422_UNPROCESSABLE_ENTITY
+    default_code = "idempotency_key_reused"
+
+
+class Conflict(exceptions.APIException):
+    status_code = status.HTTP_409_CONFLICT
+    default_code = "conflict"
+
+
+def fingerprint(request):
+    """SHA-256 of method, path and body; the body as canonical JSON, so spacing and key order do not count."""
+    body = json.dumps(request.data, sort_keys=True, separators=(",", ":"), default=str)
+    return hashlib.sha256(f"{request.method} {request.path}\n{body}".encode()).hexdigest()
+
+
+def replay(stored):
+    response = Response(stored.response, status=stored.status)
+    response[REPLAYED] = "true"
+    return response
+
+
+class IdempotentCreateMixin:
+    """For a viewset: ``create`` honours ``Idempotency-Key`` and, with ``external_id_field`` set, the
+    client's external id (looked up among the objects whose ``external_id_owner`` is the user)."""
+
+    external_id_field = None
+    external_id_owner = "created_by"
+
+    def create(self, request, *args, **kwargs):
+        key = request.headers.get(HEADER)
+        if not key:
+            return self._create_once_per_external_id(request, *args, **kwargs)
+        if len(key) > MAX_KEY_LENGTH:
+            raise exceptions.ValidationError({HEADER: [f"At most {MAX_KEY_LENGTH} characters."]})
+        return self._run_once(request, key, lambda: self._create_once_per_external_id(request, *args, **kwargs))
+
+    def _run_once(self, request, key, run):
+        digest = fingerprint(request)
+        stored = IdempotentRequest.objects.filter(user=request.user, key=key).first()
+        if stored is not None:
+            return self._replay_if_same(stored, digest)
+        try:
+            with transaction.atomic():
+                response = run()
+                if status.is_success(response.status_code):
+                    IdempotentRequest.objects.create(
+                        user=request.user, key=key, method=request.method, path=request.path[:500],
+                        body_hash=digest, status=response.status_code, response=response.data,
+                    )
+        except IntegrityError:
+            # Lost a race with the same key (or a unique field): the winner's answer, if it stored one.
+            stored = IdempotentRequest.objects.filter(user=request.user, key=key).first()
+            if stored is None:
+                raise Conflict("Another request with this Idempotency-Key is in progress; retry shortly.") from None
+            return self._replay_if_same(stored, digest)
+        return response
+
+    def _replay_if_same(self, stored, digest):
+        if stored.body_hash != digest:
+            raise KeyReused(
+                f"This {HEADER} was already used for another request ({stored.method} {stored.path} with a "
+                "different body). Use a new key for a new request."
+            )
+        return replay(stored)
+
+    def _create_once_per_external_id(self, request, *args, **kwargs):
+        external_id = request.data.get(self.external_id_field) if self.external_id_field else None
+        if not external_id or not isinstance(external_id, str):
+            return self.create_object(request, *args, **kwargs)
+        key = f"{self.external_id_field}:{request.path}:{external_id}"[:MAX_KEY_LENGTH]
+        existing = self.get_queryset().filter(
+            **{self.external_id_field: external_id, self.external_id_owner: request.user}
+        ).first()
+        if existing is None:
+            with transaction.atomic():
+                response = self.create_object(request, *args, **kwargs)
+                IdempotentRequest.objects.update_or_create(
+                    user=request.user, key=key,
+                    defaults={"method": request.method, "path": request.path[:500], "body_hash": fingerprint(request),
+                              "status": response.status_code, "response": response.data},
+                )
+            return response
+        stored = IdempotentRequest.objects.filter(user=request.user, key=key).first()
+        if stored is not None and stored.body_hash != fingerprint(request):
+            raise Conflict(
+                f"You already sent {existing._meta.verbose_name} {existing} with {self.external_id_field} "
+                f"{external_id!r} and a different body."
+            )
+        serializer = self.get_response_serializer(existing)
+        return Response(serializer.data, status=status.HTTP_200_OK)
+
+    def create_object(self, request, *args, **kwargs):
+        """The create itself (the viewset's ordinary ``create`` unless overridden)."""
+        return super().create(request, *args, **kwargs)
+
+    def get_response_serializer(self, instance):
+        return self.get_serializer(instance)
