@@ -1,0 +1,185 @@
+"""Outgoing webhooks: emit, the signed POST to a real local receiver, retries with backoff, failure after
+the last attempt, and emit never failing the caller."""
+
+import hashlib
+import hmac
+import json
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import pytest
+
+from planning import webhooks
+from planning.models import Webhook, WebhookDelivery
+
+SECRET = "s3cret"
+
+
+class Receiver:
+    """A local HTTP server answering with the queued status codes (then 200), recording each request."""
+
+    def __init__(self, statuses=()):
+        self.statuses = list(statuses)
+        self.requests = []
+        receiver = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self):
+                body = self.rfile.read(int(self.headers["Content-Length"]))
+                receiver.requests.append((dict(self.headers), body))
+                code = receiver.statuses.pop(0) if receiver.statuses else 200
+                self.send_response(code)
+                self.end_headers()
+                self.wfile.write(b"ok" if code < 300 else b"boom")
+
+            def log_message(self, *args):
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_port}/hook"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def close(self):
+        self.server.shutdown()
+        self.server.server_close()
+
+
+@pytest.fixture
+def receiver():
+    made = []
+
+    def make(statuses=()):
+        made.append(Receiver(statuses))
+        return made[-1]
+
+    yield make
+    for r in made:
+        r.close()
+
+
+@pytest.fixture
+def retries(monkeypatch):
+    """Run retries at once, recording the countdowns asked for (Celery would wait them out)."""
+    countdowns = []
+
+    def retry(countdown):
+        countdowns.append(countdown)
+        return RetryNow()
+
+    monkeypatch.setattr(webhooks.send_webhook, "retry", retry)
+    return countdowns
+
+
+class RetryNow(Exception):
+    pass
+
+
+@pytest.fixture
+def hook_on(receiver):
+    def make(statuses=()):
+        server = receiver(statuses)
+        make_hook(server.url)
+        return server
+
+    return make
+
+
+def send_until_done(pk):
+    while True:
+        try:
+            webhooks.send_webhook(pk)
+            return
+        except RetryNow:
+            continue
+
+
+def make_hook(url, events=("delivery.received",), **kw):
+    return Webhook.objects.create(name=f"hook-{Webhook.objects.count()}", url=url, secret=SECRET, events=list(events),
+                                  **kw)
+
+
+@pytest.mark.django_db
+def test_emit_records_a_delivery_per_subscribed_enabled_webhook(django_capture_on_commit_callbacks, monkeypatch):
+    subscribed = make_hook("http://example.invalid/a")
+    make_hook("http://example.invalid/b", events=["plan.approved"])
+    make_hook("http://example.invalid/c", enabled=False)
+    queued = []
+    monkeypatch.setattr(webhooks.send_webhook, "delay", queued.append)
+    with django_capture_on_commit_callbacks(execute=False) as callbacks:
+        deliveries = webhooks.emit("delivery.received", {"x": 1})
+    assert [d.webhook for d in deliveries] == [subscribed] and queued == []  # nothing sent before the commit
+    for callback in callbacks:
+        callback()
+    assert queued == [deliveries[0].pk]
+
+
+@pytest.mark.django_db
+def test_signed_post_to_a_real_receiver(receiver):
+    server = receiver()
+    hook = make_hook(server.url)
+    delivery = webhooks.emit("delivery.received", {"delivery": 7})[0]
+    webhooks.send_webhook(delivery.pk)
+    headers, body = server.requests[0]
+    expected = "sha256=" + hmac.new(SECRET.encode(), body, hashlib.sha256).hexdigest()
+    assert hmac.compare_digest(headers["X-Portal-Signature"], expected)
+    assert headers["X-Portal-Event"] == "delivery.received" and headers["X-Portal-Delivery"] == str(delivery.pk)
+    payload = json.loads(body)
+    assert payload["event"] == "delivery.received" and payload["id"] == delivery.pk
+    assert payload["data"] == {"delivery": 7} and payload["created"]
+    delivery.refresh_from_db()
+    assert (delivery.status, delivery.attempts, delivery.last_status_code) == ("sent", 1, 200)
+    attempt = delivery.attempt_log.get()
+    assert attempt.status_code == 200 and attempt.error == "" and attempt.duration_ms >= 0
+    assert hook.deliveries.count() == 1
+
+
+@pytest.mark.django_db
+def test_retries_with_backoff_then_succeeds(hook_on, retries):
+    hook_on([500, 503])
+    delivery = webhooks.emit("delivery.received", {})[0]
+    send_until_done(delivery.pk)
+    delivery.refresh_from_db()
+    assert retries == [30, 60]
+    assert (delivery.status, delivery.attempts, delivery.last_status_code) == ("sent", 3, 200)
+    assert [a.status_code for a in delivery.attempt_log.all()] == [500, 503, 200]
+    assert "HTTP 500" in delivery.attempt_log.first().error
+
+
+@pytest.mark.django_db
+def test_marked_failed_after_the_last_attempt(hook_on, retries):
+    hook_on([500] * 10)
+    delivery = webhooks.emit("delivery.received", {})[0]
+    send_until_done(delivery.pk)
+    delivery.refresh_from_db()
+    assert delivery.status == WebhookDelivery.Status.FAILED
+    assert delivery.attempts == webhooks.MAX_ATTEMPTS == delivery.attempt_log.count()
+    assert retries == [30, 60, 120, 240, 480]
+    webhooks.send_webhook(delivery.pk)  # a late duplicate task does nothing
+    assert delivery.attempt_log.count() == webhooks.MAX_ATTEMPTS
+
+
+@pytest.mark.django_db
+def test_unreachable_receiver_is_logged_as_an_error(retries):
+    make_hook("http://127.0.0.1:9/")  # discard port: connection refused
+    delivery = webhooks.emit("delivery.received", {})[0]
+    with pytest.raises(RetryNow):
+        webhooks.send_webhook(delivery.pk)
+    delivery.refresh_from_db()
+    assert delivery.status == "pending" and delivery.next_attempt_at and "ConnectionError" in delivery.last_error
+    assert delivery.attempt_log.get().status_code is None
+
+
+@pytest.mark.django_db
+def test_emit_never_raises_into_the_request(monkeypatch, django_capture_on_commit_callbacks):
+    make_hook("http://example.invalid/")
+
+    def broken(*args, **kwargs):
+        raise RuntimeError("database on fire")
+
+    monkeypatch.setattr(WebhookDelivery.objects, "bulk_create", broken)
+    assert webhooks.emit("delivery.received", {}) == []
+
+    monkeypatch.undo()
+    monkeypatch.setattr(webhooks.send_webhook, "delay", broken)  # broker down
+    with django_capture_on_commit_callbacks(execute=True):
+        assert len(webhooks.emit("delivery.received", {})) == 1
