@@ -16,6 +16,11 @@ NAVIGATION = [
         ("Utilization", "inventory:utilization", "inventory.view_telemetrysource"),
         ("Telemetry sources", "inventory:telemetrysource_list", "inventory.view_telemetrysource"),
     ]),
+    ("Planning", [
+        ("Purchase orders", "planning:purchaseorder_list", "planning.view_purchaseorder"),
+        ("Deliveries", "planning:delivery_list", "planning.view_delivery"),
+        ("Webhooks", "planning:webhook_list", "planning.view_webhook"),
+    ]),
     ("Catalog", [
         ("GPU models", "inventory:gpumodel_list", "inventory.view_gpumodel"),
         ("Node models", "inventory:nodemodel_list", "inventory.view_nodemodel"),

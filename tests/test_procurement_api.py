@@ -305,3 +305,17 @@ def test_list_query_count_does_not_grow(setup, path):
     for n in range(2, 6):
         add(n)
     assert queries() == few
+
+
+def test_order_and_delivery_pages(setup, manager_client):
+    order = create_order(setup)
+    setup["client"].post(DELIVERIES, {"order": order["id"], "items": [node_item(order["lines"][0]["id"], 1)]},
+                         format="json")
+    delivery = Delivery.objects.get()
+    listing = manager_client.get("/planning/purchase-orders/")
+    assert listing.status_code == 200 and "PO-100" in listing.content.decode()
+    page = manager_client.get(f"/planning/purchase-orders/{order['id']}/").content.decode()
+    assert "Lines" in page and "Deliveries" in page and "/edit/" not in page
+    items = manager_client.get(f"/planning/deliveries/{delivery.pk}/").content.decode()
+    assert f'href="/inventory/nodes/{Node.objects.get().pk}/"' in items
+    assert manager_client.get("/planning/deliveries/").status_code == 200

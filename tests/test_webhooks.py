@@ -183,3 +183,29 @@ def test_emit_never_raises_into_the_request(monkeypatch, django_capture_on_commi
     monkeypatch.setattr(webhooks.send_webhook, "delay", broken)  # broker down
     with django_capture_on_commit_callbacks(execute=True):
         assert len(webhooks.emit("delivery.received", {})) == 1
+
+
+@pytest.mark.django_db
+def test_webhook_pages_keep_the_secret_hidden(manager_client, monkeypatch, django_capture_on_commit_callbacks):
+    form = {"name": "erp", "url": "https://erp.example.org/hook", "events": ["delivery.received"], "secret": SECRET,
+            "enabled": "on"}
+    assert manager_client.post("/planning/webhooks/add/", form).status_code == 302
+    hook = Webhook.objects.get()
+    assert hook.secret == SECRET
+    assert SECRET not in manager_client.get(f"/planning/webhooks/{hook.pk}/edit/").content.decode()
+    assert manager_client.post(f"/planning/webhooks/{hook.pk}/edit/", {**form, "secret": ""}).status_code == 302
+    hook.refresh_from_db()
+    assert hook.secret == SECRET
+    monkeypatch.setattr(webhooks.send_webhook, "delay", lambda pk: None)
+    with django_capture_on_commit_callbacks(execute=True):
+        manager_client.post(f"/planning/webhooks/{hook.pk}/test/")
+    page = manager_client.get(f"/planning/webhooks/{hook.pk}/").content.decode()
+    assert "ping" in page and SECRET not in page
+
+
+@pytest.mark.django_db
+def test_webhook_edits_are_for_managers(viewer_client):
+    hook = make_hook("https://erp.example.org/hook")
+    assert viewer_client.get(f"/planning/webhooks/{hook.pk}/").status_code == 200
+    assert viewer_client.get("/planning/webhooks/add/").status_code == 403
+    assert viewer_client.post(f"/planning/webhooks/{hook.pk}/test/").status_code == 403
