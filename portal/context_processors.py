@@ -17,6 +17,8 @@ NAVIGATION = [
         ("Telemetry sources", "inventory:telemetrysource_list", "inventory.view_telemetrysource"),
     ]),
     ("Planning", [
+        ("Contracts", "planning:contract_list", "planning.view_contract"),
+        ("Uncovered assets", "planning:uncovered", "inventory.view_node"),
         ("Purchase orders", "planning:purchaseorder_list", "planning.view_purchaseorder"),
         ("Deliveries", "planning:delivery_list", "planning.view_delivery"),
         ("Webhooks", "planning:webhook_list", "planning.view_webhook"),

@@ -210,6 +210,7 @@ CELERY_BEAT_SCHEDULE = {
     "worker-heartbeat": {"task": "portal.tasks.record_heartbeat", "schedule": 60.0},
     "telemetry-poll": {"task": "inventory.tasks.poll_telemetry_sources", "schedule": 60.0},
     "telemetry-retention": {"task": "inventory.tasks.enforce_telemetry_retention", "schedule": 24 * 3600.0},
+    "renewal-alerts": {"task": "planning.tasks.raise_renewal_alerts", "schedule": 24 * 3600.0},
 }
 
 # --- Telemetry ---------------------------------------------------------------------------------
@@ -218,6 +219,12 @@ TELEMETRY_DAILY_RETENTION_DAYS = int(os.environ.get("TELEMETRY_DAILY_RETENTION_D
 # What an idle GPU-hour costs when no contract says (the contracts work replaces it per node and site).
 IDLE_GPU_HOUR_COST = float(os.environ.get("IDLE_GPU_HOUR_COST", "2.50"))
 COST_CURRENCY = os.environ.get("COST_CURRENCY", "USD")
+
+# --- Contracts ---------------------------------------------------------------------------------
+RENEWAL_ALERT_DAYS = int(os.environ.get("RENEWAL_ALERT_DAYS", "30"))  # alert this many days before a notice deadline
+ENERGY_PRICE_PER_KWH = float(os.environ.get("ENERGY_PRICE_PER_KWH", "0.20"))  # in COST_CURRENCY
+DEFAULT_PUE = float(os.environ.get("DEFAULT_PUE", "1.3"))  # power usage effectiveness of every site
+CONTRACT_DOCUMENT_MAX_BYTES = int(os.environ.get("CONTRACT_DOCUMENT_MAX_BYTES", str(20 * 1024 * 1024)))
 
 # --- Misc --------------------------------------------------------------------------------------
 DJANGO_TABLES2_TEMPLATE = "portal/table.html"

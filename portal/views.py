@@ -1,6 +1,7 @@
 import json
 from datetime import timedelta
 
+from django.conf import settings
 from django.contrib import messages
 from django.http import HttpResponseRedirect
 from django.shortcuts import get_object_or_404, render
@@ -10,6 +11,7 @@ from django.views import View
 from django.views.generic import TemplateView
 
 from inventory import queries as inventory_queries
+from planning import queries as planning_queries
 
 from . import changelog
 from .forms import TokenForm
@@ -17,7 +19,7 @@ from .models import APIToken, WorkerHeartbeat
 
 
 class HomeView(TemplateView):
-    """The fleet at a glance: counts by state and site, GPUs by model, capacity, warranty."""
+    """The fleet at a glance: counts by state and site, GPUs by model, capacity, warranty, renewal alerts."""
 
     template_name = "portal/home.html"
 
@@ -36,6 +38,9 @@ class HomeView(TemplateView):
                 for key, label in summary["states"]
             ],
         })
+        if self.request.user.has_perm("planning.view_renewalalert"):
+            context["renewal_alerts"] = planning_queries.open_renewal_alerts()
+            context["renewal_alert_days"] = settings.RENEWAL_ALERT_DAYS
         context["heartbeat"] = WorkerHeartbeat.objects.order_by("-last_seen").first()
         context["heartbeat_stale"] = (
             context["heartbeat"] is None or timezone.now() - context["heartbeat"].last_seen > timedelta(minutes=3)

@@ -13,7 +13,8 @@ What the figures mean
     - *Mean utilization*: the mean of the GPUs' hourly mean utilization, weighted by those hours.
     - *Idle GPU-hours*: observed GPU-hours × (1 − utilization / 100), summed per row: a GPU at 25 % for
       an hour is 0.75 idle GPU-hours. So idle = observed × (1 − mean / 100) for any group.
-    - *Idle cost*: idle GPU-hours × ``settings.IDLE_GPU_HOUR_COST`` (in ``settings.COST_CURRENCY``).
+    - *Idle cost*: idle GPU-hours × the node's cost per GPU-hour where a contract gives it
+      (``inventory.costs``), else × ``settings.IDLE_GPU_HOUR_COST`` (in ``settings.COST_CURRENCY``).
 
 Missing data is missing, never zero
     A bucket without rows (a source down, a stale source, a GPU not reporting) is ``None`` in every
@@ -33,6 +34,7 @@ from django.conf import settings
 from django.db.models import Count, F, FloatField, Sum
 from django.utils import timezone
 
+from inventory.costs import gpu_hour_costs
 from inventory.models import GPU
 
 from . import jobstats
@@ -138,8 +140,9 @@ def rollup_rows(range_key, filters=None, now=None):
     return rows
 
 
-def _figures(gpu_hours, util_hours):
-    """Mean utilization, idle GPU-hours and idle cost from the two sums; None where nothing was observed."""
+def _figures(gpu_hours, util_hours, idle_cost=None):
+    """Mean utilization, idle GPU-hours and idle cost from the two sums; None where nothing was observed.
+    ``idle_cost``: summed per GPU at its node's cost; else idle GPU-hours × ``IDLE_GPU_HOUR_COST``."""
     if not gpu_hours:
         return {"gpu_hours": 0.0, "util_mean": None, "idle_gpu_hours": 0.0, "idle_cost": 0.0}
     util_mean = util_hours / gpu_hours
@@ -148,7 +151,7 @@ def _figures(gpu_hours, util_hours):
         "gpu_hours": round(float(gpu_hours), 2),
         "util_mean": round(util_mean, 2),
         "idle_gpu_hours": round(idle, 2),
-        "idle_cost": round(idle * settings.IDLE_GPU_HOUR_COST, 2),
+        "idle_cost": round(idle * settings.IDLE_GPU_HOUR_COST if idle_cost is None else idle_cost, 2),
     }
 
 
@@ -186,7 +189,9 @@ def gpu_usage(range_key, filters=None, now=None):
         .values("gpu_id").annotate(gpu_hours=span.gpu_hours(), util_hours=span.util_hours()).order_by()
     }
     gpus = GPU.objects.filter(pk__in=list(sums)).values(*GPU_FIELDS, **GPU_RELATED) if sums else []
-    return [{**gpu, "gpu_hours": sums[gpu["gpu_id"]]["gpu_hours"], "util_hours": sums[gpu["gpu_id"]]["util_hours"]}
+    costs = gpu_hour_costs() if sums else {}
+    return [{**gpu, "gpu_hours": sums[gpu["gpu_id"]]["gpu_hours"], "util_hours": sums[gpu["gpu_id"]]["util_hours"],
+             "hour_cost": costs.get(gpu["node_id"], settings.IDLE_GPU_HOUR_COST)}
             for gpu in gpus]
 
 
@@ -195,10 +200,12 @@ def _group(usage, key_field, name_field):
     groups = {}
     for row in usage:
         group = groups.setdefault(row[key_field], {"name": row[name_field] or NONE_LABEL, "gpus": 0,
-                                                   "gpu_hours": 0.0, "util_hours": 0.0, "first": row})
+                                                   "gpu_hours": 0.0, "util_hours": 0.0, "idle_cost": 0.0,
+                                                   "first": row})
         group["gpus"] += 1
         group["gpu_hours"] += row["gpu_hours"]
         group["util_hours"] += row["util_hours"]
+        group["idle_cost"] += (row["gpu_hours"] - row["util_hours"] / 100) * row["hour_cost"]
     return groups
 
 
@@ -213,7 +220,7 @@ def utilization_by(group_by, range_key, filters=None, now=None, usage=None):
     groups = []
     for key, group in _group(usage, *GROUPS[group_by]).items():
         entry = {"key": key, "name": group["name"], "gpus": group["gpus"],
-                 **_figures(group["gpu_hours"], group["util_hours"])}
+                 **_figures(group["gpu_hours"], group["util_hours"], group["idle_cost"])}
         if group_by == "node":
             first = group["first"]
             entry.update(site=first["site"], partition=first["partition"], team=first["team"])
@@ -233,7 +240,8 @@ def totals(groups):
     """The fleet figures from any one grouping of ``utilization_by`` (every GPU-hour is in one group)."""
     gpu_hours = sum(g["gpu_hours"] for g in groups)
     util_hours = sum(g["gpu_hours"] * g["util_mean"] for g in groups if g["util_mean"] is not None)
-    return {"gpus": sum(g["gpus"] for g in groups), **_figures(gpu_hours, util_hours)}
+    idle_cost = sum(g["idle_cost"] for g in groups)
+    return {"gpus": sum(g["gpus"] for g in groups), **_figures(gpu_hours, util_hours, idle_cost)}
 
 
 def heatmap(range_key, filters=None, by="node", limit=HEATMAP_ROWS, now=None, usage=None):

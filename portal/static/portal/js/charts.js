@@ -102,6 +102,36 @@
     }), CONFIG);
   }
 
+  // Contracts as bars from start to end, one colour per kind, and a line at today; a bar links to its contract.
+  var KIND_COLOURS = { purchase: "#2f6fdb", rental: "#f0b429", expansion: "#3ebd93", support: "#9f7aea" };
+  function timeline(el, d) {
+    if (!d.bars.length) { empty(el, "No contracts match."); return; }
+    var DAY = 24 * 3600 * 1000;
+    var traces = Object.keys(d.kinds).map(function (kind) {
+      var bars = d.bars.filter(function (b) { return b.kind === kind; });
+      return { type: "bar", orientation: "h", name: d.kinds[kind], marker: { color: KIND_COLOURS[kind] || "#9aa5b1" },
+        y: bars.map(function (b) { return b.label; }),
+        base: bars.map(function (b) { return b.start; }),
+        x: bars.map(function (b) { return new Date(b.end) - new Date(b.start) + DAY; }),
+        customdata: bars.map(function (b) { return [b.start, b.open_ended ? "open-ended" : b.end, b.url]; }),
+        hovertemplate: "%{y}<br>%{customdata[0]} → %{customdata[1]}<extra>" + d.kinds[kind] + "</extra>" };
+    }).filter(function (t) { return t.y.length; });
+    Plotly.newPlot(el, traces, layout(el, {
+      height: Math.max(160, 80 + d.bars.length * 24), barmode: "overlay", legend: { orientation: "h", y: -0.2 },
+      xaxis: axis("", { type: "date" }),
+      yaxis: axis("", { autorange: "reversed", type: "category" }),
+      shapes: [{ type: "line", xref: "x", yref: "paper", x0: d.today, x1: d.today, y0: 0, y1: 1,
+        line: { color: "#d64545", width: 2, dash: "dot" } }],
+      annotations: [{ x: d.today, y: 1, xref: "x", yref: "paper", text: "today", showarrow: false,
+        yanchor: "bottom", font: { color: "#d64545", size: 11 } }],
+      margin: { t: 20, r: 10, b: 40, l: 10 }
+    }), CONFIG);
+    el.on("plotly_click", function (event) {
+      var url = event.points[0].customdata[2];
+      if (url) { window.location.href = url; }
+    });
+  }
+
   var renderers = {
     bar: function (el, d) {
       if (!d.x.length) { el.textContent = "No data yet."; return; }
@@ -117,7 +147,8 @@
     },
     timeseries: timeseries,
     heatmap: heatmap,
-    hbar: hbar
+    hbar: hbar,
+    timeline: timeline
   };
 
   function draw(root) {

@@ -1,0 +1,89 @@
+"""Which contracts cover which assets: plain, set-based query functions.
+
+A contract covers what it lists and everything below it: a node is covered by a contract that lists the
+node, its rack or its site; a GPU by one that lists the GPU, its node, its node's rack or its node's site.
+Several contracts may cover one asset. A contract is active on a day from its start to its end
+(inclusive); a contract without an end stays active.
+"""
+
+from collections import defaultdict
+
+from django.db.models import BooleanField, Case, CharField, Exists, OuterRef, Q, Value, When
+from django.utils import timezone
+
+from inventory.models import LifecycleState, Node
+
+from .models import Contract
+
+NO_SUPPORT = "no active support contract"
+WARRANTY_ENDED = "warranty ended"
+BOTH = "no active support contract; warranty ended"
+
+
+def active_contracts(day=None, kinds=None):
+    """Contracts active on ``day`` (today by default), optionally of some kinds only."""
+    day = day or timezone.localdate()
+    contracts = Contract.objects.filter(Q(end__isnull=True) | Q(end__gte=day), start__lte=day)
+    return contracts.filter(kind__in=kinds) if kinds else contracts
+
+
+def _node_coverage(contracts, node_ref="pk", rack_ref="rack_id", site_ref="site_id"):
+    """A condition, true where one of ``contracts`` lists the node, its rack or its site (``OuterRef``s
+    name those on the outer query's rows)."""
+    return (Exists(contracts.filter(nodes=OuterRef(node_ref)))
+            | Exists(contracts.filter(racks=OuterRef(rack_ref)))
+            | Exists(contracts.filter(sites=OuterRef(site_ref))))
+
+
+def contracts_covering_node(node, day=None, kinds=None):
+    """Active contracts that list the node, its rack or its site."""
+    match = Q(nodes=node) | Q(sites=node.site_id)
+    if node.rack_id:
+        match |= Q(racks=node.rack_id)
+    return active_contracts(day, kinds).filter(pk__in=Contract.objects.filter(match).values("pk"))
+
+
+def contracts_covering_gpu(gpu, day=None, kinds=None):
+    """Active contracts that list the GPU or (for an installed GPU) its node, rack or site."""
+    match = Q(gpus=gpu)
+    if gpu.node_id:
+        node = gpu.node
+        match |= Q(nodes=node.pk) | Q(sites=node.site_id)
+        if node.rack_id:
+            match |= Q(racks=node.rack_id)
+    return active_contracts(day, kinds).filter(pk__in=Contract.objects.filter(match).values("pk"))
+
+
+def nodes_covered_by(contracts):
+    """``{contract_id: {node_id, ...}}``: the nodes each contract covers, listed directly or through a
+    rack or site. Three queries, whatever the number of contracts."""
+    ids = [c.pk for c in contracts]
+    covered = defaultdict(set)
+    through = {"nodes": "node_id", "racks": "rack__nodes", "sites": "site__nodes"}
+    for relation, node_field in through.items():
+        rows = getattr(Contract, relation).through.objects.filter(contract_id__in=ids)
+        for contract_id, node_id in rows.values_list("contract_id", node_field):
+            if node_id is not None:
+                covered[contract_id].add(node_id)
+    return covered
+
+
+def uncovered_nodes(day=None):
+    """In-service nodes with no active support contract covering them, or past their warranty, with the
+    ``reason`` (one of ``NO_SUPPORT``, ``WARRANTY_ENDED``, ``BOTH``) annotated. One query."""
+    day = day or timezone.localdate()
+    support = active_contracts(day, [Contract.Kind.SUPPORT])
+    warranty_ended = Q(warranty_end__lt=day)
+    return (
+        Node.objects.filter(state=LifecycleState.IN_SERVICE)
+        .annotate(supported=Case(When(_node_coverage(support), then=Value(True)), default=Value(False),
+                                 output_field=BooleanField()))
+        .filter(Q(supported=False) | warranty_ended)
+        .annotate(reason=Case(
+            When(Q(supported=False) & warranty_ended, then=Value(BOTH)),
+            When(supported=False, then=Value(NO_SUPPORT)),
+            default=Value(WARRANTY_ENDED), output_field=CharField(),
+        ))
+        .select_related("site", "rack")
+        .order_by("site__name", "hostname")
+    )

@@ -1,0 +1,49 @@
+"""Tables for the contract pages (django-tables2): sortable columns, CSV export of the filtered rows."""
+
+import django_tables2 as tables
+from django.utils import timezone
+from django.utils.html import format_html
+
+from inventory.models import Node
+
+from .models import Contract, RenewalAlert
+
+
+class ContractTable(tables.Table):
+    reference = tables.Column(linkify=True)
+    kind = tables.Column()
+    notice_deadline = tables.Column("Notice by", orderable=False)
+    owner = tables.Column(accessor="owner__username", verbose_name="Owner")
+
+    class Meta:
+        model = Contract
+        fields = ("reference", "vendor", "kind", "title", "start", "end", "notice_deadline", "auto_renew", "owner",
+                  "one_off_cost", "monthly_cost", "gpu_hour_cost", "currency")
+
+    def render_end(self, record, value):
+        if value is None:
+            return "—"
+        if value < timezone.localdate():
+            return format_html('<span class="expired" title="Ended">{}</span>', value.isoformat())
+        return value.isoformat()
+
+
+class UncoveredNodeTable(tables.Table):
+    hostname = tables.Column(linkify=True)
+    site = tables.Column(linkify=True)
+    rack = tables.Column(accessor="rack__name", verbose_name="Rack")
+    reason = tables.Column()
+    warranty_end = tables.Column()
+
+    class Meta:
+        model = Node
+        fields = ("hostname", "site", "rack", "reason", "warranty_end", "owner_team", "serial")
+
+
+class RenewalAlertTable(tables.Table):
+    contract = tables.Column(linkify=True)
+    notice_deadline = tables.Column("Give notice by")
+
+    class Meta:
+        model = RenewalAlert
+        fields = ("contract", "notice_deadline", "raised", "emailed_to", "dismissed")
