@@ -328,3 +328,23 @@ def test_dashboard_lists_open_alerts_and_a_manager_dismisses_one(client, viewer,
 def test_model_refuses_an_end_before_the_start():
     with pytest.raises(ValidationError, match="before the start"):
         make_contract(start=TODAY, end=TODAY - D)
+
+
+# --- Demo data ---------------------------------------------------------------------------------------
+
+
+def test_seed_demo_adds_the_demo_contracts(settings):
+    from django.core.management import call_command
+
+    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+    call_command("seed_demo", stdout=io.StringIO())
+    kinds = dict(Contract.objects.values_list("reference", "kind"))
+    assert sorted(kinds.values()) == ["expansion", "purchase", "purchase", "rental", "support"]
+    rental = Contract.objects.get(kind=Contract.Kind.RENTAL)
+    assert TODAY < rental.end <= TODAY + 60 * D and rental.rented_gpus == 64
+    uncovered = {n.hostname for n in coverage.uncovered_nodes()}
+    assert uncovered and all(name.startswith("lys-a100") for name in uncovered)  # most, not all, are supported
+    assert Contract.objects.get(kind=Contract.Kind.SUPPORT).sla_terms.count() == 4
+    history = Contract.history.count()
+    call_command("seed_demo", stdout=io.StringIO())
+    assert Contract.history.count() == history  # a second run writes nothing

@@ -16,13 +16,16 @@ from collections import Counter
 from dataclasses import dataclass
 from datetime import date, timedelta
 from decimal import Decimal as D
+from importlib import import_module
 
+from django.apps import apps
 from django.contrib.auth.models import Group, User
 from django.contrib.contenttypes.models import ContentType
 from django.core.management.base import BaseCommand
 from django.db import transaction
 from django.db.models import Count
 from django.utils import timezone
+from django.utils.module_loading import module_has_submodule
 from simple_history.utils import bulk_create_with_history
 
 from inventory.catalog import GPU_MODELS, NODE_MODELS
@@ -302,7 +305,16 @@ class Command(BaseCommand):
         self.apply_events({obj.hostname for obj in seeder.new[Node]}, node, users["manager"])
         sources = seeder.sync(TelemetrySource, ("name",), TELEMETRY_SOURCES)
         backfilled = self.backfill(*(sources[(row["name"],)] for row in TELEMETRY_SOURCES))
+        self.seed_other_apps(seeder, users)
         self.summary(seeder, backfilled)
+
+    @staticmethod
+    def seed_other_apps(seeder, users):
+        """Apps that build on the inventory seed their demo data in ``<app>/demo.py`` (``seed(seeder, users)``),
+        e.g. planning's contracts; the inventory does not import them."""
+        for config in apps.get_app_configs():
+            if config.name != "inventory" and module_has_submodule(config.module, "demo"):
+                import_module(f"{config.name}.demo").seed(seeder, users)
 
     # --- accounts ----------------------------------------------------------------------------------
 

@@ -1,0 +1,80 @@
+"""Demo contracts for ``manage.py seed_demo`` (which calls ``seed`` after the fleet exists; inventory does
+not import planning): the purchase of each site's nodes, a support contract covering most of them (not
+the old A100s), a GPU rental that ends within 60 days and an expansion contract for orders to reference.
+
+Idempotent like the rest of the demo: contracts are matched on vendor and reference, coverage and SLA
+terms are only written where they differ."""
+
+from datetime import date, timedelta
+from decimal import Decimal as D
+
+from django.db.models import Count
+from django.utils import timezone
+
+from inventory.models import GPUModel, Node, Site
+
+from .models import Contract, SLATerm
+
+PRICE_PER_NODE = D("300000")  # a DGX H100 class server, list price
+SLA = [("P1", 4, 24), ("P2", 8, 48), ("P3", 24, 120), ("P4", 72, 240)]
+SITE_PURCHASES = {  # site: (reference, start)
+    "Zurich DC1": ("NV-PO-2023-0412", date(2023, 9, 1)),
+    "Lyon DC2": ("NV-PO-2022-1187", date(2022, 11, 15)),
+}
+UNSUPPORTED_PREFIX = "lys-a100"  # out of the support contract: the legacy A100 nodes
+DEFAULTS = {"end": None, "notice_days": 0, "auto_renew": False, "one_off_cost": D(0), "monthly_cost": D(0),
+            "gpu_hour_cost": D(0), "currency": "USD", "depreciation_months": 48, "rented_gpus": 0,
+            "rented_gpu_model": None}  # every row names every field: the seeder compares them all
+
+
+def contract_rows(owner, sites, today):
+    node_counts = dict(Node.objects.filter(site__in=sites.values()).values_list("site__name").annotate(n=Count("pk")))
+    rows = [
+        {"kind": Contract.Kind.PURCHASE, "vendor": "NVIDIA", "reference": reference,
+         "title": f"Purchase of the {name} GPU nodes", "owner": owner, "start": start, "end": None,
+         "one_off_cost": PRICE_PER_NODE * node_counts.get(name, 0), "depreciation_months": 48, "currency": "USD"}
+        for name, (reference, start) in SITE_PURCHASES.items() if name in sites
+    ]
+    rows += [
+        {"kind": Contract.Kind.SUPPORT, "vendor": "NVIDIA", "reference": "NVES-2025-0093",
+         "title": "Enterprise support, business critical", "owner": owner, "start": date(2025, 1, 1),
+         "end": date(2027, 12, 31), "notice_days": 90, "auto_renew": True, "monthly_cost": D("42000"),
+         "currency": "USD"},
+        {"kind": Contract.Kind.RENTAL, "vendor": "CoreWeave", "reference": "CW-2025-0142",
+         "title": "64 H100 for the spring pre-training run", "owner": owner, "start": today - timedelta(days=300),
+         "end": today + timedelta(days=45), "notice_days": 30, "gpu_hour_cost": D("2.10"), "rented_gpus": 64,
+         "rented_gpu_model": GPUModel.objects.filter(name="H100 SXM 80GB").first(), "currency": "USD"},
+        {"kind": Contract.Kind.EXPANSION, "vendor": "NVIDIA", "reference": "NV-EXP-2026-0007",
+         "title": "Zurich DC1 expansion: 8 DGX H200", "owner": owner, "start": date(2026, 3, 1), "end": None,
+         "one_off_cost": D("3200000"), "depreciation_months": 48, "currency": "USD"},
+    ]
+    return [{**DEFAULTS, **row} for row in rows]
+
+
+def sync_relation(contract, relation, objects):
+    """Set a coverage relation only when it differs (an unchanged set writes no history)."""
+    manager = getattr(contract, relation)
+    wanted = {obj.pk for obj in objects}
+    if set(manager.values_list("pk", flat=True)) != wanted:
+        manager.set(wanted)
+
+
+def seed(seeder, users):
+    """Create or repair the demo contracts; returns them by reference."""
+    today = timezone.localdate()
+    sites = {site.name: site for site in Site.objects.filter(name__in=SITE_PURCHASES)}
+    contracts = {ref: obj for (_vendor, ref), obj in seeder.sync(
+        Contract, ("vendor", "reference"), contract_rows(users["manager"], sites, today)).items()}
+    for name, (reference, _start) in SITE_PURCHASES.items():
+        if name in sites:
+            sync_relation(contracts[reference], "sites", [sites[name]])
+    support = contracts["NVES-2025-0093"]
+    sync_relation(support, "sites", [s for name, s in sites.items() if name == "Zurich DC1"])
+    sync_relation(support, "nodes", Node.objects.filter(site__name="Lyon DC2").exclude(
+        hostname__startswith=UNSUPPORTED_PREFIX))
+    for priority, response, resolution in SLA:
+        term = SLATerm.objects.filter(contract=support, priority=priority).first()
+        if term is None or (term.response_hours, term.resolution_hours) != (response, resolution):
+            SLATerm.objects.update_or_create(contract=support, priority=priority, defaults={
+                "response_hours": response, "resolution_hours": resolution})
+    return contracts
