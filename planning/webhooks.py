@@ -34,7 +34,8 @@ def emit(event, payload, webhooks=None):
     a failure to queue is logged, not passed on to the caller. Returns the deliveries recorded."""
     try:
         if webhooks is None:
-            webhooks = Webhook.objects.filter(enabled=True, events__contains=[event])
+            # Filtered in Python: there are few webhooks, and SQLite (the demo) has no JSON "contains" lookup.
+            webhooks = [w for w in Webhook.objects.filter(enabled=True) if event in (w.events or [])]
         payload = json.loads(json.dumps(payload, cls=DjangoJSONEncoder))  # dates, decimals → JSON values
         with transaction.atomic():
             deliveries = WebhookDelivery.objects.bulk_create(
