@@ -101,6 +101,7 @@ class WebhookFilterSet(django_filters.FilterSet):
 class WebhookForm(forms.ModelForm):
     """The secret is write-only: never shown again; leave it empty when editing to keep the current one."""
 
+    url = forms.URLField(label="URL", max_length=500, assume_scheme="https")
     events = forms.MultipleChoiceField(choices=Webhook.Event.choices, widget=forms.CheckboxSelectMultiple)
     secret = forms.CharField(widget=forms.PasswordInput(render_value=False), required=False, max_length=200,
                              help_text="Signs each payload (X-Portal-Signature). Leave empty to keep the current one.")
