@@ -49,7 +49,8 @@ def check_transition(current, target):
         )
 
 
-def _record(objs, previous_states, target, user, reason, now):
+def record_transitions(objs, previous_states, target, user, reason, now):
+    """Write the lifecycle records of objects that changed state (or were created in one: ``previous`` "")."""
     content_type = ContentType.objects.get_for_model(objs[0])
     StateTransition.objects.bulk_create(
         StateTransition(
@@ -72,7 +73,7 @@ def transition(obj, target, user=None, reason=""):
     if user and user.is_authenticated:
         obj._history_user = user
     obj.save(update_fields=["state", "updated"])
-    _record([obj], [previous], target, user, reason, timezone.now())
+    record_transitions([obj], [previous], target, user, reason, timezone.now())
     return obj
 
 
@@ -100,5 +101,5 @@ def bulk_transition(queryset, target, user=None, reason=""):
             moved, model, ["state", "updated"], default_user=user if user and user.is_authenticated else None,
             default_change_reason=reason[:HISTORY_REASON_LENGTH],
         )
-        _record(moved, previous, target, user, reason, now)
+        record_transitions(moved, previous, target, user, reason, now)
     return moved, refused

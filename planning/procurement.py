@@ -116,8 +116,8 @@ def receive_delivery(order, items, user=None, **fields):
         )
         for model_objects in ([n for n, _ in created if n], [g for _, g in created if g]):
             if model_objects:
-                lifecycle._record(model_objects, [""] * len(model_objects), LifecycleState.DELIVERED, user, reason,
-                                  delivery.created)
+                lifecycle.record_transitions(model_objects, [""] * len(model_objects), LifecycleState.DELIVERED,
+                                             user, reason, delivery.created)
         order.status = order_status(order)
         order.save(update_fields=["status", "updated"])
         webhooks.emit("delivery.received", delivery_payload(delivery))
