@@ -257,25 +257,6 @@ class DeliveryItem(models.Model):
         return self.serial
 
 
-class IdempotentRequest(models.Model):
-    """The first answer to a write sent with an ``Idempotency-Key``: a repeat gets the same answer."""
-
-    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+")
-    key = models.CharField(max_length=200)
-    method = models.CharField(max_length=10)
-    path = models.CharField(max_length=500)
-    body_hash = models.CharField(max_length=64)
-    status = models.PositiveIntegerField()
-    response = models.JSONField()
-    created = models.DateTimeField(auto_now_add=True)
-
-    class Meta:
-        constraints = [models.UniqueConstraint(fields=["user", "key"], name="idempotency_key_once_per_user")]
-
-    def __str__(self):
-        return f"{self.method} {self.path} [{self.key}]"
-
-
 class Webhook(PortalModel):
     class Event(models.TextChoices):
         PLAN_APPROVED = "plan.approved", "plan.approved"

@@ -9,8 +9,8 @@ from django.test.utils import CaptureQueriesContext
 from rest_framework.test import APIClient
 
 from inventory.models import GPU, LifecycleState, Node, StateTransition
-from planning.models import Contract, Delivery, DeliveryItem, IdempotentRequest, PurchaseOrder, Webhook
-from portal.models import APIToken
+from planning.models import Contract, Delivery, DeliveryItem, PurchaseOrder, Webhook
+from portal.models import APIToken, IdempotentRequest
 from portal.roles import PROCUREMENT
 from tests.conftest import make_user
 from tests.factories import make_gpu_model, make_node, make_node_model, make_site

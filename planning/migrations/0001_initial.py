@@ -276,20 +276,6 @@ class Migration(migrations.Migration):
             bases=(simple_history.models.HistoricalChanges, models.Model),
         ),
         migrations.CreateModel(
-            name='IdempotentRequest',
-            fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('key', models.CharField(max_length=200)),
-                ('method', models.CharField(max_length=10)),
-                ('path', models.CharField(max_length=500)),
-                ('body_hash', models.CharField(max_length=64)),
-                ('status', models.PositiveIntegerField()),
-                ('response', models.JSONField()),
-                ('created', models.DateTimeField(auto_now_add=True)),
-                ('user', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='+', to=settings.AUTH_USER_MODEL)),
-            ],
-        ),
-        migrations.CreateModel(
             name='OrderLine',
             fields=[
                 ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
@@ -441,10 +427,6 @@ class Migration(migrations.Migration):
         migrations.AddConstraint(
             model_name='contract',
             constraint=models.CheckConstraint(condition=models.Q(('end__isnull', True), ('end__gte', models.F('start')), _connector='OR'), name='contract_end_after_start', violation_error_message='The end date is before the start date.'),
-        ),
-        migrations.AddConstraint(
-            model_name='idempotentrequest',
-            constraint=models.UniqueConstraint(fields=('user', 'key'), name='idempotency_key_once_per_user'),
         ),
         migrations.AddConstraint(
             model_name='purchaseorder',

@@ -23,7 +23,7 @@ from drf_spectacular.utils import OpenApiParameter
 from rest_framework import exceptions, status
 from rest_framework.response import Response
 
-from planning.models import IdempotentRequest
+from portal.models import IdempotentRequest
 
 HEADER = "Idempotency-Key"
 REPLAYED = "Idempotent-Replayed"
