@@ -11,7 +11,7 @@ from rest_framework.response import Response
 from portal.api.idempotency import KEY_PARAMETER, IdempotentCreateMixin
 from portal.api.viewsets import ChangePermission, PortalModelViewSet
 
-from .. import procurement
+from .. import filters, procurement
 from ..models import Contract, Delivery
 from . import serializers as api
 
@@ -45,7 +45,7 @@ class ContractViewSet(PortalModelViewSet):
         "sla_terms", "sites", "racks", "nodes", "gpus", "switches", "storage_systems"
     )
     serializer_class = api.ContractSerializer
-    filterset_fields = ["kind", "vendor", "auto_renew", "currency"]
+    filterset_class = filters.ContractFilterSet  # the same filters as the contract list page
 
 
 @extend_schema_view(
