@@ -42,4 +42,5 @@ class ContractFilterSet(SearchFilterSet):
 class UncoveredNodeFilterSet(SearchFilterSet):
     search_fields = ("hostname", "serial")
     site = django_filters.ModelChoiceFilter(queryset=Site.objects.all())
-    reason = django_filters.ChoiceFilter(choices=[(r, r.capitalize()) for r in (NO_SUPPORT, WARRANTY_ENDED, BOTH)])
+    reason = django_filters.ChoiceFilter(choices=[(r, r.capitalize()) for r in (NO_SUPPORT, WARRANTY_ENDED, BOTH)],
+                                         label="Reason")

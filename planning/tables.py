@@ -6,13 +6,14 @@ from django.utils.html import format_html
 
 from inventory.models import Node
 
-from .models import Contract, RenewalAlert
+from .models import Contract
 
 
 class ContractTable(tables.Table):
     reference = tables.Column(linkify=True)
     kind = tables.Column()
-    notice_deadline = tables.Column("Notice by", orderable=False)
+    start = tables.DateColumn(format="Y-m-d")
+    notice_deadline = tables.DateColumn(format="Y-m-d", verbose_name="Notice by", orderable=False)
     owner = tables.Column(accessor="owner__username", verbose_name="Owner")
 
     class Meta:
@@ -33,17 +34,9 @@ class UncoveredNodeTable(tables.Table):
     site = tables.Column(linkify=True)
     rack = tables.Column(accessor="rack__name", verbose_name="Rack")
     reason = tables.Column()
-    warranty_end = tables.Column()
+    warranty_end = tables.DateColumn(format="Y-m-d")
 
     class Meta:
         model = Node
         fields = ("hostname", "site", "rack", "reason", "warranty_end", "owner_team", "serial")
 
-
-class RenewalAlertTable(tables.Table):
-    contract = tables.Column(linkify=True)
-    notice_deadline = tables.Column("Give notice by")
-
-    class Meta:
-        model = RenewalAlert
-        fields = ("contract", "notice_deadline", "raised", "emailed_to", "dismissed")
