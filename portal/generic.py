@@ -187,8 +187,12 @@ def history_rows(obj):
 
 
 def shown(obj, field_name, value):
-    """A value from the history as a person reads it: choice labels, related objects as ``#id``."""
+    """A value from the history as a person reads it: choice labels, related objects as ``#id``, a
+    many-to-many field (its history rows) as the ids it links to."""
     field = obj._meta.get_field(field_name)
+    if field.many_to_many:
+        ids = sorted(row[field.m2m_reverse_field_name()] for row in value or [])
+        return ", ".join(f"#{pk}" for pk in ids) or "none"
     if field.choices:
         return dict(field.flatchoices).get(value, value)
     if field.is_relation and value is not None:

@@ -251,3 +251,19 @@ def test_change_log_lists_creates_updates_and_deletes(manager_client, manager, v
     assert "New name" in page.content.decode()
     mine = viewer_client.get(reverse("changelog"), {"user": manager.username}).context["records"]
     assert {r.history_type for r in mine} == {"~", "-"}
+
+
+def test_history_shows_many_to_many_changes_as_ids(manager_client):
+    from planning.models import Contract
+
+    first, second = make_node(), make_node()
+    contract = Contract.objects.create(kind="support", vendor="Acme", reference="S-1", start="2026-01-01",
+                                       end="2027-01-01")
+    contract.nodes.set([first])
+    contract.save()
+    contract.nodes.set([first, second])
+    contract.save()
+    page = manager_client.get(contract.get_absolute_url())
+    changes = [change for row in page.context["history"] for change in row["changes"]]
+    assert ("nodes", f"#{first.pk}", f"#{first.pk}, #{second.pk}") in changes
+    assert ("nodes", "none", f"#{first.pk}") in changes
