@@ -19,6 +19,7 @@ class ContractFilterSet(SearchFilterSet):
     kind = django_filters.MultipleChoiceFilter(choices=Contract.Kind.choices, widget=STATE_WIDGET)
     vendor = django_filters.CharFilter(lookup_expr="iexact")
     active = yes_no_filter(method="filter_active", label="Active today")
+    auto_renew = yes_no_filter(label="Renews automatically")
     expiring_within = django_filters.NumberFilter(
         method="filter_expiring_within", label="Ends within (days)", min_value=0,
         widget=forms.NumberInput(attrs={"min": 0, "placeholder": "e.g. 60"}),
