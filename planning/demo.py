@@ -1,9 +1,12 @@
 """Demo contracts for ``manage.py seed_demo`` (which calls ``seed`` after the fleet exists; inventory does
 not import planning): the purchase of each site's nodes, a support contract covering most of them (not
-the old A100s), a GPU rental that ends within 60 days and an expansion contract for orders to reference.
+the old A100s), a GPU rental that ends within 60 days, an expansion contract and, under it, an expansion order
+partly delivered (2 of 4 DGX H200 with their GPUs, received through ``procurement.receive_delivery``, so the
+nodes and GPUs are in state delivered, without a rack yet, with their lifecycle records).
 
 Idempotent like the rest of the demo: contracts are matched on vendor and reference, coverage and SLA
-terms are only written where they differ."""
+terms are only written where they differ; the order is matched on vendor and reference, its delivery on its
+external id (a delivery, once received, is not repeated)."""
 
 from datetime import date, timedelta
 from decimal import Decimal as D
@@ -11,9 +14,11 @@ from decimal import Decimal as D
 from django.db.models import Count
 from django.utils import timezone
 
-from inventory.models import GPUModel, Node, Site
+from inventory.management.commands.seed_demo import gpu_uuid
+from inventory.models import GPUModel, Node, NodeModel, Site
 
-from .models import Contract, SLATerm
+from .models import Contract, Delivery, OrderLine, PurchaseOrder, SLATerm
+from .procurement import ItemIn, receive_delivery
 
 PRICE_PER_NODE = D("300000")  # a DGX H100 class server, list price
 SLA = [("P1", 4, 24), ("P2", 8, 48), ("P3", 24, 120), ("P4", 72, 240)]
@@ -25,10 +30,17 @@ UNSUPPORTED_PREFIX = "lys-a100"  # out of the support contract: the legacy A100 
 DEFAULTS = {"end": None, "notice_days": 0, "auto_renew": False, "one_off_cost": D(0), "monthly_cost": D(0),
             "gpu_hour_cost": D(0), "currency": "USD", "depreciation_months": 48, "rented_gpus": 0,
             "rented_gpu_model": None}  # every row names every field: the seeder compares them all
+EXPANSION_ORDER = {"vendor": "NVIDIA", "reference": "NV-SO-2026-0311", "site": "Zurich DC1",
+                   "ordered_on": date(2026, 3, 10), "currency": "USD"}
+EXPANSION_LINES = [("DGX H200", None, 4, D("380000")), (None, "H200 SXM 141GB", 32, D("0"))]  # GPUs come in the price
+EXPANSION_DELIVERY = {"external_id": "demo-NV-SO-2026-0311-1", "delivered_on": date(2026, 4, 2),
+                      "note": "First half of the expansion: 2 DGX H200, GPUs installed."}
+EXPANSION_HOSTNAMES = ["zrh-h200-009", "zrh-h200-010"]  # the H200 pod's next numbers; serials follow its pattern
 
 
 def contract_rows(owner, sites, today):
-    node_counts = dict(Node.objects.filter(site__in=sites.values()).values_list("site__name").annotate(n=Count("pk")))
+    node_counts = dict(Node.objects.filter(site__in=sites.values(), delivery_item=None)  # not the expansion's
+                       .values_list("site__name").annotate(n=Count("pk")))
     rows = [
         {"kind": Contract.Kind.PURCHASE, "vendor": "NVIDIA", "reference": reference,
          "title": f"Purchase of the {name} GPU nodes", "owner": owner, "start": start, "end": None,
@@ -77,4 +89,34 @@ def seed(seeder, users):
         if term is None or (term.response_hours, term.resolution_hours) != (response, resolution):
             SLATerm.objects.update_or_create(contract=support, priority=priority, defaults={
                 "response_hours": response, "resolution_hours": resolution})
+    expansion_order(seeder, contracts["NV-EXP-2026-0007"], users["manager"])
     return contracts
+
+
+def expansion_order(seeder, contract, user):
+    """The expansion order and its first delivery, each created once (found again by reference / external id)."""
+    site = Site.objects.filter(name=EXPANSION_ORDER["site"]).first()
+    if site is None:
+        return None
+    order = PurchaseOrder.objects.filter(vendor=EXPANSION_ORDER["vendor"],
+                                         reference=EXPANSION_ORDER["reference"]).first()
+    if order is None:
+        order = PurchaseOrder.objects.create(**{**EXPANSION_ORDER, "site": site}, contract=contract, created_by=user)
+        OrderLine.objects.bulk_create(
+            OrderLine(order=order, node_model=NodeModel.objects.get(name=node_model) if node_model else None,
+                      gpu_model=GPUModel.objects.get(name=gpu_model) if gpu_model else None, quantity=quantity,
+                      unit_price=price)
+            for node_model, gpu_model, quantity, price in EXPANSION_LINES
+        )
+        seeder.created[PurchaseOrder._meta.verbose_name_plural] += 1
+    if not Delivery.objects.filter(order=order, external_id=EXPANSION_DELIVERY["external_id"]).exists():
+        node_line, gpu_line = order.lines.order_by("pk")
+        items = []
+        for hostname in EXPANSION_HOSTNAMES:
+            i = int(hostname.rsplit("-", 1)[1])
+            items.append(ItemIn(node_line, serial=f"17232409{i:04d}", hostname=hostname))
+            items += [ItemIn(gpu_line, serial=f"17251240{i:04d}{slot}", uuid=gpu_uuid(hostname, slot), node=hostname,
+                             slot=slot) for slot in range(8)]
+        receive_delivery(order, items, user, **EXPANSION_DELIVERY)
+        seeder.created[Delivery._meta.verbose_name_plural] += 1
+    return order

@@ -67,14 +67,15 @@ def counts():
 
 def test_fleet(seeded):
     assert set(Site.objects.values_list("name", flat=True)) == {"Zurich DC1", "Lyon DC2"}
-    assert Node.objects.count() == 40
+    assert Node.objects.count() == 42  # 40 in racks + 2 delivered for the expansion, not racked yet
     assert set(Node.objects.annotate(n=Count("gpus")).values_list("n", flat=True)) == {8}
-    assert GPU.objects.count() == 320
-    assert set(Node.objects.values_list("partition", flat=True)) == {"train-h100", "train-h200", "a100-legacy",
-                                                                     "inference"}
-    assert {"llm-pretrain", "vision", "speech", "platform"} == set(Node.objects.values_list("owner_team", flat=True))
+    assert GPU.objects.count() == 336
+    assert set(Node.objects.filter(delivery_item=None).values_list("partition", flat=True)) == {
+        "train-h100", "train-h200", "a100-legacy", "inference"}
+    assert {"llm-pretrain", "vision", "speech", "platform"} == set(
+        Node.objects.filter(delivery_item=None).values_list("owner_team", flat=True))
     mix = dict(Node.objects.values_list("node_model__name").annotate(n=Count("pk")).order_by())
-    assert mix == {"DGX H100": 16, "DGX H200": 8, "DGX A100 640GB": 8, "SYS-821GE-TNHR (HGX H100 8-GPU)": 8}
+    assert mix == {"DGX H100": 16, "DGX H200": 10, "DGX A100 640GB": 8, "SYS-821GE-TNHR (HGX H100 8-GPU)": 8}
     assert not GPU.objects.exclude(gpu_model__name__in=["H100 SXM 80GB", "H200 SXM 141GB", "A100 80GB SXM"]).exists()
     # every GPU's model matches its node (no H200 in a DGX H100)
     assert not GPU.objects.filter(node__node_model__name="DGX H200").exclude(gpu_model__name="H200 SXM 141GB").exists()
@@ -86,16 +87,19 @@ def test_everything_is_valid_and_placed(seeded):
     for model in (Site, Rack, Node, GPU, Fabric, Switch, FabricAttachment, StorageSystem):
         for obj in model.objects.all():
             obj.full_clean(validate_constraints=False)
-    assert not Node.objects.filter(rack=None).exists()
-    assert not Node.objects.filter(position=None).exists()
-    assert Node.objects.exclude(serial="").count() == 40
-    assert Node.objects.exclude(asset_tag="").count() == 40
-    assert not Node.objects.filter(warranty_end=None).exists()
+    racked = Node.objects.filter(delivery_item=None)  # the expansion's delivered nodes wait for a rack
+    assert set(Node.objects.filter(rack=None).values_list("hostname", flat=True)) == {"zrh-h200-009", "zrh-h200-010"}
+    assert not racked.filter(position=None).exists()
+    assert Node.objects.exclude(serial="").count() == 42
+    assert racked.exclude(asset_tag="").count() == 40
+    assert not racked.filter(warranty_end=None).exists()
     assert 0 < sum(node.warranty_expired for node in Node.objects.all()) < 10
     uuids = list(GPU.objects.values_list("uuid", flat=True))
     assert all(UUID.match(u) for u in uuids)
-    assert len(set(uuids)) == 320
-    assert GPU.objects.exclude(serial="").count() == 320
+    assert len(set(uuids)) == 336
+    assert GPU.objects.exclude(serial="").count() == 336
+    assert len(set(GPU.objects.values_list("serial", flat=True))) == 336
+    assert len(set(Node.objects.values_list("serial", flat=True))) == 42
     assert set(GPU.objects.values_list("slot", flat=True)) == set(range(8))
     for rack in Rack.objects.annotate(n=Count("nodes")).filter(n__gt=0).prefetch_related("nodes__node_model"):
         assert sum(n.node_model.max_power_w for n in rack.nodes.all()) <= rack.power_budget_kw * 1000
@@ -110,7 +114,8 @@ def test_network_and_storage(seeded):
         assert site.switches.filter(name__contains="spine").exists()
         tiers = set(site.storage_systems.values_list("kind", "tier"))
         assert {("parallel_fs", "hot"), ("object", "archive")} <= tiers
-    for node in Node.objects.prefetch_related("fabric_attachments__fabric", "fabric_attachments__switch"):
+    racked = Node.objects.filter(delivery_item=None)  # the expansion's delivered nodes are not cabled yet
+    for node in racked.prefetch_related("fabric_attachments__fabric", "fabric_attachments__switch"):
         by_kind = {a.fabric.kind: a for a in node.fabric_attachments.all()}
         assert set(by_kind) == {Fabric.Kind.INFINIBAND, Fabric.Kind.ETHERNET}
         ib = by_kind[Fabric.Kind.INFINIBAND]
@@ -137,12 +142,35 @@ def test_lifecycle_events_recorded(seeded):
     xid = StateTransition.objects.get(to_state=S.DEGRADED, reason__startswith="XID 79", content_type=node_type)
     assert Node.objects.get(pk=xid.object_id).state == S.DEGRADED
     # every node and GPU has a starting record, then only allowed moves
-    assert StateTransition.objects.filter(from_state="").count() == 360
+    assert StateTransition.objects.filter(from_state="").count() == 378  # 360 + the expansion's 2 nodes, 16 GPUs
     repaired = Node.objects.get(hostname="lys-a100-008")
     assert [t.to_state for t in repaired.transitions.order_by("created", "pk")] == [
         S.IN_SERVICE, S.DEGRADED, S.IN_REPAIR, S.IN_SERVICE
     ]
     assert repaired.history.count() == 4  # created + three moves
+
+
+def test_expansion_order_partly_delivered(seeded):
+    from planning.models import Delivery, PurchaseOrder
+    from planning.procurement import lines_with_counts
+
+    order = PurchaseOrder.objects.get(reference="NV-SO-2026-0311")
+    assert order.contract.reference == "NV-EXP-2026-0007" and order.site.name == "Zurich DC1"
+    assert order.status == PurchaseOrder.Status.PARTIAL
+    lines = {(line.node_model or line.gpu_model).name: (line.delivered_count, line.quantity)
+             for line in lines_with_counts().filter(order=order)}
+    assert lines == {"DGX H200": (2, 4), "H200 SXM 141GB": (16, 32)}
+    delivery = Delivery.objects.get(order=order)
+    nodes = Node.objects.filter(delivery_item__delivery=delivery)
+    assert set(nodes.values_list("hostname", "state")) == {("zrh-h200-009", S.DELIVERED), ("zrh-h200-010", S.DELIVERED)}
+    gpus = GPU.objects.filter(delivery_item__delivery=delivery)
+    assert gpus.count() == 16 and set(gpus.values_list("state", flat=True)) == {S.DELIVERED}
+    assert {(g.node.hostname, g.slot) for g in gpus.select_related("node")} == {
+        (h, slot) for h in ("zrh-h200-009", "zrh-h200-010") for slot in range(8)}
+    node_type = ContentType.objects.get_for_model(Node)
+    assert StateTransition.objects.filter(content_type=node_type, object_id__in=nodes.values("pk"),
+                                          to_state=S.DELIVERED).count() == 2
+    assert "1 purchase orders" in seeded and "1 deliveries" in seeded
 
 
 def test_accounts(seeded):
@@ -185,7 +213,7 @@ def test_rerun_repairs_drift_but_keeps_lifecycle(seeded):
     assert node.state == S.DEGRADED
     node.state = S.IN_SERVICE  # as if repaired in the portal
     node.save()
-    GPU.objects.filter(uuid__startswith="GPU-").first().delete()
+    GPU.objects.filter(node__hostname="zrh-h100-001").first().delete()
     transitions = StateTransition.objects.count()
 
     out = seed()
@@ -196,7 +224,7 @@ def test_rerun_repairs_drift_but_keeps_lifecycle(seeded):
     assert site.power_capacity_kw == 600
     assert site.history.first().history_type == "~"
     assert Node.objects.get(hostname="zrh-h100-007").state == S.IN_SERVICE  # a repair is not undone
-    assert GPU.objects.count() == 320
+    assert GPU.objects.count() == 336
     assert StateTransition.objects.count() == transitions + 1  # the new GPU's starting state
     assert "Updated: 1 sites." in out and "Created: 1 GPUs." in out
 
