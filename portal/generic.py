@@ -11,7 +11,7 @@ from typing import Any
 from django import forms
 from django.contrib import messages
 from django.contrib.auth.mixins import PermissionRequiredMixin
-from django.db.models import ProtectedError
+from django.db.models import BooleanField, ProtectedError
 from django.http import HttpResponseRedirect
 from django.shortcuts import render
 from django.urls import path, reverse
@@ -165,6 +165,8 @@ def object_fields(obj, hidden):
             rows.append((field.verbose_name, target, link))
         elif field.choices:
             rows.append((field.verbose_name, getattr(obj, f"get_{field.name}_display")(), None))
+        elif isinstance(field, BooleanField):
+            rows.append((field.verbose_name, "yes" if getattr(obj, field.name) else "no", None))
         else:
             rows.append((field.verbose_name, getattr(obj, field.name), None))
     return rows
