@@ -2,8 +2,9 @@
 
 A contract covers what it lists and everything below it: a node is covered by a contract that lists the
 node, its rack or its site; a GPU by one that lists the GPU, its node, its node's rack or its node's site.
-Several contracts may cover one asset. A contract is active on a day from its start to its end
-(inclusive); a contract without an end stays active.
+Several contracts may cover one asset (a purchase, a support contract over it, an expansion it came with),
+but an asset is bought once: ``purchase_conflicts`` refuses a second purchase contract listing it. A contract
+is active on a day from its start to its end (inclusive); a contract without an end stays active.
 """
 
 from collections import defaultdict
@@ -11,7 +12,7 @@ from collections import defaultdict
 from django.db.models import BooleanField, Case, CharField, Exists, OuterRef, Q, Value, When
 from django.utils import timezone
 
-from inventory.models import LifecycleState, Node
+from inventory.models import GPU, LifecycleState, Node
 
 from .models import Contract
 
@@ -87,3 +88,37 @@ def uncovered_nodes(day=None):
         .select_related("site", "rack")
         .order_by("site__name", "hostname")
     )
+
+
+def purchase_conflicts(contract, node_ids, gpu_ids, kind=None):
+    """Why ``contract`` (saved or not) may not list these nodes and GPUs: ``{"nodes": [msg], "gpus": [msg]}``, one
+    message per other contract, empty when nothing conflicts. Two queries whatever the number of assets.
+
+    An asset is bought once: a node or GPU may not be listed by two *purchase* contracts, whatever their dates.
+    Support, rental and expansion contracts may overlap freely, with each other and with the purchase (a node
+    can be bought, under support and part of an expansion at once), so only a purchase is checked. ``kind``
+    is the kind being saved (a form's or request's, before it is on ``contract``); ``contract.kind`` by default.
+    Only what the contracts list directly is compared: a purchase that covers a site or rack covers whatever
+    is in it, later deliveries included, so it does not count as buying each of them."""
+    if (kind or contract.kind) != Contract.Kind.PURCHASE:
+        return {}
+    others = Contract.objects.filter(kind=Contract.Kind.PURCHASE)
+    if contract.pk:
+        others = others.exclude(pk=contract.pk)
+    errors = {}
+    for field, model, ids, label in (("nodes", Node, node_ids, "hostname"), ("gpus", GPU, gpu_ids, "uuid")):
+        if not ids:
+            continue
+        through = getattr(Contract, field).through
+        column = f"{model._meta.model_name}_id"
+        rows = (through.objects.filter(contract__in=others, **{f"{column}__in": list(ids)})
+                .values_list("contract__vendor", "contract__reference", f"{model._meta.model_name}__{label}")
+                .order_by("contract__vendor", "contract__reference", f"{model._meta.model_name}__{label}"))
+        taken = defaultdict(list)
+        for vendor, reference, name in rows:
+            taken[f"{vendor} {reference}"].append(name)
+        errors.update({field: [
+            f"Already bought under the purchase contract {other}: {', '.join(names)}. An asset is bought once; "
+            "cover it with a support, rental or expansion contract instead." for other, names in taken.items()
+        ]} if taken else {})
+    return errors

@@ -12,6 +12,7 @@ from django.template.defaultfilters import filesizeformat
 from inventory.forms import DateInput
 from inventory.models import GPU, Node
 
+from .coverage import purchase_conflicts
 from .models import Contract, ContractDocument, SLATerm
 
 # Extension -> content type, and the first bytes a file of that type must start with (None: not sniffed,
@@ -138,6 +139,16 @@ class ContractForm(forms.ModelForm):
 
     def clean_currency(self):
         return self.cleaned_data["currency"].upper()
+
+    def clean(self):
+        cleaned = super().clean()
+        nodes, gpus = cleaned.get("nodes"), cleaned.get("gpus")
+        conflicts = purchase_conflicts(self.instance, [n.pk for n in nodes or ()], [g.pk for g in gpus or ()],
+                                       kind=cleaned.get("kind"))
+        for field, messages in conflicts.items():
+            for message in messages:
+                self.add_error(field, message)
+        return cleaned
 
 
 SLATermFormSet = forms.inlineformset_factory(

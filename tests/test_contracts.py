@@ -94,6 +94,65 @@ def test_the_edit_form_groups_nodes_by_site(manager_client):
     assert node.hostname in response.content.decode()
 
 
+def purchase_form(**overrides):
+    return form_data(**{"kind": "purchase", "end": "", "monthly_cost": "0", "one_off_cost": "300000", **overrides})
+
+
+def test_the_form_refuses_a_second_purchase_of_a_node_and_allows_support_over_it(manager_client):
+    node, gpu = make_node(hostname="gva-001"), make_gpu()
+    bought = make_contract(Contract.Kind.PURCHASE, vendor="NVIDIA", reference="PO-1", end=None, covers=[node, gpu])
+    response = manager_client.post(reverse("planning:contract_add"), purchase_form(
+        reference="PO-2", nodes=[node.pk], gpus=[gpu.pk]))
+    assert response.status_code == 400
+    errors = response.context["form"].errors
+    assert "Already bought under the purchase contract NVIDIA PO-1: gva-001." in errors["nodes"][0]
+    assert "NVIDIA PO-1" in errors["gpus"][0] and gpu.uuid in errors["gpus"][0]
+    assert Contract.objects.count() == 1
+    # a support contract (or rental, expansion) may cover what was bought
+    response = manager_client.post(reverse("planning:contract_add"), form_data(reference="S-9", nodes=[node.pk]))
+    assert response.status_code == 302
+    # editing the purchase itself keeps passing; another purchase without the node too
+    response = manager_client.post(reverse("planning:contract_edit", args=[bought.pk]), purchase_form(
+        vendor="NVIDIA", reference="PO-1", nodes=[node.pk], gpus=[gpu.pk], title="renamed"))
+    assert response.status_code == 302
+    assert Contract.objects.get(pk=bought.pk).title == "renamed"
+    other = make_node()
+    response = manager_client.post(reverse("planning:contract_add"), purchase_form(reference="PO-3", nodes=[other.pk]))
+    assert response.status_code == 302
+
+
+def test_purchase_conflicts_whatever_the_dates_and_only_for_purchases():
+    node = make_node(hostname="gva-002")
+    make_contract(Contract.Kind.PURCHASE, reference="OLD", start=TODAY - 900 * D, end=TODAY - 400 * D, covers=[node])
+    new = Contract(kind=Contract.Kind.PURCHASE, vendor="Acme", reference="NEW", start=TODAY)
+    assert list(coverage.purchase_conflicts(new, [node.pk], [])) == ["nodes"]
+    assert coverage.purchase_conflicts(new, [node.pk], [], kind=Contract.Kind.EXPANSION) == {}
+    assert coverage.purchase_conflicts(new, [], []) == {}
+
+
+def test_the_api_refuses_a_second_purchase_of_a_node(admin_user):
+    from rest_framework.test import APIClient
+
+    client = APIClient()
+    client.force_authenticate(admin_user)
+    node = make_node(hostname="gva-003")
+    url = "/api/planning/contracts/"
+    body = {"kind": "purchase", "vendor": "NVIDIA", "reference": "PO-1", "start": "2025-01-01", "nodes": [node.pk]}
+    first = client.post(url, body, format="json")
+    assert first.status_code == 201, first.data
+    second = client.post(url, {**body, "reference": "PO-2"}, format="json")
+    assert second.status_code == 400
+    assert "NVIDIA PO-1: gva-003" in str(second.data["nodes"][0])
+    support = client.post(url, {**body, "kind": "support", "reference": "S-1", "end": "2027-12-31"}, format="json")
+    assert support.status_code == 201, support.data
+    edited = client.patch(f"{url}{first.data['id']}/", {"title": "renamed", "nodes": [node.pk]}, format="json")
+    assert edited.status_code == 200, edited.data
+    assert client.patch(f"{url}{first.data['id']}/", {"notes": "x"}, format="json").status_code == 200
+    # turning the support contract into a second purchase is refused too (its nodes are the instance's)
+    turned = client.patch(f"{url}{support.data['id']}/", {"kind": "purchase", "end": None}, format="json")
+    assert turned.status_code == 400 and "nodes" in turned.data
+
+
 # --- List and detail --------------------------------------------------------------------------------
 
 

@@ -11,6 +11,7 @@ from rest_framework import serializers
 from inventory.api.serializers import COMMON, TIMESTAMPS
 from portal.api.serializers import EnumChoiceField, PortalModelSerializer
 
+from ..coverage import purchase_conflicts
 from ..models import Contract, Delivery, DeliveryItem, OrderLine, PurchaseOrder, SLATerm
 
 
@@ -75,6 +76,21 @@ class ContractSerializer(NestedListMixin, PortalModelSerializer):
             "rented_gpus", "rented_gpu_model", "sites", "racks", "nodes", "gpus", "switches", "storage_systems",
             "sla_terms", "notes", *TIMESTAMPS,
         ]
+
+    def validate(self, attrs):
+        attrs = super().validate(attrs)
+        instance = self.instance
+
+        def ids(field):
+            if field in attrs:
+                return [obj.pk for obj in attrs[field]]
+            return list(getattr(instance, field).values_list("pk", flat=True)) if instance else []
+
+        kind = attrs.get("kind", instance.kind if instance else None)
+        conflicts = purchase_conflicts(instance or Contract(), ids("nodes"), ids("gpus"), kind=kind)
+        if conflicts:
+            raise serializers.ValidationError(conflicts)
+        return attrs
 
     def validate_sla_terms(self, terms):
         priorities = [term["priority"] for term in terms]
