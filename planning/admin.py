@@ -1,10 +1,39 @@
 """Django admin for contracts: SLA terms and documents inline, coverage with filter_horizontal, renewal
-alerts read-only (the daily task raises them). Procurement models are registered with the procurement work."""
+alerts read-only (the daily task raises them). Procurement: purchase orders with their lines (and what was
+delivered of each); deliveries read-only (only ``procurement.receive_delivery`` records one, as it creates the
+nodes and GPUs); webhooks with a write-only secret; webhook deliveries read-only with their attempts."""
 
+from django import forms
 from django.contrib import admin
+from django.db.models import Count
 from simple_history.admin import SimpleHistoryAdmin
 
-from .models import Contract, ContractDocument, RenewalAlert, SLATerm
+from .models import (
+    Contract,
+    ContractDocument,
+    Delivery,
+    DeliveryItem,
+    OrderLine,
+    PurchaseOrder,
+    RenewalAlert,
+    SLATerm,
+    Webhook,
+    WebhookAttempt,
+    WebhookDelivery,
+)
+
+
+class ReadOnlyMixin:
+    """Shown, never written here."""
+
+    def has_add_permission(self, request, obj=None):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False
+
+    def has_delete_permission(self, request, obj=None):
+        return False
 
 
 class SLATermInline(admin.TabularInline):
@@ -42,3 +71,100 @@ class RenewalAlertAdmin(admin.ModelAdmin):
 
     def has_add_permission(self, request):
         return False
+
+
+class OrderLineInline(admin.TabularInline):
+    model = OrderLine
+    extra = 0
+    fields = ["node_model", "gpu_model", "description", "quantity", "unit_price", "delivered"]
+    readonly_fields = ["delivered"]
+
+    def get_queryset(self, request):
+        return super().get_queryset(request).select_related("node_model", "gpu_model").annotate(
+            delivered_count=Count("delivered_items"))
+
+    @admin.display(description="delivered")
+    def delivered(self, line):
+        return getattr(line, "delivered_count", 0)
+
+
+@admin.register(PurchaseOrder)
+class PurchaseOrderAdmin(SimpleHistoryAdmin):
+    list_display = ["__str__", "vendor", "contract", "site", "status", "ordered_on", "created_by"]
+    list_filter = ["status", "site", "vendor"]
+    search_fields = ["reference", "vendor", "external_id", "contract__reference"]
+    list_select_related = ["contract", "site", "created_by"]
+    date_hierarchy = "ordered_on"
+    readonly_fields = ["status", "created_by"]  # the status follows the deliveries (or the cancel action)
+    autocomplete_fields = ["contract"]
+    inlines = [OrderLineInline]
+
+
+class DeliveryItemInline(ReadOnlyMixin, admin.TabularInline):
+    model = DeliveryItem
+    fields = ["line", "serial", "node", "gpu"]
+    readonly_fields = fields
+
+    def get_queryset(self, request):
+        return super().get_queryset(request).select_related("line__node_model", "line__gpu_model", "node",
+                                                            "gpu__node")
+
+
+@admin.register(Delivery)
+class DeliveryAdmin(ReadOnlyMixin, SimpleHistoryAdmin):
+    list_display = ["__str__", "order", "delivered_on", "external_id", "item_count", "created_by"]
+    list_filter = ["delivered_on", "order__site"]
+    search_fields = ["order__reference", "order__vendor", "external_id", "items__serial"]
+    list_select_related = ["order", "created_by"]
+    date_hierarchy = "delivered_on"
+    inlines = [DeliveryItemInline]
+
+    def get_queryset(self, request):
+        return super().get_queryset(request).annotate(item_count=Count("items"))
+
+    @admin.display(description="items", ordering="item_count")
+    def item_count(self, delivery):
+        return delivery.item_count
+
+
+class WebhookForm(forms.ModelForm):
+    """The secret is write-only: never shown; left empty on a change, the stored one is kept."""
+
+    url = forms.URLField(max_length=500, assume_scheme="https")
+    secret = forms.CharField(widget=forms.PasswordInput(render_value=False), required=False, max_length=200,
+                             help_text="Signs each payload (HMAC-SHA256). Leave empty to keep the current secret.")
+
+    class Meta:
+        model = Webhook
+        fields = ["name", "url", "secret", "events", "enabled"]
+
+    def clean_secret(self):
+        secret = self.cleaned_data["secret"]
+        if not secret and not self.instance.pk:
+            raise forms.ValidationError("A new webhook needs a secret.")
+        return secret or self.instance.secret
+
+
+@admin.register(Webhook)
+class WebhookAdmin(SimpleHistoryAdmin):
+    form = WebhookForm
+    list_display = ["name", "url", "events", "enabled"]
+    list_filter = ["enabled"]
+    search_fields = ["name", "url"]
+
+
+class WebhookAttemptInline(ReadOnlyMixin, admin.TabularInline):
+    model = WebhookAttempt
+    fields = ["at", "status_code", "error", "duration_ms"]
+    readonly_fields = fields
+
+
+@admin.register(WebhookDelivery)
+class WebhookDeliveryAdmin(ReadOnlyMixin, admin.ModelAdmin):
+    list_display = ["__str__", "webhook", "event", "status", "attempts", "last_status_code", "created",
+                    "next_attempt_at"]
+    list_filter = ["status", "event", "webhook"]
+    search_fields = ["webhook__name", "last_error"]
+    list_select_related = ["webhook"]
+    date_hierarchy = "created"
+    inlines = [WebhookAttemptInline]
