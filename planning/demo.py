@@ -19,6 +19,7 @@ from inventory.models import GPUModel, Node, NodeModel, Site
 
 from .models import Contract, Delivery, OrderLine, PurchaseOrder, SLATerm
 from .procurement import ItemIn, receive_delivery
+from .tasks import raise_renewal_alerts
 
 PRICE_PER_NODE = D("300000")  # a DGX H100 class server, list price
 SLA = [("P1", 4, 24), ("P2", 8, 48), ("P3", 24, 120), ("P4", 72, 240)]
@@ -90,6 +91,8 @@ def seed(seeder, users):
             SLATerm.objects.update_or_create(contract=support, priority=priority, defaults={
                 "response_hours": response, "resolution_hours": resolution})
     expansion_order(seeder, contracts["NV-EXP-2026-0007"], users["manager"])
+    # What the daily task would do on its first run: the rental's notice deadline shows on the dashboard at once.
+    raise_renewal_alerts()
     return contracts
 
 

@@ -290,3 +290,14 @@ def test_telemetry_backfilled_from_the_simulator(seeded):
     assert util["train-h200"] > 85 and util["a100-legacy"] < 45  # saturated, storage-starved
     assert SlurmJob.objects.filter(source=jobs).count() > 300
     assert "GPU hours and" in seeded and "Slurm jobs backfilled" in seeded
+
+
+def test_demo_dashboard_shows_the_rental_renewal_alert(db):
+    """The demo rental ends within 60 days; its notice deadline is alerted at once, not after a day."""
+    from django.core.management import call_command
+
+    from planning.models import Contract, RenewalAlert
+
+    call_command("seed_demo", verbosity=0)
+    rental = Contract.objects.get(kind=Contract.Kind.RENTAL)
+    assert RenewalAlert.objects.filter(contract=rental, notice_deadline=rental.notice_deadline).count() == 1
