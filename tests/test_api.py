@@ -28,6 +28,7 @@ from inventory.models import (
 )
 from portal.models import APIToken
 from tests import factories as f
+from tests.conftest import token_client
 
 pytestmark = pytest.mark.django_db
 
@@ -45,29 +46,12 @@ INVENTORY_ENDPOINTS = {
 }
 
 
-def token_client(user):
-    _, key = APIToken.issue(user, "tests")
-    client = APIClient()
-    client.credentials(HTTP_AUTHORIZATION=f"Token {key}")
-    return client
-
-
 def list_url(model):
     return reverse(f"inventory-api:{model._meta.model_name}-list")
 
 
 def detail_url(obj, action="detail"):
     return reverse(f"inventory-api:{obj._meta.model_name}-{action}", args=[obj.pk])
-
-
-@pytest.fixture
-def manager_api(manager):
-    return token_client(manager)
-
-
-@pytest.fixture
-def viewer_api(viewer):
-    return token_client(viewer)
 
 
 @pytest.fixture

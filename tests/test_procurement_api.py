@@ -6,25 +6,17 @@ from datetime import date
 import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
-from rest_framework.test import APIClient
 
 from inventory.models import GPU, LifecycleState, Node, StateTransition
 from planning.models import Contract, Delivery, DeliveryItem, PurchaseOrder, Webhook
-from portal.models import APIToken, IdempotentRequest
+from portal.models import IdempotentRequest
 from portal.roles import PROCUREMENT
-from tests.conftest import make_user
+from tests.conftest import make_user, token_client
 from tests.factories import make_gpu_model, make_node, make_node_model, make_site
 
 ORDERS = "/api/planning/purchase-orders/"
 DELIVERIES = "/api/planning/deliveries/"
 CONTRACTS = "/api/planning/contracts/"
-
-
-def token_client(user):
-    _, key = APIToken.issue(user, "procurement system")
-    client = APIClient()
-    client.credentials(HTTP_AUTHORIZATION=f"Token {key}")
-    return client
 
 
 @pytest.fixture

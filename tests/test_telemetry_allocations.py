@@ -13,8 +13,8 @@ from rest_framework.test import APIClient
 from inventory.models import SlurmJob, TelemetrySource
 from inventory.telemetry import queries
 from inventory.telemetry.rollups import floor_hour
+from tests.conftest import token_client
 from tests.factories import make_node, make_site
-from tests.test_telemetry_api import token_client
 from tests.test_telemetry_dashboards import DASHBOARD, HTMX, freeze_now, make_fleet, read_csv
 
 H = timedelta(hours=1)
@@ -229,11 +229,6 @@ def test_dashboard_query_count_does_not_grow_with_jobs(viewer_client, django_ass
 
 
 # --- API ------------------------------------------------------------------------------------------
-
-
-@pytest.fixture
-def viewer_api(viewer):
-    return token_client(viewer)
 
 
 def test_api_allocations_match_the_hand_computed_figures(viewer_api, jobs, now):

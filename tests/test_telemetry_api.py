@@ -9,7 +9,7 @@ from rest_framework.test import APIClient
 
 from inventory import tasks
 from inventory.models import TelemetrySource, UnknownSeries
-from portal.models import APIToken
+from tests.conftest import token_client
 from tests.test_telemetry_dashboards import add_fleet, freeze_now, make_fleet
 
 SOURCES = "/api/inventory/telemetry-sources/"
@@ -26,23 +26,6 @@ def now(monkeypatch):
 @pytest.fixture
 def fleet(now):
     return make_fleet(now)
-
-
-def token_client(user):
-    _, key = APIToken.issue(user, "tests")
-    client = APIClient()
-    client.credentials(HTTP_AUTHORIZATION=f"Token {key}")
-    return client
-
-
-@pytest.fixture
-def viewer_api(viewer):
-    return token_client(viewer)
-
-
-@pytest.fixture
-def manager_api(manager):
-    return token_client(manager)
 
 
 # --- Sources --------------------------------------------------------------------------------------
