@@ -3,12 +3,10 @@ collector against a real local HTTP server, the pull into ``SlurmJob`` rows, and
 
 import copy
 import json
-import threading
+import socket
 import time
 from datetime import UTC, datetime, timedelta
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from urllib.parse import parse_qs, urlsplit
 
 import pytest
 
@@ -16,6 +14,7 @@ from inventory.models import SlurmJob, TelemetrySource
 from inventory.telemetry import jobstats, pull, slurm
 from inventory.telemetry.records import SourceError
 from inventory.telemetry.slurm import expand_hostlist, parse_jobs
+from tests.httpstub import stub_server
 
 FIXTURES = Path(__file__).parent / "fixtures" / "slurm"
 
@@ -253,53 +252,31 @@ def test_expand_hostlist_refuses_what_it_cannot_read(hostlist):
 # --- The collector against a real HTTP server -----------------------------------------------------------
 
 
-class FakeSlurm(ThreadingHTTPServer):
-    """slurmrestd stand-in on a loopback port: answers ``answers`` in turn (the last one again and again) and
-    records each request's path, query and headers."""
+class FakeSlurm:
+    """slurmrestd stand-in on a loopback port (``tests.httpstub``): answers ``answers`` in turn (the last one
+    again and again); ``requests`` records each request's path, query and headers."""
 
-    daemon_threads = True
+    PATH = "/slurmdb/v0.0.40/jobs"
 
-    def __init__(self):
-        super().__init__(("127.0.0.1", 0), Answer)
-        self.answers = [(200, b'{"jobs": []}', 0)]
-        self.requests = []
+    def __init__(self, stub):
+        self.stub, self.answers = stub, [(200, b'{"jobs": []}')]
+        self.requests = stub.requests
+        self.url = stub.url(self.PATH)
+        self.answer(b'{"jobs": []}')
 
-    @property
-    def url(self):
-        return f"http://127.0.0.1:{self.server_address[1]}/slurmdb/v0.0.40/jobs"
+    def _next(self, query):
+        status, body = self.answers.pop(0) if len(self.answers) > 1 else self.answers[0]
+        return status, "application/json", body
 
     def answer(self, body, status=200, delay=0):
-        self.answers = [(status, body, delay)]
-
-
-class Answer(BaseHTTPRequestHandler):
-    def do_GET(self):  # noqa: N802 (the name http.server calls)
-        server = self.server
-        parts = urlsplit(self.path)
-        server.requests.append((parts.path, parse_qs(parts.query), dict(self.headers)))
-        status, body, delay = server.answers.pop(0) if len(server.answers) > 1 else server.answers[0]
-        time.sleep(delay)
-        try:
-            self.send_response(status)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
-        except (BrokenPipeError, ConnectionResetError):
-            pass  # the client gave up (timeout test)
-
-    def log_message(self, *args):
-        pass
+        self.answers = [(status, body)]
+        self.stub.route(self.PATH, self._next, delay=delay)
 
 
 @pytest.fixture
 def slurm_server():
-    server = FakeSlurm()
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield server
-    server.shutdown()
-    server.server_close()
+    with stub_server() as stub:
+        yield FakeSlurm(stub)
 
 
 @pytest.fixture
@@ -362,9 +339,10 @@ def test_collect_gives_up_after_the_timeout(slurm_server, slurm_source):
 
 
 def test_collect_refused(slurm_source):
-    with FakeSlurm() as closed:
-        url = closed.url  # a port nobody listens on once closed
-    slurm_source.url = url
+    with socket.socket() as sock:  # a port nobody listens on once closed
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    slurm_source.url = f"http://127.0.0.1:{port}/slurmdb/v0.0.40/jobs"
     with pytest.raises(SourceError, match="cannot be reached"):
         slurm.collect(slurm_source, START, END)
 
@@ -384,7 +362,7 @@ def finished(document, job_id, end):
 
 def test_pull_stores_jobs_and_a_second_pull_updates_them(slurm_server, slurm_source):
     first = json.loads(fixture("sacct_24.05.json"))
-    slurm_server.answers = [(200, json.dumps(first).encode(), 0), (200, finished(first, 3002, 1700112000), 0)]
+    slurm_server.answers = [(200, json.dumps(first).encode()), (200, finished(first, 3002, 1700112000))]
     now = at(1700110000)
     pull.pull(slurm_source, now=now)
     assert SlurmJob.objects.filter(source=slurm_source).count() == 4
