@@ -5,7 +5,7 @@ from django.urls import path
 
 from portal.generic import object_urls
 
-from . import forms, procurement_views, views
+from . import forms, procurement_views, sizing_views, views
 from .models import Contract
 
 app_name = "planning"
@@ -28,4 +28,6 @@ urlpatterns = [
     path("renewal-alerts/<int:pk>/dismiss/", views.RenewalAlertDismissView.as_view(), name="renewalalert_dismiss"),
     # --- procurement ---
     *procurement_views.procurement_urls,
+    # --- sizing ---
+    path("sizing/", sizing_views.SizingView.as_view(), name="sizing"),
 ]

@@ -1,5 +1,6 @@
 """``/api/planning/``: included by ``portal.api.urls`` under the namespace ``planning-api``."""
 
+from django.urls import path
 from rest_framework.routers import DefaultRouter
 
 from . import views
@@ -9,4 +10,7 @@ router.register("contracts", views.ContractViewSet)
 router.register("purchase-orders", views.PurchaseOrderViewSet)
 router.register("deliveries", views.DeliveryViewSet)
 
-urlpatterns = router.urls
+urlpatterns = [
+    path("sizing/", views.SizingView.as_view(), name="sizing"),
+    *router.urls,
+]

@@ -1,0 +1,365 @@
+"""Workload sizing: what a training run needs in compute, memory, network, storage, host and power.
+
+Plain Python over plain data: ``size(workload, gpus)`` takes a :class:`Workload` and the GPU catalog as
+:class:`GPU` records (``catalog_gpus()`` reads them from ``inventory.GPUModel``, the only Django in this
+module) and returns a :class:`Sizing`, every figure with its value, unit, a one-line explanation and the
+formula's source. ``compare_all`` sizes the same workload on every GPU model.
+
+The formulas follow public references:
+
+* EleutherAI, "Transformer Math 101" (Anthony, Biderman, Schoelkopf, 2023): training compute
+  C = 6·N·D FLOPs (N parameters, D tokens), time = C / (GPUs × peak × utilisation), and memory for
+  mixed-precision AdamW: 2 bytes bf16 weights + 2 bytes bf16 gradients + 12 bytes optimizer state (fp32
+  master copy, momentum, variance) = 16 bytes per parameter (18 with fp32 gradients), divided over the GPUs
+  when the state is sharded (ZeRO-3, Rajbhandari et al. 2020); bf16 inference: 2 bytes per parameter plus the
+  KV cache.
+* Narayanan et al. 2021, "Efficient Large-Scale Language Model Training on GPU Clusters Using Megatron-LM":
+  parameters ≈ 12·L·h² for L layers of hidden size h, the 6·N·D count (8·N·D with activation
+  recomputation, which model FLOPs utilisation (MFU) excludes) and achieved utilisation of 40-50 % of peak at
+  scale, hence the default MFU of 0.40. Activation memory with full recomputation follows Korthikanti et al.
+  2022 ("Reducing Activation Recomputation in Large Transformer Models", Megatron-LM): each layer keeps its
+  input (2·s·h bytes) and one layer at a time is recomputed (≈ 34·s·h bytes, flash attention, micro-batch 1).
+* Hoffmann et al. 2022, "Training Compute-Optimal Large Language Models" (Chinchilla): a compute-optimal run
+  sees about 20 tokens per parameter.
+
+Gradient synchronisation is a ring all-reduce: each GPU sends and receives 2·(n−1)/n × the gradient bytes
+per step (Patarasuk and Yuan 2009; the "bus bandwidth" of NCCL's tests), and the node's network links are the
+slowest part of the ring once it spans nodes.
+
+Stated assumptions (module constants below): 8 GPUs per node; 10 % of GPU memory kept for the framework
+and fragmentation; gradient sync may take 20 % of step time; checkpoints written within 5 minutes; 8 CPU
+cores and 2× the GPU's memory in host RAM per GPU for data loading; a model's shape has h / L = 128; tokenised
+data at 4 bytes per token unless the dataset size says otherwise; power is GPU TDP × GPUs × PUE (default 1.3).
+"""
+
+import math
+from dataclasses import dataclass, field, fields, replace
+
+DEFAULT_MFU = 0.40
+DEFAULT_PUE = 1.3
+PRECISIONS = {"bf16": "BF16", "fp8": "FP8"}
+
+GPUS_PER_NODE = 8  # HGX / DGX / OAM baseboards; fit_class "single_node" means up to this many, over NVLink
+USABLE_MEMORY_SHARE = 0.9  # the rest: CUDA context, framework buffers, fragmentation
+TRAIN_BYTES_PER_PARAM = 16  # bf16 weights 2 + bf16 gradients 2 + fp32 master, momentum, variance 12
+INFERENCE_BYTES_PER_PARAM = 2  # bf16 weights
+CHECKPOINT_BYTES_PER_PARAM = 14  # bf16 weights 2 + fp32 master, momentum, variance 12 (gradients not saved)
+GRADIENT_BYTES_PER_PARAM = 2  # bf16 gradients, all-reduced every step
+SYNC_SHARE = 0.20  # gradient synchronisation may take this share of a step (the rest overlaps or computes)
+CHECKPOINT_WRITE_SECONDS = 300  # save a checkpoint within 5 minutes
+DEFAULT_BYTES_PER_TOKEN = 4  # tokenised data, one uint32 per token
+CPU_CORES_PER_GPU = 8  # data-loader workers, the training process and the framework's threads
+HOST_RAM_PER_GPU_MEMORY = 2  # host RAM per GPU = 2 × its memory (pinned buffers, page cache, checkpoint staging)
+ASPECT_RATIO = 128  # hidden size / layers (LLaMA 7B: 4096 / 32)
+CHINCHILLA_TOKENS_PER_PARAM = 20
+
+T101 = 'EleutherAI, "Transformer Math 101" (2023)'
+MEGATRON = "Narayanan et al. 2021 (Megatron-LM)"
+ACTIVATIONS = "Korthikanti et al. 2022 (Megatron-LM activation recomputation)"
+ZERO = T101 + "; Rajbhandari et al. 2020 (ZeRO-3)"
+RING = "Ring all-reduce (Patarasuk & Yuan 2009; NCCL bus bandwidth)"
+CHINCHILLA = "Hoffmann et al. 2022 (Chinchilla)"
+RULE = "Rule of thumb (stated in the module)"
+
+
+def _input(label, help_text, kind="float", minimum=0, maximum=None, inclusive=False, choices=None):
+    """Metadata of a workload input; the page's form and the API serializer are built from it."""
+    return {"label": label, "help": help_text, "kind": kind, "min": minimum, "max": maximum,
+            "inclusive": inclusive, "choices": choices}
+
+
+@dataclass(frozen=True)
+class Workload:
+    """A training run to size. ``None`` means "not given"; limits are enforced by :func:`validate`."""
+
+    params_billion: float = field(metadata=_input(
+        "Parameters (billion)", "Total parameters, all experts of a mixture-of-experts model included.",
+        maximum=100_000))
+    tokens_billion: float = field(metadata=_input("Training tokens (billion)", "Tokens seen in training.",
+                                                  maximum=10_000_000))
+    gpu_model: str = field(metadata=_input("GPU model", "A GPU model of the catalog, by name.", kind="gpu"))
+    active_params_billion: float | None = field(default=None, metadata=_input(
+        "Active parameters (billion)", "Mixture-of-experts: parameters active per token (default: all).",
+        maximum=100_000))
+    num_gpus: int | None = field(default=None, metadata=_input(
+        "GPUs", "GPUs the run gets (optional).", kind="int", maximum=1_000_000))
+    precision: str = field(default="bf16", metadata=_input(
+        "Precision", "Compute precision of the matrix multiplications.", kind="choice",
+        choices=list(PRECISIONS.items())))
+    mfu: float = field(default=DEFAULT_MFU, metadata=_input(
+        "MFU", f"Model FLOPs utilisation: achieved share of peak (default {DEFAULT_MFU}, Megatron-LM at scale).",
+        maximum=1, inclusive=True))
+    seq_len: int = field(default=4096, metadata=_input("Sequence length", "Tokens per sequence.", kind="int",
+                                                       maximum=10_000_000))
+    global_batch_tokens: int = field(default=4_194_304, metadata=_input(
+        "Global batch (tokens)", "Tokens per optimizer step, all GPUs together (default 4M).", kind="int",
+        maximum=1_000_000_000))
+    dataset_tb: float | None = field(default=None, metadata=_input(
+        "Dataset size (TB)", "Training data as stored, read once per run (optional; default 4 bytes per token).",
+        maximum=1_000_000))
+    checkpoint_interval_hours: float = field(default=1.0, metadata=_input(
+        "Checkpoint interval (hours)", "Time between checkpoints.", maximum=10_000))
+    deadline_days: float | None = field(default=None, metadata=_input(
+        "Deadline (days)", "Wall-clock days the run must finish in (optional).", maximum=10_000))
+    pue: float = field(default=DEFAULT_PUE, metadata=_input(
+        "PUE", f"Facility power usage effectiveness (default {DEFAULT_PUE}).", minimum=1, maximum=5,
+        inclusive=True))
+
+    @property
+    def total_params(self):
+        return self.params_billion * 1e9
+
+    @property
+    def active_params(self):
+        return (self.active_params_billion or self.params_billion) * 1e9
+
+    @property
+    def tokens(self):
+        return self.tokens_billion * 1e9
+
+
+INPUTS = {f.name: f for f in fields(Workload)}
+
+
+@dataclass(frozen=True)
+class GPU:
+    """The catalog figures sizing needs (TFLOP/s dense; ``fp8_tflops`` None: no FP8)."""
+
+    name: str
+    memory_gb: float
+    bf16_tflops: float
+    fp8_tflops: float | None
+    tdp_w: float
+    nvlink_gbs: float = 0
+
+    @classmethod
+    def of(cls, obj):
+        """From a ``GPUModel`` (or anything with its attributes); Decimals become floats."""
+        fp8 = getattr(obj, "fp8_tflops", None)
+        return cls(name=obj.name, memory_gb=float(obj.memory_gb), bf16_tflops=float(obj.bf16_tflops),
+                   fp8_tflops=None if fp8 is None else float(fp8), tdp_w=float(obj.tdp_w),
+                   nvlink_gbs=float(getattr(obj, "nvlink_gbs", 0) or 0))
+
+    def peak_flops(self, precision):
+        return (self.fp8_tflops if precision == "fp8" else self.bf16_tflops) * 1e12
+
+
+def catalog_gpus():
+    """The GPU models of the catalog by name (the adapter to ``inventory``; imported late)."""
+    from inventory.models import GPUModel
+
+    return {g.name: GPU.of(g) for g in GPUModel.objects.order_by("vendor", "name")}
+
+
+class SizingError(ValueError):
+    """Invalid inputs: ``errors`` maps an input's name to its messages."""
+
+    def __init__(self, errors):
+        super().__init__("; ".join(f"{name}: {' '.join(msgs)}" for name, msgs in errors.items()))
+        self.errors = errors
+
+
+def validate(workload, gpus):
+    """Every problem with ``workload`` as ``{input: [message]}``; empty when it can be sized."""
+    errors = {}
+    for name, spec in INPUTS.items():
+        meta, value = spec.metadata, getattr(workload, name)
+        if value is None or meta["kind"] in ("gpu", "choice"):
+            continue
+        low = meta["min"]
+        if value < low or (value == low and not meta["inclusive"]):
+            errors[name] = [f"Must be {'at least' if meta['inclusive'] else 'greater than'} {low}."]
+        elif meta["max"] is not None and value > meta["max"]:
+            errors[name] = [f"Must be at most {meta['max']:,}."]
+    if workload.precision not in PRECISIONS:
+        errors["precision"] = [f"Unknown precision {workload.precision!r}: one of {', '.join(PRECISIONS)}."]
+    gpu = gpus.get(workload.gpu_model)
+    if gpu is None:
+        errors["gpu_model"] = [f"Unknown GPU model {workload.gpu_model!r}: not in the catalog."]
+    elif workload.precision == "fp8" and gpu.fp8_tflops is None:
+        errors["precision"] = [f"{gpu.name} has no FP8 tensor cores; size it in bf16."]
+    active = workload.active_params_billion
+    if active is not None and "active_params_billion" not in errors and "params_billion" not in errors \
+            and active > workload.params_billion:
+        errors["active_params_billion"] = ["Active parameters cannot exceed the total parameters."]
+    return errors
+
+
+@dataclass(frozen=True)
+class Figure:
+    key: str
+    label: str
+    value: float | int | str | None
+    unit: str
+    explanation: str
+    source: str
+
+
+# Every figure of a sizing, in display order: key → (label, unit, source).
+FIGURES = {
+    "training_flops": ("Training compute", "FLOP", T101),
+    "chinchilla_tokens_billion": ("Compute-optimal tokens", "billion tokens", CHINCHILLA),
+    "gpu_hours": ("GPU-hours", "GPU-h", T101),
+    "gpus": ("GPUs sized for", "GPUs", RULE),
+    "wall_clock_days": ("Wall-clock time", "days", T101),
+    "gpus_for_deadline": ("GPUs for the deadline", "GPUs", T101),
+    "memory_per_gpu_gb": ("Training memory per GPU", "GB", ZERO + "; " + ACTIVATIONS),
+    "min_gpus_to_fit": ("GPUs to fit training", "GPUs", ZERO),
+    "fit_class": ("Fit", "", RULE),
+    "inference_memory_gb": ("Inference memory (bf16)", "GB", T101),
+    "inference_min_gpus": ("GPUs to fit inference", "GPUs", T101),
+    "step_seconds": ("Step time", "s", MEGATRON),
+    "internode_bandwidth_gbps": ("Network per node", "Gb/s", RING),
+    "storage_read_gbs": ("Storage read throughput", "GB/s", RULE),
+    "checkpoint_size_gb": ("Checkpoint size", "GB", T101),
+    "checkpoint_write_gbs": ("Checkpoint write throughput", "GB/s", RULE),
+    "checkpoint_time_share": ("Time spent checkpointing", "%", RULE),
+    "cpu_cores_per_gpu": ("CPU cores per GPU", "cores", RULE),
+    "ram_per_gpu_gb": ("Host RAM per GPU", "GB", RULE),
+    "power_kw": ("Power draw", "kW", RULE),
+    "energy_kwh": ("Energy", "kWh", RULE),
+}
+
+
+@dataclass(frozen=True)
+class Sizing:
+    workload: Workload
+    gpu: GPU
+    figures: dict  # key → Figure, in FIGURES order
+
+    def __getitem__(self, key):
+        return self.figures[key].value
+
+
+def fit_class(gpus):
+    """``single_gpu``, ``single_node`` (up to GPUS_PER_NODE GPUs on NVLink) or ``multi_node``."""
+    if gpus <= 1:
+        return "single_gpu"
+    return "single_node" if gpus <= GPUS_PER_NODE else "multi_node"
+
+
+def model_shape(active_params):
+    """(layers, hidden size) of a dense transformer with ``active_params``: N ≈ 12·L·h², h = 128·L."""
+    hidden = (active_params * ASPECT_RATIO / 12) ** (1 / 3)
+    return hidden / ASPECT_RATIO, hidden
+
+
+def size(workload, gpus):
+    """Size ``workload`` on its GPU model; ``gpus`` maps catalog names to :class:`GPU`. Raises SizingError."""
+    errors = validate(workload, gpus)
+    if errors:
+        raise SizingError(errors)
+    w, gpu = workload, gpus[workload.gpu_model]
+    n_total, n_active, tokens = w.total_params, w.active_params, w.tokens
+    figures = {}
+
+    def put(key, value, explanation):
+        label, unit, source = FIGURES[key]
+        figures[key] = Figure(key, label, value, unit, explanation, source)
+
+    moe = " (active parameters: mixture of experts)" if w.active_params_billion else ""
+    flops = 6 * n_active * tokens
+    put("training_flops", flops, f"6 × N × D = 6 × {n_active:.3g} parameters{moe} × {tokens:.3g} tokens.")
+    put("chinchilla_tokens_billion", CHINCHILLA_TOKENS_PER_PARAM * n_active / 1e9,
+        f"About {CHINCHILLA_TOKENS_PER_PARAM} tokens per parameter is compute-optimal; this run has "
+        f"{tokens / n_active:.1f}.")
+    peak = gpu.peak_flops(w.precision)
+    gpu_hours = flops / (peak * w.mfu) / 3600
+    put("gpu_hours", gpu_hours, f"FLOPs / ({PRECISIONS[w.precision]} peak {peak / 1e12:,.1f} TFLOP/s × MFU "
+        f"{w.mfu:g}) / 3600.")
+
+    # Training memory: sharded states (16 bytes / parameter over n GPUs) + one GPU's activations.
+    layers, hidden = model_shape(n_active)
+    activations = w.seq_len * hidden * (2 * layers + 34)
+    usable = gpu.memory_gb * 1e9 * USABLE_MEMORY_SHARE
+    states = TRAIN_BYTES_PER_PARAM * n_total
+    min_gpus = math.ceil(states / (usable - activations)) if usable > activations else None
+    put("min_gpus_to_fit", min_gpus,
+        f"{TRAIN_BYTES_PER_PARAM} bytes × {n_total:.3g} parameters (all of them) sharded over the GPUs, plus "
+        f"{activations / 1e9:.1f} GB of activations per GPU, within {USABLE_MEMORY_SHARE:.0%} of "
+        f"{gpu.memory_gb:g} GB." if min_gpus else "The activations of one sequence alone exceed the GPU's memory.")
+
+    deadline_gpus = None
+    if w.deadline_days:
+        deadline_gpus = max(math.ceil(gpu_hours / (w.deadline_days * 24)), min_gpus or 1)
+        put("gpus_for_deadline", deadline_gpus, f"GPU-hours / ({w.deadline_days:g} days × 24 h), rounded up, "
+            "and at least the GPUs to fit.")
+    else:
+        put("gpus_for_deadline", None, "Give a deadline to get the GPUs it needs.")
+
+    n, why = ((w.num_gpus, "the GPUs given") if w.num_gpus else (deadline_gpus, "the GPUs for the deadline")
+              if deadline_gpus else (min_gpus or 1, "the fewest GPUs that fit training"))
+    put("gpus", n, f"The figures below that depend on a GPU count use {why}.")
+    put("wall_clock_days", gpu_hours / n / 24, f"GPU-hours / {n:,} GPUs / 24, assuming the MFU holds at this scale.")
+    fits = min_gpus is not None and n >= min_gpus
+    put("memory_per_gpu_gb", (states / n + activations) / 1e9,
+        f"{TRAIN_BYTES_PER_PARAM} bytes / parameter / {n:,} GPUs + activations (full recomputation, micro-batch 1): "
+        + ("fits." if fits else f"does NOT fit {gpu.memory_gb:g} GB."))
+    fit = fit_class(min_gpus) if min_gpus else "multi_node"
+    put("fit_class", fit, f"Training needs {min_gpus or 'more than any number of'} GPU(s); a node holds "
+        f"{GPUS_PER_NODE}" + ("" if gpu.nvlink_gbs or fit == "single_gpu" else ", but this GPU has no NVLink") + ".")
+
+    kv_cache = 2 * 2 * layers * hidden * w.seq_len  # K and V, bf16, every layer, one sequence
+    inference = INFERENCE_BYTES_PER_PARAM * n_total + kv_cache
+    put("inference_memory_gb", inference / 1e9, f"{INFERENCE_BYTES_PER_PARAM} bytes × parameters + KV cache of one "
+        f"{w.seq_len:,}-token sequence ({kv_cache / 1e9:.1f} GB, without grouped-query attention).")
+    put("inference_min_gpus", math.ceil(inference / usable), "Inference memory / usable memory per GPU.")
+
+    # Throughput of the whole run on n GPUs.
+    tokens_per_s = n * peak * w.mfu / (6 * n_active)
+    step = w.global_batch_tokens / tokens_per_s
+    put("step_seconds", step, f"Global batch {w.global_batch_tokens:,} tokens / {tokens_per_s:,.0f} tokens/s "
+        "(n × peak × MFU / 6N).")
+    if n > GPUS_PER_NODE:
+        ring_bytes = 2 * (n - 1) / n * GRADIENT_BYTES_PER_PARAM * n_total
+        put("internode_bandwidth_gbps", ring_bytes * 8 / 1e9 / (SYNC_SHARE * step),
+            f"Ring all-reduce 2·(n−1)/n × {GRADIENT_BYTES_PER_PARAM} bytes of gradients per parameter, within "
+            f"{SYNC_SHARE:.0%} of the step.")
+    else:
+        put("internode_bandwidth_gbps", 0, "One node: gradients are synchronised over NVLink / PCIe only.")
+    bytes_per_token = w.dataset_tb * 1e12 / tokens if w.dataset_tb else DEFAULT_BYTES_PER_TOKEN
+    put("storage_read_gbs", tokens_per_s * bytes_per_token / 1e9,
+        f"{tokens_per_s:,.0f} tokens/s × {bytes_per_token:.3g} bytes per token"
+        + (" (dataset size / tokens)." if w.dataset_tb else " (tokenised, uint32)."))
+    checkpoint = CHECKPOINT_BYTES_PER_PARAM * n_total
+    put("checkpoint_size_gb", checkpoint / 1e9, f"{CHECKPOINT_BYTES_PER_PARAM} bytes × parameters: bf16 weights and "
+        "fp32 master weights, momentum and variance.")
+    put("checkpoint_write_gbs", checkpoint / 1e9 / CHECKPOINT_WRITE_SECONDS,
+        f"Checkpoint size / {CHECKPOINT_WRITE_SECONDS // 60} minutes.")
+    put("checkpoint_time_share", 100 * CHECKPOINT_WRITE_SECONDS / (w.checkpoint_interval_hours * 3600),
+        f"{CHECKPOINT_WRITE_SECONDS // 60} minutes of writing every {w.checkpoint_interval_hours:g} h (if not "
+        "written asynchronously).")
+    put("cpu_cores_per_gpu", CPU_CORES_PER_GPU, "Data-loader workers, the training process and its threads.")
+    put("ram_per_gpu_gb", HOST_RAM_PER_GPU_MEMORY * gpu.memory_gb,
+        f"{HOST_RAM_PER_GPU_MEMORY} × the GPU's memory: pinned buffers, page cache, checkpoint staging.")
+    put("power_kw", n * gpu.tdp_w * w.pue / 1000, f"{n:,} GPUs × {gpu.tdp_w:g} W TDP × PUE {w.pue:g} (GPUs only).")
+    put("energy_kwh", gpu_hours * gpu.tdp_w / 1000 * w.pue, f"GPU-hours × {gpu.tdp_w:g} W × PUE {w.pue:g}.")
+    return Sizing(w, gpu, {key: figures[key] for key in FIGURES})
+
+
+# The figures that the comparison of GPU models shows.
+COMPARISON_FIGURES = ["min_gpus_to_fit", "fit_class", "gpu_hours", "gpus", "wall_clock_days", "gpus_for_deadline",
+                      "energy_kwh"]
+
+
+@dataclass(frozen=True)
+class ComparisonRow:
+    gpu: GPU
+    sizing: Sizing | None
+    problem: str = ""  # why it could not be sized, e.g. no FP8
+
+    @property
+    def values(self):
+        """The comparison figures' values by key (all None when it could not be sized)."""
+        return {key: self.sizing[key] if self.sizing else None for key in COMPARISON_FIGURES}
+
+
+def compare_all(workload, gpus):
+    """The same workload on every GPU model of ``gpus`` (name → GPU), in its order."""
+    rows = []
+    for gpu in gpus.values():
+        try:
+            rows.append(ComparisonRow(gpu, size(replace(workload, gpu_model=gpu.name), gpus)))
+        except SizingError as error:
+            rows.append(ComparisonRow(gpu, None, " ".join(m for msgs in error.errors.values() for m in msgs)))
+    return rows

@@ -1,0 +1,82 @@
+"""The workload sizing page: a GET form (results are shareable URLs) over ``planning.sizing``, the figures of the
+chosen GPU model and the comparison of every GPU model of the catalog. Any logged-in user may size."""
+
+from dataclasses import MISSING
+
+from django import forms
+from django.views.generic import TemplateView
+
+from . import sizing
+
+
+def form_field(spec):
+    """The form field of a ``Workload`` input; its limits are checked by ``sizing.validate``."""
+    meta = spec.metadata
+    options = {"label": meta["label"], "help_text": meta["help"], "required": spec.default is MISSING}
+    if meta["kind"] == "choice":
+        return forms.ChoiceField(choices=meta["choices"], **options)
+    if meta["kind"] == "gpu":
+        return forms.ChoiceField(**options)  # choices: the catalog, set by SizingForm
+    field_class = forms.IntegerField if meta["kind"] == "int" else forms.FloatField
+    return field_class(widget=forms.NumberInput(attrs={"step": "any"}), **options)
+
+
+class SizingForm(forms.Form):
+    """The inputs of ``sizing.Workload``; blank optional inputs take the workload's defaults."""
+
+    def __init__(self, *args, gpus, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.gpus = gpus
+        for name, spec in sizing.INPUTS.items():
+            self.fields[name] = form_field(spec)
+            if spec.default not in (MISSING, None):
+                self.fields[name].widget.attrs["placeholder"] = spec.default
+        self.fields["gpu_model"].choices = [(name, name) for name in gpus]
+
+    def clean(self):
+        data = super().clean()
+        if self.errors:
+            return data
+        data = {name: value for name, value in data.items() if value not in (None, "")}
+        for name, messages in sizing.validate(sizing.Workload(**data), self.gpus).items():
+            self.add_error(name, messages)
+        return data
+
+    def workload(self):
+        return sizing.Workload(**self.cleaned_data)
+
+
+def display(value):
+    """A figure for people: large counts with separators, huge ones in scientific notation, small ones to 3
+    significant digits; None (does not apply) as a dash."""
+    if value is None:
+        return "—"
+    if isinstance(value, str):
+        return value.replace("_", " ")
+    if isinstance(value, int) or abs(value) >= 100 and abs(value) < 1e9:
+        return f"{value:,.0f}"
+    if abs(value) >= 1e9:
+        return f"{value:.3g}"
+    return f"{value:,.1f}" if abs(value) >= 1 else f"{value:.3g}"
+
+
+class SizingView(TemplateView):
+    template_name = "planning/sizing.html"
+
+    def get_context_data(self, **kwargs):
+        context = super().get_context_data(**kwargs)
+        gpus = sizing.catalog_gpus()
+        form = SizingForm(self.request.GET or None, gpus=gpus)
+        context.update(form=form, default_mfu=sizing.DEFAULT_MFU, gpus_per_node=sizing.GPUS_PER_NODE)
+        if form.is_valid():
+            workload = form.workload()
+            rows = sizing.compare_all(workload, gpus)
+            context.update(
+                figures=[(figure, display(figure.value)) for figure in sizing.size(workload, gpus).figures.values()],
+                comparison=[(row, [display(value) for value in row.values.values()]) for row in rows],
+                comparison_headers=[sizing.FIGURES[key][:2] for key in sizing.COMPARISON_FIGURES],
+                chart={"labels": [row.gpu.name for row in rows if row.sizing], "x_title": "GPU-hours",
+                       "series": [{"name": "GPU-hours", "values": [row.sizing["gpu_hours"] for row in rows
+                                                                    if row.sizing]}]},
+            )
+        return context

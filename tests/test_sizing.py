@@ -1,0 +1,168 @@
+"""Workload sizing: hand-computed cases of ``planning.sizing``, the page and ``POST /api/planning/sizing/``."""
+
+from types import SimpleNamespace
+
+import pytest
+from django.urls import reverse
+
+from inventory.catalog import GPU_MODELS
+from planning import sizing
+from planning.sizing import GPU, SizingError, Workload, compare_all, fit_class, size
+
+CATALOG = {d["name"]: GPU.of(SimpleNamespace(**d)) for d in GPU_MODELS}
+H100 = "H100 SXM 80GB"
+API = "/api/planning/sizing/"
+
+
+def sized(**inputs):
+    return size(Workload(**{"gpu_model": H100, **inputs}), CATALOG)
+
+
+def test_7b_on_2t_tokens_hand_computed():
+    s = sized(params_billion=7, tokens_billion=2000, num_gpus=512)
+    assert s["training_flops"] == pytest.approx(8.4e22)  # 6 · 7e9 · 2e12
+    assert s["gpu_hours"] == pytest.approx(8.4e22 / (989.4e12 * 0.4) / 3600)
+    assert s["gpu_hours"] == pytest.approx(58_958, rel=1e-4)
+    assert s["wall_clock_days"] == pytest.approx(58_958 / 512 / 24, rel=1e-4)
+    assert s["checkpoint_size_gb"] == pytest.approx(14 * 7)  # 14 bytes per parameter
+    assert s["checkpoint_write_gbs"] == pytest.approx(98 / 300)
+    assert s["energy_kwh"] == pytest.approx(s["gpu_hours"] * 0.7 * 1.3)
+    assert s["power_kw"] == pytest.approx(512 * 0.7 * 1.3)
+    assert s["chinchilla_tokens_billion"] == pytest.approx(140)
+    for figure in s.figures.values():
+        assert figure.explanation and figure.source and figure.label
+    assert set(s.figures) == set(sizing.FIGURES)
+
+
+def test_fp8_doubles_the_peak():
+    assert sized(params_billion=7, tokens_billion=2000, precision="fp8")["gpu_hours"] == pytest.approx(
+        sized(params_billion=7, tokens_billion=2000)["gpu_hours"] * 989.4 / 1978.9)
+
+
+def test_70b_does_not_fit_one_80gb_gpu_for_training():
+    s = sized(params_billion=70, tokens_billion=1400, num_gpus=1)
+    assert s["min_gpus_to_fit"] >= 16  # 1,120 GB of states over 72 GB usable per GPU, less activations
+    assert s["memory_per_gpu_gb"] > 80
+    assert "does NOT fit" in s.figures["memory_per_gpu_gb"].explanation
+    assert s["fit_class"] == "multi_node"
+    assert s["inference_min_gpus"] == 3  # 140 GB of bf16 weights + ~10 GB KV cache > 2 × 72 GB usable
+
+
+def test_moe_active_params_for_flops_total_params_for_memory():
+    moe = sized(params_billion=47, active_params_billion=13, tokens_billion=1000)
+    dense = sized(params_billion=13, tokens_billion=1000)
+    assert moe["training_flops"] == pytest.approx(6 * 13e9 * 1e12) == dense["training_flops"]
+    assert moe["min_gpus_to_fit"] > dense["min_gpus_to_fit"]
+    assert moe["checkpoint_size_gb"] == pytest.approx(14 * 47)
+    assert moe["inference_memory_gb"] > 2 * 47
+
+
+def test_deadline_gives_the_gpus_it_needs():
+    s = sized(params_billion=7, tokens_billion=2000, deadline_days=30)
+    assert s["gpus_for_deadline"] == 82  # ceil(58,958 / 720)
+    assert s["gpus"] == 82 and s["wall_clock_days"] <= 30
+    assert sized(params_billion=7, tokens_billion=2000)["gpus_for_deadline"] is None
+
+
+def test_more_gpus_never_slower_more_params_never_less_memory():
+    days = [sized(params_billion=7, tokens_billion=100, num_gpus=n)["wall_clock_days"] for n in (8, 16, 64)]
+    assert days == sorted(days, reverse=True)
+    memory = [sized(params_billion=p, tokens_billion=100, num_gpus=8)["memory_per_gpu_gb"] for p in (1, 7, 70)]
+    assert memory == sorted(memory)
+
+
+@pytest.mark.parametrize("gpus, expected", [(1, "single_gpu"), (2, "single_node"), (8, "single_node"),
+                                            (9, "multi_node")])
+def test_fit_class_boundaries(gpus, expected):
+    assert fit_class(gpus) == expected
+
+
+def test_small_model_fits_one_gpu_and_needs_no_network():
+    s = sized(params_billion=1, tokens_billion=20)
+    assert s["min_gpus_to_fit"] == 1 and s["fit_class"] == "single_gpu"
+    assert s["internode_bandwidth_gbps"] == 0
+
+
+def test_network_per_node_follows_the_ring():
+    s = sized(params_billion=7, tokens_billion=2000, num_gpus=64)
+    ring = 2 * 63 / 64 * 2 * 7e9  # bytes per step
+    assert s["internode_bandwidth_gbps"] == pytest.approx(ring * 8 / 1e9 / (0.2 * s["step_seconds"]))
+    tokens_per_s = 64 * 989.4e12 * 0.4 / (6 * 7e9)
+    assert s["step_seconds"] == pytest.approx(4_194_304 / tokens_per_s)
+    assert s["storage_read_gbs"] == pytest.approx(tokens_per_s * 4 / 1e9)
+
+
+@pytest.mark.parametrize("inputs, field, message", [
+    ({"params_billion": 0}, "params_billion", "greater than 0"),
+    ({"tokens_billion": -5}, "tokens_billion", "greater than 0"),
+    ({"mfu": 1.5}, "mfu", "at most 1"),
+    ({"gpu_model": "Z9000"}, "gpu_model", "Unknown GPU model"),
+    ({"gpu_model": "A100 80GB SXM", "precision": "fp8"}, "precision", "no FP8"),
+    ({"active_params_billion": 8}, "active_params_billion", "cannot exceed"),
+])
+def test_invalid_inputs_are_refused_with_a_clear_message(inputs, field, message):
+    with pytest.raises(SizingError) as error:
+        sized(**{"params_billion": 7, "tokens_billion": 100, **inputs})
+    assert message in " ".join(error.value.errors[field])
+
+
+def test_compare_all_sizes_every_gpu_model():
+    rows = compare_all(Workload(7, 2000, H100, precision="fp8"), CATALOG)
+    assert [row.gpu.name for row in rows] == list(CATALOG)
+    a100 = [row for row in rows if row.gpu.name.startswith("A100")]
+    assert all(row.sizing is None and "FP8" in row.problem for row in a100)
+    b200 = next(row for row in rows if row.gpu.name == "B200")
+    assert b200.values["gpu_hours"] < next(r for r in rows if r.gpu.name == H100).values["gpu_hours"]
+
+
+# --- page and API (the catalog comes from the seeding migration) ---
+
+QUERY = {"params_billion": 7, "tokens_billion": 2000, "gpu_model": H100, "deadline_days": 30}
+
+
+def test_page_renders_a_result_and_a_comparison_row_per_gpu_model(viewer_client):
+    response = viewer_client.get(reverse("planning:sizing"), QUERY)
+    assert response.status_code == 200
+    html = response.content.decode()
+    assert 'id="figure-gpu_hours"' in html and "58,958" in html
+    assert html.count('class="comparison-row"') == len(GPU_MODELS)
+    assert 'data-source="sizing-chart"' in html and "Workload sizing" in html
+
+
+def test_page_without_inputs_shows_the_form_and_errors(viewer_client):
+    url = reverse("planning:sizing")
+    assert 'id="sizing-form"' in viewer_client.get(url).content.decode()
+    html = viewer_client.get(url, {**QUERY, "gpu_model": "A100 80GB SXM", "precision": "fp8"}).content.decode()
+    assert "no FP8 tensor cores" in html and 'id="sizing-result"' not in html
+
+
+def test_page_requires_login(client):
+    response = client.get(reverse("planning:sizing"), QUERY)
+    assert response.status_code == 302 and "login" in response["Location"]
+
+
+def test_api_sizes_and_compares(viewer_api):
+    response = viewer_api.post(API, QUERY, format="json")
+    assert response.status_code == 200, response.content
+    body = response.json()
+    assert body["figures"]["gpu_hours"]["value"] == pytest.approx(58_958, rel=1e-4)
+    assert body["figures"]["gpus_for_deadline"]["value"] == 82
+    assert body["figures"]["fit_class"]["source"]
+    assert len(body["comparison"]) == len(GPU_MODELS)
+
+
+@pytest.mark.parametrize("body, field", [
+    ({**QUERY, "params_billion": -1}, "params_billion"),
+    ({**QUERY, "gpu_model": "A100 40GB SXM", "precision": "fp8"}, "precision"),
+    ({**QUERY, "gpu_model": "nope"}, "gpu_model"),
+    ({"tokens_billion": 10, "gpu_model": H100}, "params_billion"),
+])
+def test_api_refuses_invalid_inputs_by_field(manager_api, body, field):
+    response = manager_api.post(API, body, format="json")
+    assert response.status_code == 400 and field in response.json()
+
+
+def test_api_refuses_anonymous(db):
+    from rest_framework.test import APIClient
+
+    assert APIClient().post(API, QUERY, format="json").status_code in (401, 403)
