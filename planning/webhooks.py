@@ -17,6 +17,7 @@ import requests
 from celery import shared_task
 from django.core.serializers.json import DjangoJSONEncoder
 from django.db import transaction
+from django.db.models import Q
 from django.utils import timezone
 
 from .models import Webhook, WebhookAttempt, WebhookDelivery
@@ -27,6 +28,8 @@ TIMEOUT_S = 5
 MAX_ATTEMPTS = 6
 FIRST_RETRY_S = 30  # then 60, 120, 240, 480
 TEST_EVENT = "ping"
+SWEEP_GRACE = timedelta(minutes=2)  # a pending delivery this overdue was lost (broker down): queue it again
+REQUEUE_HOLD = timedelta(minutes=10)  # a re-queued delivery is left alone this long by the next sweeps
 
 
 def emit(event, payload, webhooks=None):
@@ -103,17 +106,46 @@ def backoff(attempts):
 
 @shared_task(bind=True, max_retries=MAX_ATTEMPTS - 1, acks_late=True)
 def send_webhook(self, delivery_id):
-    """Send one webhook delivery; on failure retry with backoff, after ``MAX_ATTEMPTS`` mark it failed."""
-    delivery = WebhookDelivery.objects.select_related("webhook").filter(pk=delivery_id).first()
-    if delivery is None or delivery.status != WebhookDelivery.Status.PENDING:
-        return
-    if attempt(delivery):
-        delivery.status, delivery.next_attempt_at = WebhookDelivery.Status.SENT, None
-    elif delivery.attempts >= MAX_ATTEMPTS:
-        delivery.status, delivery.next_attempt_at = WebhookDelivery.Status.FAILED, None
-    else:
-        countdown = backoff(delivery.attempts)
-        delivery.next_attempt_at = delivery.last_attempt_at + timedelta(seconds=countdown)
-    delivery.save()
+    """Send one webhook delivery; on failure retry with backoff, after ``MAX_ATTEMPTS`` mark it failed.
+
+    The delivery row stays locked while it is sent: a second task for the same delivery (queued again by
+    ``requeue_pending_webhooks``) skips it instead of sending it twice."""
+    with transaction.atomic():
+        delivery = (WebhookDelivery.objects.select_for_update(skip_locked=True, of=("self",))
+                    .select_related("webhook").filter(pk=delivery_id).first())
+        if delivery is None or delivery.status != WebhookDelivery.Status.PENDING:
+            return
+        if attempt(delivery):
+            delivery.status, delivery.next_attempt_at = WebhookDelivery.Status.SENT, None
+        elif delivery.attempts >= MAX_ATTEMPTS:
+            delivery.status, delivery.next_attempt_at = WebhookDelivery.Status.FAILED, None
+        else:
+            countdown = backoff(delivery.attempts)
+            delivery.next_attempt_at = delivery.last_attempt_at + timedelta(seconds=countdown)
+        delivery.save()
     if delivery.status == WebhookDelivery.Status.PENDING:
         raise self.retry(countdown=countdown)
+
+
+@shared_task
+def requeue_pending_webhooks():
+    """Every 5 minutes (beat): queue again each pending delivery nobody is sending, e.g. one whose
+    ``send_webhook.delay`` failed while the broker was down. Due means ``next_attempt_at`` passed more than
+    ``SWEEP_GRACE`` ago (a Celery retry had its chance), or never set and created that long ago. Its
+    ``next_attempt_at`` is pushed ``REQUEUE_HOLD`` ahead first, so the next sweep does not queue it twice.
+    Returns how many were queued."""
+    now = timezone.now()
+    cutoff = now - SWEEP_GRACE
+    with transaction.atomic():
+        due = list(
+            WebhookDelivery.objects.select_for_update(skip_locked=True)
+            .filter(status=WebhookDelivery.Status.PENDING)
+            .filter(Q(next_attempt_at__lte=cutoff) | Q(next_attempt_at__isnull=True, created__lte=cutoff))
+            .order_by("pk").values_list("pk", flat=True)
+        )
+        WebhookDelivery.objects.filter(pk__in=due).update(next_attempt_at=now + REQUEUE_HOLD)
+        for pk in due:
+            transaction.on_commit(lambda pk=pk: _queue(pk))
+    if due:
+        log.info("Re-queued %s pending webhook deliveries", len(due))
+    return len(due)

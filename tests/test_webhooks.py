@@ -5,9 +5,11 @@ import hashlib
 import hmac
 import json
 import threading
+from datetime import timedelta
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
+from django.utils import timezone
 
 from planning import webhooks
 from planning.models import Webhook, WebhookDelivery
@@ -209,3 +211,68 @@ def test_webhook_edits_are_for_managers(viewer_client):
     assert viewer_client.get(f"/planning/webhooks/{hook.pk}/").status_code == 200
     assert viewer_client.get("/planning/webhooks/add/").status_code == 403
     assert viewer_client.post(f"/planning/webhooks/{hook.pk}/test/").status_code == 403
+
+
+def lost_delivery(monkeypatch, django_capture_on_commit_callbacks, age=None):
+    """A delivery whose ``send_webhook.delay`` failed (broker down): pending, never queued, ``age`` old."""
+    make_hook("http://example.invalid/")
+
+    def broker_down(*args, **kwargs):
+        raise ConnectionError("broker unreachable")
+
+    monkeypatch.setattr(webhooks.send_webhook, "delay", broker_down)
+    with django_capture_on_commit_callbacks(execute=True):
+        delivery = webhooks.emit("delivery.received", {})[0]
+    if age is not None:
+        WebhookDelivery.objects.filter(pk=delivery.pk).update(created=timezone.now() - age)
+    delivery.refresh_from_db()
+    assert delivery.status == "pending" and delivery.next_attempt_at is None
+    queued = []
+    monkeypatch.setattr(webhooks.send_webhook, "delay", queued.append)  # the broker is back
+    return delivery, queued
+
+
+def sweep(django_capture_on_commit_callbacks):
+    with django_capture_on_commit_callbacks(execute=True):
+        return webhooks.requeue_pending_webhooks()
+
+
+@pytest.mark.django_db
+def test_sweep_queues_a_delivery_the_broker_lost_once(monkeypatch, django_capture_on_commit_callbacks):
+    delivery, queued = lost_delivery(monkeypatch, django_capture_on_commit_callbacks, age=timedelta(minutes=5))
+    assert sweep(django_capture_on_commit_callbacks) == 1
+    assert queued == [delivery.pk]
+    delivery.refresh_from_db()
+    assert delivery.next_attempt_at > timezone.now()  # held while it is being sent
+    assert sweep(django_capture_on_commit_callbacks) == 0  # a second sweep does not queue it again
+    assert queued == [delivery.pk]
+
+
+@pytest.mark.django_db
+def test_sweep_leaves_recent_and_finished_deliveries(monkeypatch, django_capture_on_commit_callbacks):
+    recent, queued = lost_delivery(monkeypatch, django_capture_on_commit_callbacks)
+    assert sweep(django_capture_on_commit_callbacks) == 0
+    old = timezone.now() - timedelta(hours=1)
+    for status in ("sent", "failed"):
+        WebhookDelivery.objects.create(webhook=recent.webhook, event="delivery.received", payload={}, status=status)
+    # A delivery waiting for its Celery retry is not due yet either.
+    WebhookDelivery.objects.create(webhook=recent.webhook, event="delivery.received", payload={},
+                                   next_attempt_at=timezone.now() + timedelta(seconds=30))
+    WebhookDelivery.objects.exclude(pk=recent.pk).update(created=old)
+    assert sweep(django_capture_on_commit_callbacks) == 0 and queued == []
+
+
+@pytest.mark.django_db
+def test_sweep_queues_an_overdue_retry(monkeypatch, django_capture_on_commit_callbacks):
+    delivery, queued = lost_delivery(monkeypatch, django_capture_on_commit_callbacks, age=timedelta(hours=1))
+    WebhookDelivery.objects.filter(pk=delivery.pk).update(attempts=2,
+                                                          next_attempt_at=timezone.now() - timedelta(minutes=10))
+    assert sweep(django_capture_on_commit_callbacks) == 1 and queued == [delivery.pk]
+
+
+@pytest.mark.django_db
+def test_sweep_is_on_the_beat_schedule():
+    from django.conf import settings
+
+    tasks = {entry["task"]: entry["schedule"] for entry in settings.CELERY_BEAT_SCHEDULE.values()}
+    assert tasks["planning.webhooks.requeue_pending_webhooks"] == 300

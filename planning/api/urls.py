@@ -3,12 +3,14 @@
 from django.urls import path
 from rest_framework.routers import DefaultRouter
 
-from . import views
+from . import views, webhooks
 
 router = DefaultRouter()
 router.register("contracts", views.ContractViewSet)
 router.register("purchase-orders", views.PurchaseOrderViewSet)
 router.register("deliveries", views.DeliveryViewSet)
+router.register("webhooks", webhooks.WebhookViewSet)
+router.register("webhook-deliveries", webhooks.WebhookDeliveryViewSet)
 
 urlpatterns = [
     path("sizing/", views.SizingView.as_view(), name="sizing"),

@@ -1,0 +1,87 @@
+"""Webhooks over REST: ``/api/planning/webhooks/`` (managers write; the secret is write-only) and the read-only
+delivery log ``/api/planning/webhook-deliveries/`` with every attempt nested."""
+
+import django_filters
+from rest_framework import serializers
+
+from inventory.api.serializers import COMMON, TIMESTAMPS
+from portal.api.serializers import EnumChoiceField, PortalModelSerializer
+from portal.api.viewsets import PortalModelViewSet
+
+from ..models import Webhook, WebhookAttempt, WebhookDelivery
+
+READ_ONLY = ["get", "head", "options"]
+
+
+class WebhookSerializer(PortalModelSerializer):
+    """A webhook. ``secret`` signs each payload (HMAC-SHA256, ``X-Portal-Signature``): required on create,
+    never shown; left out (or blank) on update it stays as it was."""
+
+    secret = serializers.CharField(write_only=True, required=False, allow_blank=True, max_length=200,
+                                   style={"input_type": "password"},
+                                   help_text="Required on create; write-only. Omit on update to keep it.")
+    events = serializers.ListField(child=EnumChoiceField(Webhook.Event), allow_empty=True, required=False,
+                                   help_text="Event names this webhook receives.")
+
+    class Meta:
+        model = Webhook
+        fields = [*COMMON, "name", "url", "secret", "events", "enabled", *TIMESTAMPS]
+
+    def validate(self, attrs):
+        if not attrs.get("secret"):
+            if self.instance is None:
+                raise serializers.ValidationError({"secret": ["A new webhook needs a secret."]})
+            attrs.pop("secret", None)
+        if "events" in attrs:
+            attrs["events"] = list(dict.fromkeys(attrs["events"]))  # keep the order, drop repeats
+        return super().validate(attrs)
+
+
+class WebhookAttemptSerializer(serializers.ModelSerializer):
+    class Meta:
+        model = WebhookAttempt
+        fields = ["id", "at", "status_code", "error", "duration_ms"]
+
+
+class WebhookDeliverySerializer(serializers.ModelSerializer):
+    """One event sent (or being sent) to one webhook, with each attempt."""
+
+    url = serializers.HyperlinkedIdentityField(view_name="planning-api:webhookdelivery-detail")
+    webhook_name = serializers.CharField(source="webhook.name", read_only=True)
+    event = serializers.CharField(read_only=True, help_text="A Webhook event, or `ping` for a test event.")
+    status = serializers.CharField(read_only=True, help_text="`pending`, `sent` or `failed`.")
+    attempt_log = WebhookAttemptSerializer(many=True, read_only=True)
+
+    class Meta:
+        model = WebhookDelivery
+        fields = [
+            "id", "url", "webhook", "webhook_name", "event", "payload", "status", "attempts", "last_status_code",
+            "last_error", "created", "last_attempt_at", "next_attempt_at", "attempt_log",
+        ]
+        read_only_fields = fields
+
+
+class WebhookDeliveryFilterSet(django_filters.FilterSet):
+    event = django_filters.CharFilter()  # not a choice filter: test events are "ping"
+
+    class Meta:
+        model = WebhookDelivery
+        fields = ["webhook", "event", "status"]
+
+
+class WebhookViewSet(PortalModelViewSet):
+    """Outgoing webhooks: URL, secret (write-only) and the events each receives."""
+
+    queryset = Webhook.objects.all()
+    serializer_class = WebhookSerializer
+    filterset_fields = ["enabled"]
+
+
+class WebhookDeliveryViewSet(PortalModelViewSet):
+    """The delivery log, newest first: each event for each webhook, its status and every attempt."""
+
+    queryset = WebhookDelivery.objects.select_related("webhook").prefetch_related("attempt_log")
+    serializer_class = WebhookDeliverySerializer
+    filterset_class = WebhookDeliveryFilterSet
+    http_method_names = READ_ONLY
+    ordering = ["-created", "-pk"]
