@@ -1,11 +1,13 @@
-"""Contracts (purchase, rental, expansion, support) and procurement (purchase orders, deliveries,
-webhooks). Capacity plans come with the planning work; a purchase order already refers to a contract."""
+"""Contracts (purchase, rental, expansion, support), procurement (purchase orders, deliveries, webhooks)
+and capacity plans (workloads, bill of materials, the draft → submitted → approved/rejected workflow of
+``planning.plans``). A purchase order refers to an approved plan or a purchase/expansion contract."""
 
+from dataclasses import MISSING
 from datetime import timedelta
 
 from django.conf import settings
 from django.core.exceptions import ValidationError
-from django.core.validators import MinValueValidator
+from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
 from django.utils import timezone
 from simple_history.models import HistoricalRecords
@@ -72,8 +74,8 @@ class Contract(PortalModel):
             errors["end"] = "The end date is before the start date."
         if self.kind in (self.Kind.RENTAL, self.Kind.SUPPORT) and not self.end:
             errors["end"] = f"A {self.get_kind_display().lower()} contract needs an end date."
-        if self.currency and not (len(self.currency) == 3 and self.currency.isalpha()):
-            errors["currency"] = "Use a three-letter ISO 4217 code, e.g. USD."
+        if self.currency and check_currency(self.currency):
+            errors["currency"] = check_currency(self.currency)
         if self.kind == self.Kind.RENTAL and self.rented_gpus and not self.rented_gpu_model_id:
             errors["rented_gpu_model"] = "Say which GPU model the rented GPUs are."
         if errors:
@@ -168,6 +170,8 @@ class PurchaseOrder(PortalModel):
 
     contract = models.ForeignKey(Contract, on_delete=models.PROTECT, related_name="purchase_orders", null=True,
                                  blank=True, help_text="The purchase or expansion contract the order belongs to.")
+    plan = models.ForeignKey("CapacityPlan", on_delete=models.PROTECT, related_name="purchase_orders", null=True,
+                             blank=True, help_text="The approved capacity plan the order carries out.")
     vendor = models.CharField(max_length=100)
     reference = models.CharField(max_length=100, help_text="The order number in the procurement system.")
     external_id = models.CharField(max_length=100, blank=True, help_text="Unique per client: makes retries safe.")
@@ -194,22 +198,24 @@ class PurchaseOrder(PortalModel):
         return f"PO {self.reference}"
 
 
-class OrderLine(models.Model):
-    """So many of one catalog model at a unit price. Exactly one of node model, GPU model, or a free
-    description (switches, storage, cables) is set."""
+class CatalogLine(models.Model):
+    """So many of one catalog model. Exactly one of node model, GPU model, or a free description (switches,
+    storage, cables) is set."""
 
-    order = models.ForeignKey(PurchaseOrder, on_delete=models.CASCADE, related_name="lines")
     node_model = models.ForeignKey(NodeModel, on_delete=models.PROTECT, null=True, blank=True, related_name="+")
     gpu_model = models.ForeignKey(GPUModel, on_delete=models.PROTECT, null=True, blank=True, related_name="+")
     description = models.CharField(max_length=200, blank=True)
     quantity = models.PositiveIntegerField(validators=[MinValueValidator(1)])
-    unit_price = models.DecimalField(**MONEY)
 
     class Meta:
-        ordering = ["order", "pk"]
+        abstract = True
 
     def __str__(self):
-        return f"{self.quantity} × {self.node_model or self.gpu_model or self.description}"
+        return f"{self.quantity} × {self.what}"
+
+    @property
+    def what(self):
+        return str(self.node_model or self.gpu_model or self.description)
 
     def clean(self):
         chosen = [x for x in (self.node_model_id, self.gpu_model_id) if x]
@@ -217,6 +223,16 @@ class OrderLine(models.Model):
             raise ValidationError("A line is for a node model or a GPU model, not both.")
         if not chosen and not self.description:
             raise ValidationError("Say what the line is for: a node model, a GPU model or a description.")
+
+
+class OrderLine(CatalogLine):
+    """An order's line: so many of one catalog model at a unit price."""
+
+    order = models.ForeignKey(PurchaseOrder, on_delete=models.CASCADE, related_name="lines")
+    unit_price = models.DecimalField(**MONEY)
+
+    class Meta:
+        ordering = ["order", "pk"]
 
 
 class Delivery(PortalModel):
@@ -321,3 +337,139 @@ class WebhookAttempt(models.Model):
 
     def __str__(self):
         return f"{self.delivery} @ {self.at:%Y-%m-%d %H:%M:%S}: {self.status_code or self.error}"
+
+
+# --- Capacity plans -------------------------------------------------------------------------------
+
+
+def check_currency(currency):
+    """The error message for a currency that is not a three-letter ISO 4217 code; "" when it is one."""
+    if currency and len(currency) == 3 and currency.isalpha():
+        return ""
+    return "Use a three-letter ISO 4217 code, e.g. USD."
+
+
+class PlanStatus(models.TextChoices):
+    DRAFT = "draft", "Draft"
+    SUBMITTED = "submitted", "Submitted"
+    APPROVED = "approved", "Approved"
+    REJECTED = "rejected", "Rejected"
+
+
+class CapacityPlan(PortalModel):
+    """What to buy over a horizon: planned workloads and the bill of materials. Edited while draft; the
+    workflow (``planning.plans``) moves it draft → submitted → approved / rejected, rejected → draft."""
+
+    Status = PlanStatus  # named apart from PurchaseOrder.Status: the API schema names enums after the class
+
+    name = models.CharField(max_length=200, unique=True)
+    description = models.TextField(blank=True)
+    horizon_months = models.PositiveIntegerField(default=12, validators=[MinValueValidator(1), MaxValueValidator(120)])
+    owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True,
+                              related_name="capacity_plans")
+    status = models.CharField(max_length=20, choices=Status.choices, default=Status.DRAFT, db_index=True,
+                              editable=False)
+    submitted_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True,
+                                     related_name="+", editable=False)
+    submitted_at = models.DateTimeField(null=True, blank=True, editable=False)
+    decided_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True,
+                                   related_name="+", editable=False, help_text="Who approved or rejected it.")
+    decided_at = models.DateTimeField(null=True, blank=True, editable=False)
+    history = HistoricalRecords()
+
+    class Meta:
+        ordering = ["-created", "name"]
+
+    def __str__(self):
+        return self.name
+
+    @property
+    def is_draft(self):
+        return self.status == self.Status.DRAFT
+
+
+class PlanWorkload(models.Model):
+    """A planned training run, starting in a month of the plan's horizon; ``inputs`` are the other inputs of
+    ``planning.sizing.Workload`` (``params_billion``, ``tokens_billion``, ...), checked by ``sizing.validate``."""
+
+    plan = models.ForeignKey(CapacityPlan, on_delete=models.CASCADE, related_name="workloads")
+    name = models.CharField(max_length=200)
+    start_month = models.PositiveIntegerField(validators=[MinValueValidator(1)],
+                                              help_text="1 = the plan's first month.")
+    gpu_model = models.ForeignKey(GPUModel, on_delete=models.PROTECT, related_name="+")
+    inputs = models.JSONField(default=dict, help_text="Sizing inputs other than the GPU model, e.g. "
+                                                      '{"params_billion": 70, "tokens_billion": 2000}.')
+
+    class Meta:
+        ordering = ["plan", "start_month", "pk"]
+
+    def __str__(self):
+        return self.name
+
+    def workload(self):
+        """The ``sizing.Workload``; raises ``ValidationError`` for unknown or missing inputs."""
+        from . import sizing
+
+        if not isinstance(self.inputs, dict):
+            raise ValidationError({"inputs": "Give the sizing inputs as an object."})
+        allowed = set(sizing.INPUTS) - {"gpu_model"}
+        if unknown := sorted(set(self.inputs) - allowed):
+            raise ValidationError({"inputs": f"Unknown sizing inputs: {', '.join(unknown)}."})
+        required = {name for name in allowed if sizing.INPUTS[name].default is MISSING}
+        if missing := sorted(required - set(self.inputs)):
+            raise ValidationError({"inputs": f"Missing sizing inputs: {', '.join(missing)}."})
+        return sizing.Workload(gpu_model=self.gpu_model.name, **self.inputs)
+
+    def clean(self):
+        from . import sizing
+
+        if self.plan_id and self.start_month and self.start_month > self.plan.horizon_months:
+            raise ValidationError({"start_month": f"The plan's horizon is {self.plan.horizon_months} months."})
+        if self.gpu_model_id:
+            try:
+                errors = sizing.validate(self.workload(), sizing.catalog_gpus())
+            except TypeError as error:  # a text where a number belongs
+                raise ValidationError({"inputs": "Sizing inputs are numbers (precision: a name)."}) from error
+            if errors:
+                raise ValidationError({"inputs": [f"{name}: {' '.join(msgs)}" for name, msgs in errors.items()]})
+
+
+class PlanItem(CatalogLine):
+    """A line of a plan's bill of materials: so many of a node model, GPU model, or switches/storage
+    (description) at a unit cost."""
+
+    plan = models.ForeignKey(CapacityPlan, on_delete=models.CASCADE, related_name="items")
+    unit_cost = models.DecimalField(**MONEY)
+    currency = models.CharField(max_length=3, default="USD", help_text="ISO 4217 code, e.g. USD, EUR, CHF.")
+
+    class Meta:
+        ordering = ["plan", "pk"]
+
+    @property
+    def total(self):
+        return self.quantity * self.unit_cost
+
+    def clean(self):
+        super().clean()
+        if message := check_currency(self.currency):
+            raise ValidationError({"currency": message})
+        self.currency = self.currency.upper()
+
+
+class PlanEvent(models.Model):
+    """One step of a plan's workflow: who, when, from and to which status, and the comment."""
+
+    plan = models.ForeignKey(CapacityPlan, on_delete=models.CASCADE, related_name="events")
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True,
+                             related_name="+")
+    username = models.CharField(max_length=150, help_text="Kept when the user is deleted.")
+    at = models.DateTimeField(default=timezone.now)
+    from_status = models.CharField(max_length=20, choices=CapacityPlan.Status.choices)
+    to_status = models.CharField(max_length=20, choices=CapacityPlan.Status.choices)
+    comment = models.TextField(blank=True)
+
+    class Meta:
+        ordering = ["plan", "at", "pk"]
+
+    def __str__(self):
+        return f"{self.plan}: {self.from_status} → {self.to_status} by {self.username}"

@@ -7,6 +7,7 @@ created for it."""
 
 from dataclasses import MISSING
 
+from django.core.exceptions import ValidationError as DjangoValidationError
 from django.db import transaction
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
@@ -14,44 +15,53 @@ from rest_framework import serializers
 from inventory.api.serializers import COMMON, TIMESTAMPS
 from portal.api.serializers import EnumChoiceField, PortalModelSerializer
 
-from .. import sizing
+from .. import plans, sizing
 from ..coverage import purchase_conflicts
-from ..models import Contract, Delivery, DeliveryItem, OrderLine, PurchaseOrder, SLATerm
+from ..models import (
+    CapacityPlan,
+    Contract,
+    Delivery,
+    DeliveryItem,
+    OrderLine,
+    PlanEvent,
+    PlanItem,
+    PlanWorkload,
+    PurchaseOrder,
+    SLATerm,
+)
 
 
 class NestedListMixin:
-    """A parent serializer with a writable nested list (``nested_field``, the reverse FK ``nested_parent``):
-    the list is created with the parent and replaced on update when given."""
+    """A parent serializer with writable nested lists (``nested``: list field → the child's FK to the parent):
+    each list is created with the parent and replaced on update when given."""
 
-    nested_field = None
-    nested_parent = None
+    nested = {}
 
     def validate(self, attrs):
-        nested = attrs.pop(self.nested_field, None)
+        lists = {name: attrs.pop(name) for name in self.nested if name in attrs}
         attrs = super().validate(attrs)
-        if nested is not None:
-            attrs[self.nested_field] = nested
-        return attrs
+        return {**attrs, **lists}
 
     def create(self, validated_data):
-        nested = validated_data.pop(self.nested_field, [])
+        lists = {name: validated_data.pop(name, []) for name in self.nested}
         with transaction.atomic():
             instance = super().create(validated_data)
-            self._write_nested(instance, nested)
+            self._write_nested(instance, lists)
         return instance
 
     def update(self, instance, validated_data):
-        nested = validated_data.pop(self.nested_field, None)
+        lists = {name: validated_data.pop(name) for name in self.nested if name in validated_data}
         with transaction.atomic():
             instance = super().update(instance, validated_data)
-            if nested is not None:
-                getattr(instance, self.nested_field).all().delete()
-                self._write_nested(instance, nested)
+            for name in lists:
+                getattr(instance, name).all().delete()
+            self._write_nested(instance, lists)
         return instance
 
-    def _write_nested(self, instance, rows):
-        model = self.fields[self.nested_field].child.Meta.model
-        model.objects.bulk_create(model(**{self.nested_parent: instance}, **row) for row in rows)
+    def _write_nested(self, instance, lists):
+        for name, rows in lists.items():
+            model = self.fields[name].child.Meta.model
+            model.objects.bulk_create(model(**{self.nested[name]: instance}, **row) for row in rows)
 
 
 class SLATermSerializer(PortalModelSerializer):
@@ -65,7 +75,7 @@ class SLATermSerializer(PortalModelSerializer):
 class ContractSerializer(NestedListMixin, PortalModelSerializer):
     """A purchase, rental, expansion or support contract; covered assets as lists of ids."""
 
-    nested_field, nested_parent = "sla_terms", "contract"
+    nested = {"sla_terms": "contract"}
 
     kind = EnumChoiceField(Contract.Kind)
     sla_terms = SLATermSerializer(many=True, required=False,
@@ -117,10 +127,11 @@ class OrderLineSerializer(PortalModelSerializer):
 
 
 class PurchaseOrderSerializer(NestedListMixin, PortalModelSerializer):
-    """An order of catalog models for a site, under a purchase or expansion contract. Created with its lines in
-    one request; read-only afterwards (``cancel`` while nothing is delivered)."""
+    """An order of catalog models for a site, carrying out an approved capacity plan or under a purchase or
+    expansion contract (at least one of them). Created with its lines in one request; read-only afterwards
+    (``cancel`` while nothing is delivered)."""
 
-    nested_field, nested_parent = "lines", "order"
+    nested = {"lines": "order"}
     PURCHASE_KINDS = (Contract.Kind.PURCHASE, Contract.Kind.EXPANSION)
 
     status = EnumChoiceField(PurchaseOrder.Status, read_only=True)
@@ -131,14 +142,20 @@ class PurchaseOrderSerializer(NestedListMixin, PortalModelSerializer):
     class Meta:
         model = PurchaseOrder
         fields = [
-            *COMMON, "contract", "vendor", "reference", "external_id", "site", "site_name", "status", "currency",
-            "ordered_on", "lines", "deliveries", "created_by", *TIMESTAMPS,
+            *COMMON, "plan", "contract", "vendor", "reference", "external_id", "site", "site_name", "status",
+            "currency", "ordered_on", "lines", "deliveries", "created_by", *TIMESTAMPS,
         ]
         read_only_fields = ["deliveries"]
-        extra_kwargs = {"contract": {"required": True, "allow_null": False}}
+
+    def validate_plan(self, plan):
+        if plan is not None and plan.status != CapacityPlan.Status.APPROVED:
+            raise serializers.ValidationError(
+                f"Plan {plan} is {plan.get_status_display().lower()}; orders carry out approved plans only."
+            )
+        return plan
 
     def validate_contract(self, contract):
-        if contract.kind not in self.PURCHASE_KINDS:
+        if contract is not None and contract.kind not in self.PURCHASE_KINDS:
             raise serializers.ValidationError(
                 f"{contract} is a {contract.get_kind_display().lower()} contract; orders go under a purchase or "
                 "expansion contract."
@@ -151,6 +168,10 @@ class PurchaseOrderSerializer(NestedListMixin, PortalModelSerializer):
         return lines
 
     def validate(self, attrs):
+        if not (attrs.get("plan") or attrs.get("contract")):
+            raise serializers.ValidationError(
+                "Give the approved plan (`plan`) or the purchase or expansion contract (`contract`) of the order."
+            )
         attrs["created_by"] = self.context["request"].user
         return super().validate(attrs)
 
@@ -281,3 +302,104 @@ class SizingSerializer(serializers.Serializer):
     @extend_schema_field(SizingFiguresSerializer)
     def get_figures(self, obj):
         return {key: SizingFigureSerializer(figure).data for key, figure in obj["figures"].items()}
+
+
+# --- Capacity plans (planning.plans) -----------------------------------------------------------------
+
+
+class PlanWorkloadSerializer(PortalModelSerializer):
+    gpu_hours = serializers.SerializerMethodField(help_text="GPU-hours of the run (planning.sizing).")
+
+    class Meta:
+        model = PlanWorkload
+        fields = ["id", "name", "start_month", "gpu_model", "inputs", "gpu_hours"]
+
+    def get_gpu_hours(self, workload) -> float | None:
+        if "gpus" not in self.context:
+            self.context["gpus"] = sizing.catalog_gpus()
+        try:
+            return sizing.size(workload.workload(), self.context["gpus"])["gpu_hours"]
+        except (ValueError, DjangoValidationError):
+            return None
+
+
+class PlanItemSerializer(PortalModelSerializer):
+    total = serializers.DecimalField(max_digits=16, decimal_places=2, read_only=True,
+                                     help_text="Quantity × unit cost.")
+
+    class Meta:
+        model = PlanItem
+        fields = ["id", "node_model", "gpu_model", "description", "quantity", "unit_cost", "currency", "total"]
+
+    def validate_currency(self, currency):
+        return currency.upper()
+
+
+class CapacityPlanSerializer(NestedListMixin, PortalModelSerializer):
+    """A capacity plan with its workloads and bill of materials (both lists replaced on update when given).
+    Created and changed only while draft; the status moves through the plan's actions (submit, approve,
+    reject, reopen)."""
+
+    nested = {"workloads": "plan", "items": "plan"}
+
+    status = EnumChoiceField(CapacityPlan.Status, read_only=True)
+    workloads = PlanWorkloadSerializer(many=True, required=False)
+    items = PlanItemSerializer(many=True, required=False, help_text="The bill of materials.")
+    submitted_by = serializers.CharField(source="submitted_by.username", read_only=True, allow_null=True)
+    decided_by = serializers.CharField(source="decided_by.username", read_only=True, allow_null=True)
+
+    class Meta:
+        model = CapacityPlan
+        fields = [
+            *COMMON, "name", "description", "horizon_months", "owner", "status", "workloads", "items",
+            "submitted_by", "submitted_at", "decided_by", "decided_at", *TIMESTAMPS,
+        ]
+
+    def validate(self, attrs):
+        if self.instance is not None:
+            try:
+                plans.check_editable(self.instance)
+            except DjangoValidationError as error:
+                raise serializers.ValidationError(error.messages) from error
+        attrs = super().validate(attrs)
+        horizon = attrs.get("horizon_months", self.instance.horizon_months if self.instance else 12)
+        if "workloads" in attrs:
+            starts = [(w["name"], w["start_month"]) for w in attrs["workloads"]]
+        else:
+            starts = self.instance.workloads.values_list("name", "start_month") if self.instance else []
+        if beyond := [name for name, start in starts if start > horizon]:
+            raise serializers.ValidationError(
+                {"workloads": f"Start after the horizon of {horizon} months: {', '.join(beyond)}."})
+        return attrs
+
+
+class PlanCommentSerializer(serializers.Serializer):
+    comment = serializers.CharField(required=False, allow_blank=True, default="",
+                                    help_text="Why (required to reject).")
+
+
+class PlanEventSerializer(serializers.ModelSerializer):
+    from_status = EnumChoiceField(CapacityPlan.Status)
+    to_status = EnumChoiceField(CapacityPlan.Status)
+
+    class Meta:
+        model = PlanEvent
+        fields = ["id", "username", "at", "from_status", "to_status", "comment"]
+
+
+class BOMLineSerializer(serializers.Serializer):
+    id = serializers.IntegerField()
+    item = serializers.CharField(help_text="The node model, GPU model or description.")
+    node_model = serializers.IntegerField(allow_null=True)
+    gpu_model = serializers.IntegerField(allow_null=True)
+    description = serializers.CharField()
+    quantity = serializers.IntegerField()
+    unit_cost = serializers.DecimalField(max_digits=14, decimal_places=2)
+    currency = serializers.CharField()
+    total = serializers.DecimalField(max_digits=16, decimal_places=2)
+
+
+class BillOfMaterialsSerializer(serializers.Serializer):
+    lines = BOMLineSerializer(many=True)
+    totals = serializers.DictField(child=serializers.DecimalField(max_digits=18, decimal_places=2),
+                                   help_text="Grand total per currency.")

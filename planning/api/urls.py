@@ -7,6 +7,7 @@ from . import views, webhooks
 
 router = DefaultRouter()
 router.register("contracts", views.ContractViewSet)
+router.register("plans", views.CapacityPlanViewSet)
 router.register("purchase-orders", views.PurchaseOrderViewSet)
 router.register("deliveries", views.DeliveryViewSet)
 router.register("webhooks", webhooks.WebhookViewSet)

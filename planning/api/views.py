@@ -1,4 +1,4 @@
-"""Contracts, purchase orders and deliveries over REST. Order and delivery creation is idempotent
+"""Contracts, capacity plans, purchase orders and deliveries over REST. Order and delivery creation is idempotent
 (``Idempotency-Key`` header, or the client's ``external_id``; see ``portal.api.idempotency``)."""
 
 from django.core.exceptions import ValidationError as DjangoValidationError
@@ -11,10 +11,10 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from portal.api.idempotency import KEY_PARAMETER, IdempotentCreateMixin
-from portal.api.viewsets import ChangePermission, PortalModelViewSet
+from portal.api.viewsets import ChangePermission, Conflict, PortalModelViewSet
 
-from .. import filters, procurement, sizing
-from ..models import Contract, Delivery
+from .. import filters, plans, procurement, sizing
+from ..models import CapacityPlan, Contract, Delivery
 from . import serializers as api
 
 READ_AND_CREATE = ["get", "post", "head", "options"]
@@ -50,10 +50,72 @@ class ContractViewSet(PortalModelViewSet):
     filterset_class = filters.ContractFilterSet  # the same filters as the contract list page
 
 
+def plan_transition(name, summary):
+    """The ``POST {id}/<name>/`` action of a plan: ``plans.<name>(plan, user, comment)``; 400 with the reason
+    when the plan's status (or the user) does not allow it."""
+
+    def transition(self, request, pk=None):
+        body = api.PlanCommentSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        try:
+            plan = plans.TRANSITIONS[name](self.get_object(), request.user, body.validated_data["comment"])
+        except DjangoValidationError as error:
+            return Response({"detail": error.messages[0]}, status=status.HTTP_400_BAD_REQUEST)
+        return Response(self.get_serializer(self.get_queryset().get(pk=plan.pk)).data)
+
+    transition.__name__ = name
+    schema = extend_schema(summary=summary, request=api.PlanCommentSerializer,
+                           responses={200: api.CapacityPlanSerializer,
+                                      400: OpenApiResponse(description="Not allowed now; `detail` says why.")})
+    return schema(action(detail=True, methods=["post"], permission_classes=[ChangePermission])(transition))
+
+
+class CapacityPlanViewSet(PortalModelViewSet):
+    """Capacity plans with their workloads (sized: GPU-hours) and bill of materials. Created, changed and
+    deleted only while draft; then submitted, approved by a second manager (not the submitter) or rejected
+    (with a comment), and a rejected plan reopened as a draft. Approval emits the `plan.approved` webhook."""
+
+    queryset = CapacityPlan.objects.select_related("owner", "submitted_by", "decided_by").prefetch_related(
+        "workloads__gpu_model", "items__node_model", "items__gpu_model"
+    )
+    serializer_class = api.CapacityPlanSerializer
+    filterset_fields = ["status", "owner"]
+
+    submit = plan_transition("submit", "Submit a draft plan for approval")
+    approve = plan_transition("approve", "Approve a submitted plan (not by its submitter)")
+    reject = plan_transition("reject", "Reject a submitted plan, saying why")
+    reopen = plan_transition("reopen", "Reopen a rejected plan as a draft")
+
+    def perform_destroy(self, instance):
+        try:
+            plans.check_editable(instance)
+        except DjangoValidationError as error:
+            raise Conflict(error.messages[0]) from error
+        super().perform_destroy(instance)
+
+    @extend_schema(summary="The bill of materials of an approved plan", request=None,
+                   responses={200: api.BillOfMaterialsSerializer,
+                              409: OpenApiResponse(description="The plan is not approved.")})
+    @action(detail=True, methods=["get"])
+    def bom(self, request, pk=None):
+        plan = self.get_object()
+        if plan.status != CapacityPlan.Status.APPROVED:
+            raise Conflict(f"The plan is {plan.get_status_display().lower()}; only an approved plan has a bill "
+                           "of materials to order from.")
+        return Response(api.BillOfMaterialsSerializer(plans.bill_of_materials(plan)).data)
+
+    @extend_schema(summary="The plan's workflow history", request=None,
+                   responses={200: api.PlanEventSerializer(many=True)})
+    @action(detail=True, methods=["get"], pagination_class=None, filter_backends=[])
+    def events(self, request, pk=None):
+        return Response(api.PlanEventSerializer(self.get_object().events.all(), many=True).data)
+
+
 @extend_schema_view(
     create=idempotent_create(
         "Create a purchase order with its lines",
-        "The order and all its lines in one transaction. `contract` must be a purchase or expansion contract.",
+        "The order and all its lines in one transaction. The order carries out an approved `plan` or belongs to "
+        "a purchase or expansion `contract` (at least one).",
         api.PurchaseOrderSerializer, api.PurchaseOrderSerializer,
     )
 )
@@ -63,7 +125,7 @@ class PurchaseOrderViewSet(IdempotentCreateMixin, PortalModelViewSet):
 
     queryset = procurement.orders_with_counts()
     serializer_class = api.PurchaseOrderSerializer
-    filterset_fields = ["status", "vendor", "contract", "site", "external_id"]
+    filterset_fields = ["status", "vendor", "plan", "contract", "site", "external_id"]
     http_method_names = READ_AND_CREATE
     external_id_field = "external_id"
 
