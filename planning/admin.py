@@ -9,11 +9,15 @@ from django.db.models import Count
 from simple_history.admin import SimpleHistoryAdmin
 
 from .models import (
+    CapacityPlan,
     Contract,
     ContractDocument,
     Delivery,
     DeliveryItem,
     OrderLine,
+    PlanEvent,
+    PlanItem,
+    PlanWorkload,
     PurchaseOrder,
     RenewalAlert,
     SLATerm,
@@ -168,3 +172,33 @@ class WebhookDeliveryAdmin(ReadOnlyMixin, admin.ModelAdmin):
     list_select_related = ["webhook"]
     date_hierarchy = "created"
     inlines = [WebhookAttemptInline]
+
+
+class PlanWorkloadInline(admin.TabularInline):
+    model = PlanWorkload
+    extra = 0
+
+
+class PlanItemInline(admin.TabularInline):
+    model = PlanItem
+    extra = 0
+
+
+class PlanEventInline(ReadOnlyMixin, admin.TabularInline):
+    """The workflow record: only ``planning.plans`` writes it."""
+
+    model = PlanEvent
+    extra = 0
+    fields = ["at", "username", "from_status", "to_status", "comment"]
+    readonly_fields = fields
+
+
+@admin.register(CapacityPlan)
+class CapacityPlanAdmin(SimpleHistoryAdmin):
+    """Status and its who/when move only through the workflow (the plan page or the API)."""
+
+    list_display = ["name", "status", "horizon_months", "owner", "submitted_by", "decided_by", "created"]
+    list_filter = ["status"]
+    search_fields = ["name", "description"]
+    readonly_fields = ["status", "submitted_by", "submitted_at", "decided_by", "decided_at"]
+    inlines = [PlanWorkloadInline, PlanItemInline, PlanEventInline]

@@ -11,7 +11,7 @@ from inventory.filters import STATE_WIDGET, SearchFilterSet, yes_no_filter
 from inventory.models import Site
 
 from .coverage import BOTH, NO_SUPPORT, WARRANTY_ENDED
-from .models import Contract
+from .models import CapacityPlan, Contract
 
 
 class ContractFilterSet(SearchFilterSet):
@@ -45,3 +45,12 @@ class UncoveredNodeFilterSet(SearchFilterSet):
     site = django_filters.ModelChoiceFilter(queryset=Site.objects.all())
     reason = django_filters.ChoiceFilter(choices=[(r, r.capitalize()) for r in (NO_SUPPORT, WARRANTY_ENDED, BOTH)],
                                          label="Reason")
+
+
+class CapacityPlanFilterSet(SearchFilterSet):
+    search_fields = ("name", "description")
+    status = django_filters.MultipleChoiceFilter(choices=CapacityPlan.Status.choices, widget=STATE_WIDGET)
+
+    class Meta:
+        model = CapacityPlan
+        fields = ["status", "owner"]

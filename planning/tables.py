@@ -6,7 +6,7 @@ from django.utils.html import format_html
 
 from inventory.models import Node
 
-from .models import Contract
+from .models import CapacityPlan, Contract
 
 
 class ContractTable(tables.Table):
@@ -40,3 +40,17 @@ class UncoveredNodeTable(tables.Table):
         model = Node
         fields = ("hostname", "site", "rack", "reason", "warranty_end", "owner_team", "serial")
 
+
+
+class CapacityPlanTable(tables.Table):
+    name = tables.Column(linkify=True)
+    owner = tables.Column(accessor="owner__username", verbose_name="Owner")
+    submitted_by = tables.Column(accessor="submitted_by__username", verbose_name="Submitted by")
+    decided_by = tables.Column(accessor="decided_by__username", verbose_name="Decided by")
+    workload_count = tables.Column("Workloads")
+    item_count = tables.Column("Items")
+
+    class Meta:
+        model = CapacityPlan
+        fields = ("name", "status", "horizon_months", "owner", "workload_count", "item_count", "submitted_by",
+                  "submitted_at", "decided_by", "decided_at", "created")

@@ -5,7 +5,7 @@ from django.urls import path
 
 from portal.generic import object_urls
 
-from . import forms, procurement_views, sizing_views, views
+from . import forms, plan_views, procurement_views, sizing_views, views
 from .models import Contract
 
 app_name = "planning"
@@ -28,6 +28,8 @@ urlpatterns = [
     path("renewal-alerts/<int:pk>/dismiss/", views.RenewalAlertDismissView.as_view(), name="renewalalert_dismiss"),
     # --- procurement ---
     *procurement_views.procurement_urls,
+    # --- capacity plans ---
+    *plan_views.plan_urls,
     # --- sizing ---
     path("sizing/", sizing_views.SizingView.as_view(), name="sizing"),
 ]

@@ -22,6 +22,7 @@ NAVIGATION = [
         ("Purchase orders", "planning:purchaseorder_list", "planning.view_purchaseorder"),
         ("Deliveries", "planning:delivery_list", "planning.view_delivery"),
         ("Webhooks", "planning:webhook_list", "planning.view_webhook"),
+        ("Capacity plans", "planning:capacityplan_list", "planning.view_capacityplan"),
         ("Workload sizing", "planning:sizing", "inventory.view_gpumodel"),  # any role: sizing reads the catalog
     ]),
     ("Catalog", [
