@@ -134,3 +134,11 @@ def test_list_queries_are_constant(viewer_client, manager, count, django_assert_
     with django_assert_max_num_queries(10):
         response = viewer_client.get("/planning/capacity-plans/")
     assert response.status_code == 200
+
+
+def test_admin_change_page_with_inlines(client, manager, django_user_model):
+    plan = make_plan(owner=manager)
+    plans.submit(plan, manager, "please")
+    client.force_login(django_user_model.objects.create_superuser("root", "root@example.org", "pw"))
+    page = client.get(f"/admin/planning/capacityplan/{plan.pk}/change/").content.decode()
+    assert "70B pretraining" in page and "400G switches" in page and "please" in page
