@@ -64,7 +64,7 @@ class BrowserSession:
 def _chromium_or_fail():
     try:
         from playwright.sync_api import sync_playwright  # noqa: F401
-    except ImportError as error:  # pragma: no cover - the test extra installs it
+    except ImportError as error:  # the test extra installs it
         pytest.fail(f"Browser tests need Playwright (pip install -r requirements-test.lock): {error}", pytrace=False)
     executable = shutil.which(CHROMIUM)  # an absolute path or a name on $PATH
     if executable is None:

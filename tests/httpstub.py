@@ -19,7 +19,7 @@ class StubServer:
         stub = self
 
         class Handler(BaseHTTPRequestHandler):
-            def do_GET(self):  # noqa: N802
+            def do_GET(self):  # the name http.server calls
                 url = urlsplit(self.path)
                 query = parse_qs(url.query)
                 stub.requests.append((url.path, query, dict(self.headers)))

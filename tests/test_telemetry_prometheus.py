@@ -53,7 +53,7 @@ class RealPrometheus:
         (self.folder / "prometheus.yml").write_text(
             "global:\n  scrape_interval: 1s\n  scrape_timeout: 1s\n  evaluation_interval: 1s\n"
             f"scrape_configs:\n  - job_name: dcgm\n    static_configs:\n      - targets: ['{target}']\n")
-        self.log = open(self.folder / "prometheus.log", "w")  # noqa: SIM115 (closed in stop())
+        self.log = open(self.folder / "prometheus.log", "w")  # closed in stop()
         self.process = subprocess.Popen(
             [prometheus_or_fail(), f"--config.file={self.folder / 'prometheus.yml'}",
              f"--storage.tsdb.path={self.folder / 'data'}", f"--web.listen-address=127.0.0.1:{self.port}"],

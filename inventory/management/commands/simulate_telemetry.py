@@ -31,7 +31,7 @@ class Handler(BaseHTTPRequestHandler):
     job_hours = 24
     verbose = False
 
-    def do_GET(self):  # noqa: N802 (the name http.server calls)
+    def do_GET(self):  # the name http.server calls
         url = urlsplit(self.path)
         try:
             if url.path == METRICS_PATH:
@@ -63,7 +63,7 @@ class Handler(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(data)
 
-    def log_message(self, format, *args):  # noqa: A002 (http.server's signature)
+    def log_message(self, format, *args):  # http.server's signature
         if self.verbose:
             super().log_message(format, *args)
 
