@@ -132,3 +132,18 @@ NODE_MODELS = [
         "max_power_w": 11200, "height_u": 6,
     },
 ]
+
+# Indicative prices of a node with its GPUs (USD), from launch announcements and press reports of street
+# prices (DGX A100 launched at 199,000 USD in 2020; DGX B200 reported at about 515,000 USD in 2024). They
+# only seed plans' node prices: a plan prices a node at the last order's unit price for the model first, and
+# managers replace these with their quotes (the node model's list price, or the plan's node price).
+NODE_LIST_PRICES = {
+    "DGX A100 320GB": D("199000"),
+    "DGX A100 640GB": D("249000"),
+    "DGX H100": D("373000"),
+    "DGX H200": D("430000"),
+    "DGX B200": D("515000"),
+    "SYS-821GE-TNHR (HGX H100 8-GPU)": D("310000"),
+    "PowerEdge R760xa (4x L40S)": D("65000"),
+    "PowerEdge XE9680 (8x MI300X)": D("300000"),
+}

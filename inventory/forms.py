@@ -48,13 +48,14 @@ class GPUModelForm(forms.ModelForm):
 class NodeModelForm(forms.ModelForm):
     class Meta:
         model = NodeModel
-        fields = ["vendor", "name", "cpu_cores", "ram_gb", "gpu_slots", "max_power_w", "height_u"]
+        fields = ["vendor", "name", "cpu_cores", "ram_gb", "gpu_slots", "max_power_w", "height_u", "list_price"]
 
 
 class SiteForm(forms.ModelForm):
     class Meta:
         model = Site
-        fields = ["name", "location", "power_capacity_kw", "cooling_capacity_kw", "description"]
+        fields = ["name", "location", "power_capacity_kw", "cooling_capacity_kw", "pue", "energy_price_per_kwh",
+                  "rack_cost_per_month", "description"]
 
 
 class RackForm(forms.ModelForm):
@@ -138,7 +139,8 @@ class LifecycleImportMixin:
 class SiteImportForm(ImportForm):
     class Meta:
         model = Site
-        fields = ["name", "location", "power_capacity_kw", "cooling_capacity_kw", "description"]
+        fields = ["name", "location", "power_capacity_kw", "cooling_capacity_kw", "pue", "energy_price_per_kwh",
+                  "rack_cost_per_month", "description"]
 
 
 class RackImportForm(ImportForm):

@@ -8,7 +8,7 @@ from django.conf import settings
 from django.contrib.contenttypes.fields import GenericForeignKey, GenericRelation
 from django.contrib.contenttypes.models import ContentType
 from django.core.exceptions import ValidationError
-from django.core.validators import MinValueValidator
+from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
 from django.db.models import Q
 from django.urls import reverse
@@ -97,6 +97,11 @@ class NodeModel(PortalModel):
     gpu_slots = models.PositiveIntegerField("GPU slots")
     max_power_w = models.PositiveIntegerField("max power (W)")
     height_u = models.PositiveIntegerField("height (U)", default=1, validators=[MinValueValidator(1)])
+    list_price = models.DecimalField(
+        max_digits=12, decimal_places=2, null=True, blank=True, **positive(),
+        help_text="Indicative price of one node with its GPUs, in the portal's currency. Plans price a node at "
+                  "the last order's unit price when there is one, else at this.",
+    )
     history = HistoricalRecords()
 
     class Meta:
@@ -115,6 +120,19 @@ class Site(PortalModel):
     location = models.CharField(max_length=200, blank=True)
     power_capacity_kw = models.DecimalField("power capacity (kW)", max_digits=10, decimal_places=1, **positive())
     cooling_capacity_kw = models.DecimalField("cooling capacity (kW)", max_digits=10, decimal_places=1, **positive())
+    pue = models.DecimalField(
+        "PUE", max_digits=4, decimal_places=2, null=True, blank=True,
+        validators=[MinValueValidator(1), MaxValueValidator(5)],
+        help_text="Power usage effectiveness (facility power / IT power). Empty: the portal's default.",
+    )
+    energy_price_per_kwh = models.DecimalField(
+        "energy price per kWh", max_digits=8, decimal_places=4, null=True, blank=True, **positive(),
+        help_text="Empty: the portal's default price.",
+    )
+    rack_cost_per_month = models.DecimalField(
+        "space cost per rack and month", max_digits=10, decimal_places=2, null=True, blank=True, **positive(),
+        help_text="Colocation or floor space for one rack. Empty: the portal's default.",
+    )
     description = models.TextField(blank=True)
     history = HistoricalRecords()
 
@@ -123,6 +141,21 @@ class Site(PortalModel):
 
     def __str__(self):
         return self.name
+
+    # The figures the cost models use: the site's own, else the portal's defaults from the settings.
+    @property
+    def effective_pue(self):
+        return float(self.pue) if self.pue is not None else settings.DEFAULT_PUE
+
+    @property
+    def effective_energy_price(self):
+        return float(self.energy_price_per_kwh) if self.energy_price_per_kwh is not None else \
+            settings.ENERGY_PRICE_PER_KWH
+
+    @property
+    def effective_rack_cost(self):
+        return float(self.rack_cost_per_month) if self.rack_cost_per_month is not None else \
+            settings.RACK_COST_PER_MONTH
 
 
 class Rack(PortalModel):

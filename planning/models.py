@@ -365,6 +365,30 @@ class CapacityPlan(PortalModel):
     name = models.CharField(max_length=200, unique=True)
     description = models.TextField(blank=True)
     horizon_months = models.PositiveIntegerField(default=12, validators=[MinValueValidator(1), MaxValueValidator(120)])
+    # Scenario assumptions (``planning.scenarios``); empty ones fall back to the fleet's data and the settings.
+    site = models.ForeignKey(Site, on_delete=models.SET_NULL, null=True, blank=True, related_name="capacity_plans",
+                             help_text="The site to expand (its PUE, energy price and power headroom). "
+                                       "Empty: the site with the most GPUs.")
+    node_model = models.ForeignKey(NodeModel, on_delete=models.SET_NULL, null=True, blank=True, related_name="+",
+                                   help_text="The node to buy. Empty: the most common node model in service.")
+    node_price = models.DecimalField(
+        max_digits=12, decimal_places=2, null=True, blank=True, validators=[MinValueValidator(0)],
+        help_text="Price of one node. Empty: the last order's unit price for the model, else its list price.")
+    rental_gpu_hour_cost = models.DecimalField(
+        "rental cost per GPU-hour", max_digits=10, decimal_places=4, null=True, blank=True,
+        validators=[MinValueValidator(0)],
+        help_text="Empty: the rate of the active rental contracts, else the portal's default.")
+    target_utilization = models.PositiveIntegerField(
+        "target utilization (%)", default=80, validators=[MinValueValidator(10), MaxValueValidator(100)],
+        help_text="Capacity is sized so that forecast demand fills it to this share.")
+    build_lead_months = models.PositiveIntegerField(
+        "lead time to build (months)", default=9, validators=[MaxValueValidator(60)],
+        help_text="A new cluster: site, power, cooling, delivery and burn-in.")
+    expand_lead_months = models.PositiveIntegerField(
+        "lead time to expand (months)", default=4, validators=[MaxValueValidator(60)],
+        help_text="Nodes added to an existing site: order, delivery and burn-in.")
+    rent_lead_months = models.PositiveIntegerField(
+        "lead time to rent (months)", default=1, validators=[MaxValueValidator(60)])
     owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True,
                               related_name="capacity_plans")
     status = models.CharField(max_length=20, choices=Status.choices, default=Status.DRAFT, db_index=True,
@@ -386,6 +410,11 @@ class CapacityPlan(PortalModel):
     @property
     def is_draft(self):
         return self.status == self.Status.DRAFT
+
+
+# The assumptions of a plan's scenarios, edited with its name and horizon (page and API).
+SCENARIO_FIELDS = ["site", "node_model", "node_price", "rental_gpu_hour_cost", "target_utilization",
+                   "build_lead_months", "expand_lead_months", "rent_lead_months"]
 
 
 class PlanWorkload(models.Model):

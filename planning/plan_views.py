@@ -14,7 +14,7 @@ from django.views import View
 from portal.generic import ModelPermissionMixin, ObjectEditView, ObjectListView, ObjectView, object_urls
 
 from . import filters, plans, sizing, tables
-from .models import CapacityPlan
+from .models import SCENARIO_FIELDS, CapacityPlan
 
 S = CapacityPlan.Status
 
@@ -22,7 +22,7 @@ S = CapacityPlan.Status
 class CapacityPlanForm(forms.ModelForm):
     class Meta:
         model = CapacityPlan
-        fields = ["name", "description", "horizon_months"]
+        fields = ["name", "description", "horizon_months", *SCENARIO_FIELDS]
 
 
 class CapacityPlanListView(ObjectListView):

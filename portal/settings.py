@@ -225,6 +225,14 @@ COST_CURRENCY = os.environ.get("COST_CURRENCY", "USD")
 RENEWAL_ALERT_DAYS = int(os.environ.get("RENEWAL_ALERT_DAYS", "30"))  # alert this many days before a notice deadline
 ENERGY_PRICE_PER_KWH = float(os.environ.get("ENERGY_PRICE_PER_KWH", "0.20"))  # in COST_CURRENCY
 DEFAULT_PUE = float(os.environ.get("DEFAULT_PUE", "1.3"))  # power usage effectiveness of every site
+RACK_COST_PER_MONTH = float(os.environ.get("RACK_COST_PER_MONTH", "1500"))  # space for one rack, in COST_CURRENCY
+# Capacity-plan scenarios (planning.scenarios): rental rate when no rental contract gives one, facility build
+# cost per kW of IT load, network and storage as a share of the node price, support per year as a share of capex.
+RENTAL_GPU_HOUR_COST = float(os.environ.get("RENTAL_GPU_HOUR_COST", "2.50"))
+BUILD_COST_PER_KW = float(os.environ.get("BUILD_COST_PER_KW", "10000"))
+NETWORK_SHARE_OF_NODE_PRICE = float(os.environ.get("NETWORK_SHARE_OF_NODE_PRICE", "0.15"))
+STORAGE_SHARE_OF_NODE_PRICE = float(os.environ.get("STORAGE_SHARE_OF_NODE_PRICE", "0.10"))
+SUPPORT_SHARE_OF_CAPEX_PER_YEAR = float(os.environ.get("SUPPORT_SHARE_OF_CAPEX_PER_YEAR", "0.08"))
 CONTRACT_DOCUMENT_MAX_BYTES = int(os.environ.get("CONTRACT_DOCUMENT_MAX_BYTES", str(20 * 1024 * 1024)))
 
 # --- Misc --------------------------------------------------------------------------------------

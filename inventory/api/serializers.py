@@ -44,7 +44,8 @@ class NodeModelSerializer(PortalModelSerializer):
     class Meta:
         model = NodeModel
         fields = [
-            *COMMON, "vendor", "name", "cpu_cores", "ram_gb", "gpu_slots", "max_power_w", "height_u", "node_count",
+            *COMMON, "vendor", "name", "cpu_cores", "ram_gb", "gpu_slots", "max_power_w", "height_u", "list_price",
+            "node_count",
             *TIMESTAMPS,
         ]
 
@@ -56,7 +57,8 @@ class SiteSerializer(PortalModelSerializer):
     class Meta:
         model = Site
         fields = [
-            *COMMON, "name", "location", "power_capacity_kw", "cooling_capacity_kw", "description", "rack_count",
+            *COMMON, "name", "location", "power_capacity_kw", "cooling_capacity_kw", "pue", "energy_price_per_kwh",
+            "rack_cost_per_month", "description", "rack_count",
             "node_count", *TIMESTAMPS,
         ]
 

@@ -18,6 +18,7 @@ from portal.api.serializers import EnumChoiceField, PortalModelSerializer
 from .. import plans, sizing
 from ..coverage import purchase_conflicts
 from ..models import (
+    SCENARIO_FIELDS,
     CapacityPlan,
     Contract,
     Delivery,
@@ -351,7 +352,7 @@ class CapacityPlanSerializer(NestedListMixin, PortalModelSerializer):
     class Meta:
         model = CapacityPlan
         fields = [
-            *COMMON, "name", "description", "horizon_months", "owner", "status", "workloads", "items",
+            *COMMON, "name", "description", "horizon_months", "owner", *SCENARIO_FIELDS, "status", "workloads", "items",
             "submitted_by", "submitted_at", "decided_by", "decided_at", *TIMESTAMPS,
         ]
 
