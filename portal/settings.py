@@ -7,13 +7,19 @@ Everything that differs between the demo and production comes from environment v
 - ``SECRET_KEY``        required when ``DEBUG=0``
 - ``DEBUG``             default ``1`` (the embedded demo); production sets ``0``
 - ``ALLOWED_HOSTS``     comma separated; default ``127.0.0.1,localhost`` (plus ``*`` nothing else)
+
+Security (see the "Security" section below): ``SECURE_SSL_REDIRECT``, ``SECURE_PROXY_SSL_HEADER``,
+``SECURE_HSTS_*``, ``LOGIN_FAILURE_LIMIT``, ``LOGIN_COOLOFF_MINUTES``, ``LOGIN_LOCKOUT_PARAMETERS``,
+``LOGIN_PROXY_COUNT``.
 """
 
 import os
+from datetime import timedelta
 from pathlib import Path
 
 import dj_database_url
 import plotly
+from csp.constants import NONCE, NONE, SELF, UNSAFE_INLINE
 from django.core.exceptions import ImproperlyConfigured
 
 BASE_DIR = Path(__file__).resolve().parent.parent
@@ -58,6 +64,8 @@ INSTALLED_APPS = [
     "django_tables2",
     "django_htmx",
     "simple_history",
+    "axes",
+    "csp",
     "portal",
     "inventory",
     "planning",
@@ -66,6 +74,7 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    "portal.middleware.ContentSecurityPolicyMiddleware",  # before WhiteNoise: static responses get it too
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
@@ -76,6 +85,7 @@ MIDDLEWARE = [
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
     "simple_history.middleware.HistoryRequestMiddleware",
+    "axes.middleware.AxesMiddleware",  # last, as django-axes asks: turns a lockout into the login page's 429
 ]
 
 ROOT_URLCONF = "portal.urls"
@@ -148,12 +158,67 @@ SECURE_CONTENT_TYPE_NOSNIFF = True
 SECURE_REFERRER_POLICY = "same-origin"
 if not DEBUG:
     SECURE_SSL_REDIRECT = env_bool("SECURE_SSL_REDIRECT", True)
-    SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+    # Behind a TLS-terminating proxy (nginx, a load balancer) Django sees plain HTTP; the proxy tells it the
+    # original scheme in a header. Trust that header only when the proxy always sets (or strips) it:
+    # SECURE_PROXY_SSL_HEADER=1 for ``X-Forwarded-Proto: https``, or ``HEADER=value`` for another one
+    # (e.g. ``HTTP_X_FORWARDED_SSL=on``). Unset: not trusted (a client could forge it).
+    _proxy_header = os.environ.get("SECURE_PROXY_SSL_HEADER", "").strip()
+    if _proxy_header.lower() in {"1", "true", "yes", "on"}:
+        SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+    elif "=" in _proxy_header:
+        SECURE_PROXY_SSL_HEADER = tuple(part.strip() for part in _proxy_header.split("=", 1))
     SESSION_COOKIE_SECURE = True
     CSRF_COOKIE_SECURE = True
     SECURE_HSTS_SECONDS = int(os.environ.get("SECURE_HSTS_SECONDS", "31536000"))
-    SECURE_HSTS_INCLUDE_SUBDOMAINS = True
-    SECURE_HSTS_PRELOAD = True
+    SECURE_HSTS_INCLUDE_SUBDOMAINS = env_bool("SECURE_HSTS_INCLUDE_SUBDOMAINS", True)
+    SECURE_HSTS_PRELOAD = env_bool("SECURE_HSTS_PRELOAD", True)
+
+# Login throttling (django-axes): after LOGIN_FAILURE_LIMIT failed log-ins the login form refuses even the
+# right password (HTTP 429 with a message) for LOGIN_COOLOFF_MINUTES (0: until an admin unlocks it with
+# ``manage.py axes_reset_username <name>`` or ``axes_reset``). A successful log-in clears the count.
+# LOGIN_LOCKOUT_PARAMETERS: what is counted, comma separated alternatives, ``+`` for a combination:
+# ``username+ip_address`` (default: one account from one address; no lockout of everyone behind a shared
+# address), ``username,ip_address`` (stricter: each on its own, also against guessing from many addresses).
+# LOGIN_PROXY_COUNT: reverse proxies in front, so the client's address is read from X-Forwarded-For.
+# API tokens do not go through authenticate(), so integrations are never locked out by someone's typos.
+AUTHENTICATION_BACKENDS = [
+    "portal.middleware.LoginThrottleBackend",
+    "django.contrib.auth.backends.ModelBackend",
+]
+AXES_ENABLED = env_bool("LOGIN_THROTTLING", True)
+AXES_FAILURE_LIMIT = int(os.environ.get("LOGIN_FAILURE_LIMIT", "5"))
+AXES_COOLOFF_TIME = timedelta(minutes=int(os.environ.get("LOGIN_COOLOFF_MINUTES", "15"))) or None
+AXES_LOCKOUT_PARAMETERS = [
+    item.split("+") if "+" in item else item for item in env_list("LOGIN_LOCKOUT_PARAMETERS", "username+ip_address")
+]
+AXES_RESET_ON_SUCCESS = True
+AXES_LOCKOUT_CALLABLE = "portal.middleware.login_locked_out"
+AXES_IPWARE_PROXY_COUNT = int(os.environ["LOGIN_PROXY_COUNT"]) if os.environ.get("LOGIN_PROXY_COUNT") else None
+
+# Content-Security-Policy (django-csp 4; Django has its own only from 6.0). No inline script anywhere:
+# chart data comes through json_script (type application/json, not executed) and charts.js reads it.
+# style-src needs 'unsafe-inline' because plotly.js (4.x) adds <style> elements at run time
+# (Lib.addStyleRule for its global rules, addRelatedStyleRule per plot for the mode bar) and has no nonce
+# option; its opt-out (a pre-rendered stylesheet marked ``.no-inline-styles``) needs a plotly.css that the
+# 4.x build no longer ships, and the mode bar still breaks without inline styles (plotly/plotly.js#7543).
+# Inline *style* cannot run code; scripts stay 'self' only (no 'unsafe-inline', no 'unsafe-eval': plotly's
+# only ``new Function`` is a fallback for browsers without ``globalThis``). NONCE is emitted only on pages
+# that ask for one (the Swagger UI page's init script, templates/drf_spectacular/); the API docs pages get a
+# small relaxation in portal.middleware.ContentSecurityPolicyMiddleware.
+CONTENT_SECURITY_POLICY = {
+    "DIRECTIVES": {
+        "default-src": [SELF],
+        "script-src": [SELF, NONCE],
+        "style-src": [SELF, UNSAFE_INLINE],
+        "img-src": [SELF, "data:"],
+        "font-src": [SELF],
+        "connect-src": [SELF],
+        "object-src": [NONE],
+        "base-uri": [SELF],
+        "frame-ancestors": [NONE],
+        "form-action": [SELF],
+    },
+}
 
 # --- REST API ----------------------------------------------------------------------------------
 REST_FRAMEWORK = {
