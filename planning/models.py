@@ -507,6 +507,28 @@ class PlanEvent(models.Model):
 # --- Expansion recommendations --------------------------------------------------------------------------
 
 
+class RecommendationKind(models.TextChoices):
+    CAPACITY = "capacity_bound", "Capacity-bound"
+    SCHEDULING = "scheduling_bound", "Scheduling-bound"
+    STORAGE = "storage_bound", "Storage-bound"
+    NETWORK = "network_bound", "Network-bound"
+    MEMORY = "memory_bound", "Memory-bound"
+    AGEING = "ageing", "Ageing hardware"
+
+
+class RecommendationStatus(models.TextChoices):
+    OPEN = "open", "Open"
+    ACCEPTED = "accepted", "Accepted"
+    DISMISSED = "dismissed", "Dismissed"
+    RESOLVED = "resolved", "Resolved (no longer detected)"
+
+
+class RecommendationSeverity(models.TextChoices):
+    LOW = "low", "Low"
+    MEDIUM = "medium", "Medium"
+    HIGH = "high", "High"
+
+
 class Recommendation(models.Model):
     """What the telemetry says to buy, fix or replace (``planning.recommendations`` writes them): a kind of
     bottleneck, found in a scope (a partition, a site), with its evidence (figures and a chart's series) and a
@@ -514,24 +536,10 @@ class Recommendation(models.Model):
     scope) instead of adding another. A manager accepts one (a draft capacity plan is made from it) or
     dismisses it with a reason; one the rules no longer find is resolved."""
 
-    class Kind(models.TextChoices):
-        CAPACITY = "capacity_bound", "Capacity-bound"
-        SCHEDULING = "scheduling_bound", "Scheduling-bound"
-        STORAGE = "storage_bound", "Storage-bound"
-        NETWORK = "network_bound", "Network-bound"
-        MEMORY = "memory_bound", "Memory-bound"
-        AGEING = "ageing", "Ageing hardware"
-
-    class Status(models.TextChoices):
-        OPEN = "open", "Open"
-        ACCEPTED = "accepted", "Accepted"
-        DISMISSED = "dismissed", "Dismissed"
-        RESOLVED = "resolved", "Resolved (no longer detected)"
-
-    class Severity(models.TextChoices):
-        LOW = "low", "Low"
-        MEDIUM = "medium", "Medium"
-        HIGH = "high", "High"
+    # Named apart from other models' Kind and Status: the API schema names enums after the class.
+    Kind = RecommendationKind
+    Status = RecommendationStatus
+    Severity = RecommendationSeverity
 
     key = models.CharField(max_length=200, db_index=True,
                            help_text="Kind and scope, e.g. capacity_bound:partition=train-h200.")

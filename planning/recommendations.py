@@ -1,0 +1,759 @@
+"""Expansion recommendations from telemetry: the fleet's warning signs, detected.
+
+The analysis (daily by Celery beat, ``planning.tasks.analyse_recommendations``, or on demand from the
+recommendations page) reads the last ``window_days`` of GPU hourly rollups and Slurm job records, the
+nodes' warranty and fault history, and writes a ``Recommendation`` per bottleneck it finds, with its
+evidence (figures and a chart's series) and a suggested action. Three layers:
+
+- ``gather`` (the query layer): set-based aggregates, a constant number of queries whatever the fleet's
+  size, returning plain data (``PartitionStats`` per Slurm partition, ``NodeHealth`` per suspect node);
+- the rules (``capacity_bound`` … ``ageing``): plain functions over that data, no database;
+- ``run``: writes the findings idempotently (one open recommendation per kind and scope, updated on every
+  run), resolves open ones the rules no longer find, and leaves alone what a manager decided on lately.
+  ``accept`` turns one into a draft capacity plan, ``dismiss`` records why not.
+
+Definitions (per partition, over the window, nodes in service only)
+    - *utilization*: mean of the GPUs' hourly mean utilization (``GPUHourly.util_mean``).
+    - *busy hour*: a GPU-hour whose max utilization reached ``busy_util_max`` (work ran in it).
+    - *stall share*: 1 − (Σ mean / Σ max utilization) over busy hours: how much of a busy hour the GPUs
+      waited between bursts of full speed. DCGM has no "waiting on data loading" counter; bursts of full speed
+      between near-idle stalls are its signature in the rollups (all-reduce waits are shorter and steadier).
+    - *allocated share*: Slurm-allocated GPU-hours (``jobstats.multi_node_share``) / GPU-hours observed.
+    - *queue wait* p50/p95 of jobs started in the window (``jobstats.queue_wait_percentiles``); *GPUs
+      waiting*: Σ GPUs × wait of the jobs submitted in the window (pending ones until now) / window hours.
+    - *frame-buffer use*: mean of memory used / the GPU model's memory over busy hours.
+    - *job width*: GPU-hour-weighted mean node count of the jobs.
+
+Rules and thresholds (``Thresholds``; the defaults are ``THRESHOLDS``)
+    - capacity-bound: utilization ≥ 80 % and long queue waits (p50 ≥ 1 h or p95 ≥ 4 h, over ≥ 5 started jobs)
+      → add nodes (enough for the GPUs waiting on average plus the load above a 80 % target) or rent burst
+      capacity. Accepting pre-fills the plan's bill of materials with that many nodes of the partition's model.
+    - scheduling-bound: long queue waits while ≥ 25 % of the observed GPU-hours were not allocated to any job,
+      and utilization below 80 % → fix the queue policy (limits, reservations, fragmentation), not hardware.
+    - storage-bound: ≥ 70 % of GPU-hours allocated, busy-hour utilization < 50 % and stall share ≥ 35 %
+      → more storage read throughput (or data loading closer to the GPUs).
+    - network-bound: ≥ 50 % of allocated GPU-hours from multi-node jobs, job width ≥ 2 nodes, allocated
+      share ≥ 50 %, steady but moderate busy-hour utilization (30–75 %, stall share < 25 %) → interconnect
+      upgrade. High severity when the partition's fabric is oversubscribed (a switch's downlink:uplink
+      ratio > 1) or gives less than 400 Gb/s per GPU; otherwise medium, and the action says to check
+      NCCL settings and placement before buying.
+    - memory-bound: frame-buffer use ≥ 85 % in busy hours and out-of-memory failures (a Slurm
+      ``OUT_OF_MEMORY`` job, or ≥ 5 % of ≥ 10 ended jobs ``FAILED``) → larger-memory GPUs.
+    - ageing (per site): nodes out of warranty, or with repeated faults: ≥ 2 days with a move to degraded
+      (the node or one of its GPUs) in a year, or XID errors on ≥ 3 days in 30 → replace them.
+
+A recommendation dismissed or accepted is not raised again for ``snooze_days`` (30) after the decision.
+"""
+
+import math
+from collections import Counter, defaultdict
+from dataclasses import dataclass, field
+from datetime import timedelta
+from decimal import Decimal
+
+from django.conf import settings
+from django.contrib.contenttypes.models import ContentType
+from django.core.exceptions import ValidationError
+from django.db import transaction
+from django.db.models import (
+    Avg,
+    Case,
+    Count,
+    DurationField,
+    ExpressionWrapper,
+    F,
+    FloatField,
+    IntegerField,
+    Max,
+    Min,
+    Q,
+    Sum,
+    Value,
+    When,
+)
+from django.db.models.functions import Cast, Coalesce, Greatest, TruncDate
+from django.utils import timezone
+
+from inventory.models import GPU, Fabric, FabricAttachment, LifecycleState, Node, StateTransition
+from inventory.telemetry import jobstats
+from inventory.telemetry.models import GPUDaily, GPUHourly, SlurmJob
+from inventory.telemetry.rollups import floor_hour
+
+from .models import CapacityPlan, OrderLine, PlanItem, Recommendation
+
+K = Recommendation.Kind
+SEV = Recommendation.Severity
+FAILED_STATES = ("FAILED", "OUT_OF_MEMORY")
+FAST_FABRICS = (Fabric.Kind.INFINIBAND, Fabric.Kind.ROCE)
+
+
+@dataclass(frozen=True)
+class Thresholds:
+    window_days: int = 7
+    busy_util_max: float = 20.0  # %: an hour counts as busy when its max utilization reached this
+    idle_util: float = 5.0  # %: an hour below this mean is idle
+    util_high: float = 80.0  # %: capacity-bound at or above
+    target_util: float = 80.0  # %: capacity is sized so that the load fills it to this
+    wait_p50_hours: float = 1.0  # long queue waits: p50 at or above…
+    wait_p95_hours: float = 4.0  # …or p95 at or above
+    min_jobs: int = 5  # started jobs needed before queue waits count
+    unallocated_share: float = 0.25  # scheduling-bound: share of observed GPU-hours no job had
+    storage_allocated_share: float = 0.7
+    storage_busy_util: float = 50.0  # %: below
+    storage_stall_share: float = 0.35  # at or above
+    network_multi_node_share: float = 0.5
+    network_width: float = 2.0
+    network_allocated_share: float = 0.5
+    network_util: tuple = (30.0, 75.0)  # busy-hour utilization in [low, high)
+    network_stall_share: float = 0.25  # below
+    fabric_gbps_per_gpu: float = 400.0  # less than this per GPU (or oversubscribed) is a weak fabric
+    memory_share: float = 0.85  # frame-buffer use at or above
+    failed_share: float = 0.05  # of ended jobs, with at least…
+    min_ended_jobs: int = 10
+    fault_days: int = 2  # days with a move to degraded in ``fault_window_days``
+    fault_window_days: int = 365
+    xid_days: int = 3  # days with XID errors in ``xid_window_days``
+    xid_window_days: int = 30
+    snooze_days: int = 30  # a decided recommendation is not raised again for this long
+
+
+THRESHOLDS = Thresholds()
+
+
+# --- Plain data -------------------------------------------------------------------------------------------
+
+
+@dataclass
+class PartitionStats:
+    """What the window says about one Slurm partition (nodes in service only); None: not observed."""
+
+    partition: str
+    gpus: int = 0
+    gpu_hours: float = 0.0
+    util_mean: float | None = None
+    busy_hours: float = 0.0
+    busy_util: float | None = None
+    stall_share: float | None = None
+    idle_share: float | None = None
+    memory_share: float | None = None
+    allocated_gpu_hours: float = 0.0
+    multi_node_share: float | None = None
+    jobs_started: int = 0
+    wait_p50_hours: float | None = None
+    wait_p95_hours: float | None = None
+    gpus_waiting: float = 0.0
+    job_width: float | None = None
+    ended_jobs: int = 0
+    failed_jobs: int = 0
+    oom_jobs: int = 0
+    oversubscription: float | None = None  # the highest downlink:uplink ratio of its fast fabric's switches
+    fabric_gbps_per_gpu: float | None = None  # the weakest node's fast-fabric bandwidth per GPU slot
+    nodes: int = 0
+    site_id: int | None = None
+    site_name: str = ""
+    node_model_id: int | None = None
+    node_model_name: str = ""
+    gpu_slots: int = 8
+    node_price: Decimal | None = None
+    series: dict = field(default_factory=dict)  # {"x": [...], "util": [...], "util_max": [...], "memory": [...]}
+
+    @property
+    def allocated_share(self):
+        return self.allocated_gpu_hours / self.gpu_hours if self.gpu_hours else None
+
+
+@dataclass
+class NodeHealth:
+    node_id: int
+    hostname: str
+    site_id: int
+    site_name: str
+    node_model_id: int
+    node_model_name: str
+    node_price: Decimal | None
+    warranty_end: object = None  # a date or None
+    fault_days: int = 0
+    xid_errors: int = 0
+    xid_days: int = 0
+
+
+@dataclass
+class Finding:
+    """One recommendation as the rules see it, before it is written."""
+
+    kind: str
+    key: str
+    severity: str
+    title: str
+    summary: str
+    action: str
+    figures: list
+    chart: dict
+    partition: str = ""
+    site_id: int | None = None
+    node_model_id: int | None = None
+    node_count: int = 0
+    node_price: Decimal | None = None
+
+    @property
+    def evidence(self):
+        return {"figures": self.figures, "chart": self.chart}
+
+
+def figure(label, value, unit="", rule=""):
+    """A figure of the evidence: rounded, with its unit and the threshold it is compared with."""
+    if isinstance(value, float):
+        value = round(value, 2)
+    return {"label": label, "value": value, "unit": unit, "rule": rule}
+
+
+def pct(share):
+    return None if share is None else round(100 * share, 1)
+
+
+def long_waits(p, t):
+    return p.jobs_started >= t.min_jobs and (
+        (p.wait_p50_hours or 0) >= t.wait_p50_hours or (p.wait_p95_hours or 0) >= t.wait_p95_hours)
+
+
+def util_chart(p, title, names=("util",)):
+    labels = {"util": "mean utilization (%)", "util_max": "max utilization (%)", "memory": "frame buffer used (%)"}
+    return {"type": "timeseries", "title": title, "data": {
+        "x": p.series.get("x", []), "y_title": "%", "y_range": [0, 100],
+        "series": [{"name": labels[name], "y": p.series.get(name, [])} for name in names],
+    }}
+
+
+def wait_figures(p, t):
+    return [
+        figure("Queue wait p50", p.wait_p50_hours, "h", f"≥ {t.wait_p50_hours} h, or p95 ≥ {t.wait_p95_hours} h"),
+        figure("Queue wait p95", p.wait_p95_hours, "h"),
+        figure("Jobs started", p.jobs_started, "", f"≥ {t.min_jobs}"),
+    ]
+
+
+# --- Rules: plain functions over plain data -------------------------------------------------------------
+
+
+def capacity_bound(p, t=THRESHOLDS):
+    if p.util_mean is None or p.util_mean < t.util_high or not long_waits(p, t):
+        return None
+    extra_gpus = p.gpus_waiting + p.gpus * max(0.0, p.util_mean / t.target_util - 1)
+    nodes = max(1, math.ceil(extra_gpus / max(p.gpu_slots, 1)))
+    severity = SEV.HIGH if (p.wait_p95_hours or 0) >= 2 * t.wait_p95_hours or p.util_mean >= 90 else SEV.MEDIUM
+    model = p.node_model_name or "nodes"
+    price = f" at {p.node_price:,.0f} {settings.COST_CURRENCY} each" if p.node_price is not None else ""
+    return Finding(
+        kind=K.CAPACITY, key=f"{K.CAPACITY}:partition={p.partition}", severity=severity,
+        title=f"Partition {p.partition or '(none)'} is capacity-bound",
+        summary=(f"GPUs were {p.util_mean:.0f} % busy and jobs waited {p.wait_p50_hours:.1f} h (p50), "
+                 f"{p.wait_p95_hours:.1f} h (p95) to start: demand exceeds the {p.gpus} GPUs in service. "
+                 f"On average {p.gpus_waiting:.1f} GPUs' worth of jobs sat in the queue."),
+        action=(f"Add {nodes} × {model}{price} to partition {p.partition or '(none)'}, or rent burst capacity "
+                f"for about {math.ceil(extra_gpus)} GPUs until they arrive."),
+        figures=[
+            figure("Mean GPU utilization", p.util_mean, "%", f"≥ {t.util_high:.0f} %"),
+            *wait_figures(p, t),
+            figure("GPUs in service", p.gpus),
+            figure("GPUs' worth of jobs waiting (mean)", p.gpus_waiting, "GPUs"),
+            figure("Suggested nodes", nodes, model,
+                   f"to bring utilization to {t.target_util:.0f} % and clear the queue"),
+        ],
+        chart=util_chart(p, f"Utilization of partition {p.partition}"),
+        partition=p.partition, site_id=p.site_id, node_model_id=p.node_model_id, node_count=nodes,
+        node_price=p.node_price,
+    )
+
+
+def scheduling_bound(p, t=THRESHOLDS):
+    unallocated = None if p.allocated_share is None else max(0.0, 1 - p.allocated_share)
+    if (unallocated is None or unallocated < t.unallocated_share or not long_waits(p, t)
+            or (p.util_mean or 0) >= t.util_high):
+        return None
+    idle_gpus = unallocated * p.gpus
+    return Finding(
+        kind=K.SCHEDULING, key=f"{K.SCHEDULING}:partition={p.partition}",
+        severity=SEV.HIGH if unallocated >= 2 * t.unallocated_share else SEV.MEDIUM,
+        title=f"Partition {p.partition or '(none)'} is scheduling-bound",
+        summary=(f"Jobs waited {p.wait_p50_hours:.1f} h (p50), {p.wait_p95_hours:.1f} h (p95) to start while "
+                 f"{pct(unallocated):.0f} % of the GPU-hours observed (about {idle_gpus:.0f} of {p.gpus} GPUs) "
+                 "ran no job: the queue holds work back, not a lack of GPUs."),
+        action=("Fix the queue policy, not the hardware: look at partition and account limits (GRES, QOS "
+                "MaxTRES), reservations and drained nodes, node sharing for jobs smaller than a node, and "
+                "backfill settings so that waiting jobs fit the idle GPUs."),
+        figures=[
+            figure("GPU-hours not allocated to any job", pct(unallocated), "%", f"≥ {pct(t.unallocated_share):.0f} %"),
+            *wait_figures(p, t),
+            figure("Mean GPU utilization", p.util_mean, "%", f"< {t.util_high:.0f} %"),
+            figure("GPU-hours observed", p.gpu_hours, "GPU-h"),
+            figure("GPU-hours allocated (Slurm)", p.allocated_gpu_hours, "GPU-h"),
+        ],
+        chart={"type": "hbar", "title": "GPU-hours in the window", "data": {
+            "labels": ["observed (telemetry)", "allocated to jobs (Slurm)", "not allocated"], "x_title": "GPU-hours",
+            "series": [{"name": "GPU-hours", "values": [round(p.gpu_hours, 1), round(p.allocated_gpu_hours, 1),
+                                                         round(max(0.0, p.gpu_hours - p.allocated_gpu_hours), 1)]}],
+        }},
+        partition=p.partition, site_id=p.site_id,
+    )
+
+
+def storage_bound(p, t=THRESHOLDS):
+    if (p.allocated_share is None or p.allocated_share < t.storage_allocated_share or p.busy_util is None
+            or p.busy_util >= t.storage_busy_util or p.stall_share is None or p.stall_share < t.storage_stall_share):
+        return None
+    return Finding(
+        kind=K.STORAGE, key=f"{K.STORAGE}:partition={p.partition}",
+        severity=SEV.HIGH if p.busy_util < t.storage_busy_util * 0.7 else SEV.MEDIUM,
+        title=f"Partition {p.partition or '(none)'} is storage-bound",
+        summary=(f"{pct(p.allocated_share):.0f} % of the GPU-hours were allocated to jobs, yet busy GPUs averaged "
+                 f"{p.busy_util:.0f} % in bursts of full speed between stalls: about {pct(p.stall_share):.0f} % of "
+                 "their time went waiting for data."),
+        action=("Raise storage read throughput for this partition's jobs: a faster scratch tier, more parallel "
+                "file system servers, or local NVMe staging and more data-loader workers, before adding GPUs."),
+        figures=[
+            figure("GPU-hours allocated to jobs", pct(p.allocated_share), "%",
+                   f"≥ {pct(t.storage_allocated_share):.0f} %"),
+            figure("Utilization of busy GPUs", p.busy_util, "%", f"< {t.storage_busy_util:.0f} %"),
+            figure("Stall share (data-loading wait)", pct(p.stall_share), "%", f"≥ {pct(t.storage_stall_share):.0f} %"),
+            figure("Mean GPU utilization", p.util_mean, "%"),
+        ],
+        chart=util_chart(p, f"Mean and peak utilization of partition {p.partition}", ("util", "util_max")),
+        partition=p.partition, site_id=p.site_id,
+    )
+
+
+def network_bound(p, t=THRESHOLDS, fleet=()):
+    low, high = t.network_util
+    if (p.multi_node_share is None or p.multi_node_share < t.network_multi_node_share
+            or (p.job_width or 0) < t.network_width or p.allocated_share is None
+            or p.allocated_share < t.network_allocated_share or p.busy_util is None
+            or not low <= p.busy_util < high or p.stall_share is None or p.stall_share >= t.network_stall_share):
+        return None
+    oversubscribed = p.oversubscription is not None and p.oversubscription > 1
+    thin = p.fabric_gbps_per_gpu is not None and p.fabric_gbps_per_gpu < t.fabric_gbps_per_gpu
+    if oversubscribed or thin:
+        severity = SEV.HIGH
+        action = (f"Upgrade the interconnect of partition {p.partition or '(none)'}: "
+                  + ("a non-blocking fabric (more spine uplinks) " if oversubscribed else "")
+                  + ("and " if oversubscribed and thin else "")
+                  + (f"one {t.fabric_gbps_per_gpu:.0f} Gb/s rail per GPU " if thin else "")
+                  + "so that gradient all-reduce stops holding the GPUs back.")
+    elif p.oversubscription is None and p.fabric_gbps_per_gpu is None:
+        severity = SEV.MEDIUM
+        action = ("Record the partition's fabric (attachments and switches) to confirm; then upgrade the "
+                  "interconnect (non-blocking, one 400 Gb/s rail per GPU) if it is oversubscribed or thin.")
+    else:
+        severity = SEV.LOW
+        action = ("The fabric is non-blocking with enough bandwidth per GPU: check NCCL settings (rails, "
+                  "SHARP), topology-aware placement of jobs and per-job communication overlap before an "
+                  "interconnect upgrade.")
+    rows = sorted((q for q in fleet if q.busy_util is not None), key=lambda q: q.partition)
+    return Finding(
+        kind=K.NETWORK, key=f"{K.NETWORK}:partition={p.partition}", severity=severity,
+        title=f"Partition {p.partition or '(none)'} is network-bound",
+        summary=(f"{pct(p.multi_node_share):.0f} % of its GPU-hours came from multi-node jobs ({p.job_width:.1f} "
+                 f"nodes wide on average) whose GPUs ran a steady {p.busy_util:.0f} %: per-GPU throughput falls "
+                 "as jobs spread over more nodes, waiting on gradient synchronisation."
+                 + (f" The fabric is oversubscribed {p.oversubscription:.2f}:1." if oversubscribed else "")),
+        action=action,
+        figures=[
+            figure("GPU-hours from multi-node jobs", pct(p.multi_node_share), "%",
+                   f"≥ {pct(t.network_multi_node_share):.0f} %"),
+            figure("Mean job width", p.job_width, "nodes", f"≥ {t.network_width:.0f}"),
+            figure("Utilization of busy GPUs", p.busy_util, "%", f"{low:.0f}–{high:.0f} %"),
+            figure("Stall share", pct(p.stall_share), "%", f"< {pct(t.network_stall_share):.0f} % (steady)"),
+            figure("Fabric oversubscription", p.oversubscription, ":1", "> 1 is oversubscribed"),
+            figure("Fabric bandwidth per GPU", p.fabric_gbps_per_gpu, "Gb/s", f"< {t.fabric_gbps_per_gpu:.0f} is thin"),
+        ],
+        chart={"type": "hbar", "title": "Per-GPU utilization and multi-node share by partition", "data": {
+            "labels": [q.partition or "(none)" for q in rows], "x_title": "%", "x_range": [0, 100],
+            "series": [{"name": "utilization of busy GPUs (%)", "values": [round(q.busy_util, 1) for q in rows]},
+                       {"name": "GPU-hours from multi-node jobs (%)",
+                        "values": [pct(q.multi_node_share) for q in rows]}],
+        }},
+        partition=p.partition, site_id=p.site_id,
+    )
+
+
+def memory_bound(p, t=THRESHOLDS):
+    if p.memory_share is None or p.memory_share < t.memory_share:
+        return None
+    failed_share = p.failed_jobs / p.ended_jobs if p.ended_jobs else 0.0
+    if not (p.oom_jobs or (p.ended_jobs >= t.min_ended_jobs and failed_share >= t.failed_share)):
+        return None
+    return Finding(
+        kind=K.MEMORY, key=f"{K.MEMORY}:partition={p.partition}",
+        severity=SEV.HIGH if p.oom_jobs else SEV.MEDIUM,
+        title=f"Partition {p.partition or '(none)'} is memory-bound",
+        summary=(f"Busy GPUs used {pct(p.memory_share):.0f} % of their frame buffer, and {p.failed_jobs} of "
+                 f"{p.ended_jobs} jobs that ended failed ({p.oom_jobs} out of memory): models no longer fit."),
+        action=("Move these workloads to larger-memory GPUs (e.g. 141 GB H200 or 192 GB B200 in place of 80 GB "
+                "parts), or budget for activation checkpointing and more sharding, which costs throughput."),
+        figures=[
+            figure("Frame buffer used by busy GPUs", pct(p.memory_share), "%", f"≥ {pct(t.memory_share):.0f} %"),
+            figure("Out-of-memory jobs", p.oom_jobs, "", "≥ 1, or failed share"),
+            figure("Failed jobs", pct(failed_share), "%",
+                   f"≥ {pct(t.failed_share):.0f} % of ≥ {t.min_ended_jobs} ended jobs"),
+            figure("Jobs ended", p.ended_jobs),
+        ],
+        chart=util_chart(p, f"Frame buffer use of partition {p.partition}", ("memory", "util")),
+        partition=p.partition, site_id=p.site_id,
+    )
+
+
+def is_ageing(node, today, t=THRESHOLDS):
+    """(out of warranty, repeated faults) of a node."""
+    expired = node.warranty_end is not None and node.warranty_end < today
+    faulty = node.fault_days >= t.fault_days or node.xid_days >= t.xid_days
+    return expired, faulty
+
+
+def ageing(nodes, today, t=THRESHOLDS):
+    """One finding per site with nodes out of warranty or with repeated faults."""
+    by_site = defaultdict(list)
+    for node in nodes:
+        expired, faulty = is_ageing(node, today, t)
+        if expired or faulty:
+            by_site[node.site_id].append((node, expired, faulty))
+    findings = []
+    for site_id, rows in sorted(by_site.items()):
+        rows.sort(key=lambda row: row[0].hostname)
+        expired = [n.hostname for n, e, _ in rows if e]
+        faulty = [n.hostname for n, _, f in rows if f]
+        both = [n.hostname for n, e, f in rows if e and f]
+        model_counts = Counter((n.node_model_id, n.node_model_name, n.node_price) for n, _, _ in rows)
+        (model_id, model_name, price), _ = model_counts.most_common(1)[0]
+        site = rows[0][0].site_name
+        parts = []
+        if expired:
+            parts.append(f"{len(expired)} out of warranty ({', '.join(expired)})")
+        if faulty:
+            parts.append(f"{len(faulty)} with repeated faults ({', '.join(faulty)})")
+        findings.append(Finding(
+            kind=K.AGEING, key=f"{K.AGEING}:site={site_id}",
+            severity=SEV.HIGH if both or len(faulty) >= 3 else SEV.MEDIUM,
+            title=f"{len(rows)} ageing node{'s' if len(rows) != 1 else ''} at {site}",
+            summary=f"At {site}, {len(rows)} nodes are due for replacement: {'; '.join(parts)}.",
+            action=(f"Replace {len(rows)} node{'s' if len(rows) != 1 else ''} ({model_name} or its successor), "
+                    "starting with those both out of warranty and faulting; until then keep spares and a "
+                    "support contract for them."),
+            figures=[
+                figure("Nodes out of warranty", len(expired), "", "warranty end before today"),
+                figure("Nodes with repeated faults", len(faulty), "",
+                       f"≥ {t.fault_days} days degraded in {t.fault_window_days} d or XID errors on "
+                       f"≥ {t.xid_days} days in {t.xid_window_days} d"),
+                figure("Both", len(both)),
+                {"label": "Nodes", "value": None, "unit": "", "rule": "", "rows": [
+                    {"hostname": n.hostname, "warranty_end": n.warranty_end.isoformat() if n.warranty_end else None,
+                     "out_of_warranty": e, "fault_days": n.fault_days, "xid_days": n.xid_days,
+                     "xid_errors": n.xid_errors} for n, e, _ in rows]},
+            ],
+            chart={"type": "hbar", "title": "Faults per node", "data": {
+                "labels": [n.hostname for n, _, _ in rows], "x_title": "days",
+                "series": [{"name": f"days moved to degraded ({t.fault_window_days} d)",
+                            "values": [n.fault_days for n, _, _ in rows]},
+                           {"name": f"days with XID errors ({t.xid_window_days} d)",
+                            "values": [n.xid_days for n, _, _ in rows]}],
+            }},
+            site_id=site_id, node_model_id=model_id, node_count=len(rows), node_price=price,
+        ))
+    return findings
+
+
+PARTITION_RULES = (capacity_bound, scheduling_bound, storage_bound, memory_bound)
+
+
+def analyse(partitions, nodes, today, t=THRESHOLDS):
+    """Every finding of every rule, for the partitions' and nodes' plain data."""
+    findings = []
+    for p in partitions:
+        findings += [f for rule in PARTITION_RULES if (f := rule(p, t))]
+        if f := network_bound(p, t, partitions):
+            findings.append(f)
+    return findings + ageing(nodes, today, t)
+
+
+# --- Query layer: set-based aggregates, a constant number of queries -----------------------------------
+
+
+def window(now, t=THRESHOLDS):
+    return floor_hour(now) - timedelta(days=t.window_days), now
+
+
+def gather(now=None, t=THRESHOLDS):
+    """(partition stats, suspect nodes' health) for the window ending ``now``."""
+    now = now or timezone.now()
+    return partition_stats(now, t), node_health(now, t)
+
+
+def partition_stats(now, t=THRESHOLDS):
+    start, end = window(now, t)
+    in_service = LifecycleState.IN_SERVICE
+    rows = GPUHourly.objects.filter(hour__gte=start, hour__lt=end, util_mean__isnull=False,
+                                    gpu__node__state=in_service)
+    busy = Q(util_max__gte=t.busy_util_max)
+    memory = ExpressionWrapper(F("mem_used_mean_gb") / Cast("gpu__gpu_model__memory_gb", FloatField()),
+                               output_field=FloatField())
+    stats = {}
+    for row in (rows.values(partition=F("gpu__node__partition"))
+                .annotate(gpus=Count("gpu", distinct=True), gpu_hours=Count("pk"), util_hours=Sum("util_mean"),
+                          idle_hours=Count("pk", filter=Q(util_mean__lt=t.idle_util)),
+                          busy_hours=Count("pk", filter=busy), busy_util=Sum("util_mean", filter=busy),
+                          busy_max=Sum("util_max", filter=busy),
+                          memory=Avg(memory, filter=busy & Q(mem_used_mean_gb__isnull=False)))
+                .order_by("partition")):
+        hours = row["gpu_hours"]
+        stats[row["partition"]] = PartitionStats(
+            partition=row["partition"], gpus=row["gpus"], gpu_hours=float(hours),
+            util_mean=row["util_hours"] / hours, busy_hours=float(row["busy_hours"]),
+            busy_util=row["busy_util"] / row["busy_hours"] if row["busy_hours"] else None,
+            stall_share=1 - row["busy_util"] / row["busy_max"] if row["busy_max"] else None,
+            idle_share=row["idle_hours"] / hours, memory_share=row["memory"],
+        )
+    if not stats:
+        return []
+    add_series(stats, rows, busy, memory)
+    add_jobs(stats, start, end, now)
+    add_nodes(stats)
+    add_fabric(stats)
+    return [stats[name] for name in sorted(stats)]
+
+
+def add_series(stats, rows, busy, memory):
+    """Hourly mean utilization, max utilization and frame-buffer use per partition (one query)."""
+    cells = defaultdict(dict)
+    hours = set()
+    for row in (rows.values("hour", partition=F("gpu__node__partition"))
+                .annotate(mean_util=Avg("util_mean"), max_util=Avg("util_max"), memory=Avg(memory, filter=busy))
+                .order_by()):
+        cells[row["partition"]][row["hour"]] = row
+        hours.add(row["hour"])
+    x = sorted(hours)
+    for name, p in stats.items():
+        mine = cells[name]
+
+        def values(key, scale=1.0, mine=mine):
+            return [None if h not in mine or mine[h][key] is None else round(mine[h][key] * scale, 1) for h in x]
+
+        p.series = {"x": [h.isoformat() for h in x], "util": values("mean_util"), "util_max": values("max_util"),
+                    "memory": values("memory", 100.0)}
+
+
+def add_jobs(stats, start, end, now):
+    """Allocated GPU-hours and multi-node share, queue waits, GPUs waiting, width, failures (four queries)."""
+    jobs = SlurmJob.objects.filter(partition__in=list(stats))
+    for row in jobstats.multi_node_share(jobs, start, end, now=now):
+        if p := stats.get(row["partition"]):
+            p.allocated_gpu_hours, p.multi_node_share = row["gpu_hours"] or 0.0, row["share"]
+    for row in jobstats.queue_wait_percentiles(jobs.filter(start_time__gte=start, start_time__lt=end)):
+        if p := stats.get(row["partition"]):
+            p.jobs_started, p.wait_p50_hours, p.wait_p95_hours = row["jobs"], row["p50_hours"], row["p95_hours"]
+    gpus = Cast("gpus", IntegerField())
+    waited = Greatest(ExpressionWrapper(Coalesce(F("start_time"), Value(now)) - F("submit_time"),
+                                        output_field=DurationField()), Value(timedelta(0)))
+    ended = Q(end_time__gte=start, end_time__lt=end)
+    for row in (jobs.filter(submit_time__gte=start, submit_time__lt=end).values("partition")
+                .annotate(wait_time=Sum(ExpressionWrapper(gpus * waited, output_field=DurationField())))
+                .order_by()):
+        if p := stats.get(row["partition"]):
+            p.gpus_waiting = jobstats.hours(row["wait_time"] or timedelta(0)) / ((end - start).total_seconds() / 3600)
+    for row in (jobs.filter(Q(end_time__isnull=True) | Q(end_time__gte=start), start_time__lt=end, gpus__gt=0)
+                .values("partition")
+                .annotate(width=Sum(F("node_count") * F("gpus"), output_field=FloatField()), gpu_sum=Sum("gpus"),
+                          ended_jobs=Count("pk", filter=ended),
+                          failed=Count("pk", filter=ended & Q(state__in=FAILED_STATES)),
+                          oom=Count("pk", filter=ended & Q(state="OUT_OF_MEMORY")))
+                .order_by()):
+        if p := stats.get(row["partition"]):
+            p.job_width = row["width"] / row["gpu_sum"] if row["gpu_sum"] else None
+            p.ended_jobs, p.failed_jobs, p.oom_jobs = row["ended_jobs"], row["failed"], row["oom"]
+
+
+def node_prices(model_ids):
+    """Price of one node per model: the last order's unit price, else the list price (two queries)."""
+    from inventory.models import NodeModel
+
+    prices = {pk: price for pk, price in NodeModel.objects.filter(pk__in=model_ids).values_list("pk", "list_price")}
+    seen = set()
+    for model_id, price in (OrderLine.objects.filter(node_model__in=model_ids)
+                            .order_by("-order__ordered_on", "-pk").values_list("node_model_id", "unit_price")):
+        if model_id not in seen:
+            seen.add(model_id)
+            prices[model_id] = price
+    return prices
+
+
+def add_nodes(stats):
+    """Nodes in service per partition: count, main site and main node model with its price (three queries)."""
+    counts = defaultdict(Counter)
+    sites, models = {}, {}
+    for row in (Node.objects.filter(state=LifecycleState.IN_SERVICE, partition__in=list(stats))
+                .values("partition", "site_id", "site__name", "node_model_id", "node_model__name",
+                        "node_model__gpu_slots")
+                .annotate(n=Count("pk")).order_by()):
+        counts[row["partition"]][(row["site_id"], row["node_model_id"])] += row["n"]
+        sites[row["site_id"]] = row["site__name"]
+        models[row["node_model_id"]] = (row["node_model__name"], row["node_model__gpu_slots"])
+    prices = node_prices(list(models)) if models else {}
+    for name, counter in counts.items():
+        p = stats[name]
+        (site_id, model_id), _ = counter.most_common(1)[0]
+        p.nodes = sum(counter.values())
+        p.site_id, p.site_name = site_id, sites[site_id]
+        p.node_model_id, (p.node_model_name, p.gpu_slots) = model_id, models[model_id]
+        p.node_price = prices.get(model_id)
+
+
+def add_fabric(stats):
+    """Per partition: the highest oversubscription of its fast fabric's switches and the weakest node's
+    fast-fabric bandwidth per GPU slot (one query)."""
+    for row in (FabricAttachment.objects.filter(node__state=LifecycleState.IN_SERVICE, node__partition__in=list(stats),
+                                                fabric__kind__in=FAST_FABRICS)
+                .values(partition=F("node__partition"))
+                .annotate(ratio=Max("switch__oversubscription_ratio"),
+                          per_gpu=Min(ExpressionWrapper(
+                              Cast(F("ports") * F("speed_gbps"), FloatField())
+                              / Cast("node__node_model__gpu_slots", FloatField()), output_field=FloatField())))
+                .order_by()):
+        p = stats[row["partition"]]
+        p.oversubscription = float(row["ratio"]) if row["ratio"] is not None else None
+        p.fabric_gbps_per_gpu = row["per_gpu"]
+
+
+def node_health(now, t=THRESHOLDS):
+    """Nodes (not retired) out of warranty or with faults, with their fault days and XID days (five queries)."""
+    today = timezone.localdate(now)
+    fault_since = now - timedelta(days=t.fault_window_days)
+    types = ContentType.objects.get_for_models(Node, GPU)
+    node_type, gpu_type = types[Node], types[GPU]
+    moves = StateTransition.objects.filter(to_state=LifecycleState.DEGRADED, created__gte=fault_since)
+    days = set(moves.filter(content_type=node_type).values_list("object_id", TruncDate("created")).distinct())
+    gpu_moves = moves.filter(content_type=gpu_type).values_list("object_id", TruncDate("created")).distinct()
+    gpu_moves = list(gpu_moves)
+    gpu_nodes = dict(GPU.objects.filter(pk__in={gpu for gpu, _ in gpu_moves}, node__isnull=False)
+                     .values_list("pk", "node_id")) if gpu_moves else {}
+    days |= {(gpu_nodes[gpu], day) for gpu, day in gpu_moves if gpu in gpu_nodes}
+    fault_days = Counter(node for node, _ in days)
+    xid = {row["node_id"]: row for row in (
+        GPUDaily.objects.filter(day__gte=today - timedelta(days=t.xid_window_days), xid_errors__gt=0,
+                                gpu__node__isnull=False)
+        .values(node_id=F("gpu__node_id"))
+        .annotate(errors=Sum("xid_errors"), days=Count("day", distinct=True)).order_by())}
+    suspects = Node.objects.exclude(state=LifecycleState.RETIRED).filter(
+        Q(warranty_end__lt=today) | Q(pk__in=list(fault_days)) | Q(pk__in=list(xid)))
+    rows = list(suspects.values("pk", "hostname", "site_id", "site__name", "node_model_id", "node_model__name",
+                                "warranty_end").order_by("hostname"))
+    prices = node_prices({row["node_model_id"] for row in rows}) if rows else {}
+    return [NodeHealth(node_id=row["pk"], hostname=row["hostname"], site_id=row["site_id"],
+                       site_name=row["site__name"], node_model_id=row["node_model_id"],
+                       node_model_name=row["node_model__name"], node_price=prices.get(row["node_model_id"]),
+                       warranty_end=row["warranty_end"], fault_days=fault_days.get(row["pk"], 0),
+                       xid_errors=xid.get(row["pk"], {}).get("errors", 0),
+                       xid_days=xid.get(row["pk"], {}).get("days", 0))
+            for row in rows]
+
+
+# --- Writing, accepting, dismissing -------------------------------------------------------------------
+
+
+FINDING_FIELDS = ("kind", "severity", "title", "summary", "action", "partition", "site_id", "node_model_id",
+                  "node_count", "node_price")
+
+
+def run(now=None, t=THRESHOLDS):
+    """Analyse and write: create new recommendations, update open ones with the same key, resolve open ones
+    no rule finds any more; skip keys accepted or dismissed within ``snooze_days``. Returns the counts."""
+    now = now or timezone.now()
+    partitions, nodes = gather(now, t)
+    findings = analyse(partitions, nodes, timezone.localdate(now), t)
+    return write(findings, now, t)
+
+
+@transaction.atomic
+def write(findings, now, t=THRESHOLDS):
+    R = Recommendation
+    open_recs = {r.key: r for r in R.objects.select_for_update().filter(status=R.Status.OPEN)}
+    decided = set(R.objects.filter(status__in=[R.Status.ACCEPTED, R.Status.DISMISSED],
+                                   decided_at__gte=now - timedelta(days=t.snooze_days)).values_list("key", flat=True))
+    created, updated, skipped, found = [], [], 0, set()
+    for finding in findings:
+        found.add(finding.key)
+        values = {name: getattr(finding, name) for name in FINDING_FIELDS}
+        if rec := open_recs.get(finding.key):
+            for name, value in values.items():
+                setattr(rec, name, value)
+            rec.evidence, rec.detected_at, rec.updated = finding.evidence, now, now
+            updated.append(rec)
+        elif finding.key in decided:
+            skipped += 1
+        else:
+            created.append(R(key=finding.key, evidence=finding.evidence, detected_at=now, **values))
+    resolved = [rec for key, rec in open_recs.items() if key not in found]
+    for rec in resolved:
+        rec.status, rec.updated = R.Status.RESOLVED, now
+    R.objects.bulk_create(created)
+    R.objects.bulk_update(updated, [*FINDING_FIELDS, "evidence", "detected_at", "updated"])
+    R.objects.bulk_update(resolved, ["status", "updated"])
+    return {"created": len(created), "updated": len(updated), "resolved": len(resolved), "skipped": skipped}
+
+
+def locked_open(rec):
+    rec = Recommendation.objects.select_for_update().get(pk=rec.pk)
+    if not rec.is_open:
+        raise ValidationError(f"This recommendation is {rec.get_status_display().lower()}; only an open one can be "
+                              "accepted or dismissed.")
+    return rec
+
+
+def plan_name(rec):
+    base = f"{rec.title} (recommendation #{rec.pk})"[:200]
+    name, n = base, 1
+    while CapacityPlan.objects.filter(name=name).exists():
+        n += 1
+        name = f"{base[:190]} ({n})"
+    return name
+
+
+@transaction.atomic
+def accept(rec, user, comment=""):
+    """Turn an open recommendation into a draft capacity plan linked back to it. Capacity-bound and ageing ones
+    pre-fill the bill of materials with the suggested node model and count at the node price."""
+    rec = locked_open(rec)
+    plan = CapacityPlan.objects.create(
+        name=plan_name(rec), owner=user, site_id=rec.site_id, node_model_id=rec.node_model_id,
+        node_price=rec.node_price,
+        description=f"From recommendation #{rec.pk} ({rec.get_kind_display()}).\n\n{rec.summary}\n\n"
+                    f"Suggested action: {rec.action}" + (f"\n\n{comment}" if comment else ""),
+    )
+    if rec.kind in (K.CAPACITY, K.AGEING) and rec.node_model_id and rec.node_count:
+        PlanItem.objects.create(plan=plan, node_model_id=rec.node_model_id, quantity=rec.node_count,
+                                unit_cost=rec.node_price or 0, currency=settings.COST_CURRENCY)
+    rec.status, rec.decided_by, rec.decided_at, rec.plan = Recommendation.Status.ACCEPTED, user, timezone.now(), plan
+    rec.save(update_fields=["status", "decided_by", "decided_at", "plan", "updated"])
+    return rec
+
+
+@transaction.atomic
+def dismiss(rec, user, reason):
+    """Dismiss an open recommendation; the reason is required."""
+    reason = (reason or "").strip()
+    if not reason:
+        raise ValidationError("Say why the recommendation is dismissed (reason).")
+    rec = locked_open(rec)
+    rec.status, rec.decided_by, rec.decided_at = Recommendation.Status.DISMISSED, user, timezone.now()
+    rec.dismiss_reason = reason
+    rec.save(update_fields=["status", "decided_by", "decided_at", "dismiss_reason", "updated"])
+    return rec
+
+
+def severity_rank():
+    """An expression ordering recommendations most severe first."""
+    return Case(When(severity=SEV.HIGH, then=0), When(severity=SEV.MEDIUM, then=1), default=2,
+                output_field=IntegerField())
+
+
+def open_summary(limit=5):
+    """For the home dashboard: the most severe open recommendations and how many are open (two queries)."""
+    rows = Recommendation.objects.filter(status=Recommendation.Status.OPEN)
+    return {"count": rows.count(),
+            "items": list(rows.select_related("site").order_by(severity_rank(), "-detected_at", "-pk")[:limit])}
