@@ -1,20 +1,33 @@
-"""Capacity plan pages: list, detail (workloads with their GPU-hours, bill of materials, workflow events and
-buttons), add and edit (name, description, horizon; only while draft). Workloads and bill-of-materials lines
-are edited through the API or the admin. The workflow itself is ``planning.plans``."""
+"""Capacity plan pages: list, detail (workloads with their sizing summary, bill of materials, workflow events
+and buttons), add and edit (name, description, horizon, scenario assumptions; only while draft), and, while the
+plan is a draft, its workloads and bill-of-materials lines added, edited and deleted on the plan page.
+
+Workloads and lines are edited with plain forms (a page of their own, then back to the plan) that htmx turns
+into inline ones: the form opens in its section of the plan page and the section is redrawn after a save or
+delete. Changing a plan needs the change permission (others get 403); a plan that is not a draft refuses every
+change with a message. The workflow itself is ``planning.plans``."""
+
+from dataclasses import dataclass
+from typing import Any
 
 from django import forms
 from django.contrib import messages
 from django.core.exceptions import ValidationError
+from django.db import transaction
 from django.db.models import Count
 from django.http import HttpResponseRedirect
-from django.shortcuts import get_object_or_404
-from django.urls import path
+from django.shortcuts import get_object_or_404, render
+from django.urls import path, reverse
+from django.utils.http import urlencode
 from django.views import View
+from django_htmx.http import HttpResponseClientRedirect, trigger_client_event
 
 from portal.generic import ModelPermissionMixin, ObjectEditView, ObjectListView, ObjectView, object_urls
 
 from . import filters, plans, sizing, tables
-from .models import SCENARIO_FIELDS, CapacityPlan
+from .forms import PlanItemForm, PlanWorkloadForm
+from .models import SCENARIO_FIELDS, CapacityPlan, PlanItem, PlanWorkload
+from .sizing_views import display
 
 S = CapacityPlan.Status
 
@@ -32,16 +45,40 @@ class CapacityPlanListView(ObjectListView):
     table_class = tables.CapacityPlanTable
 
 
+# The sizing figures the workloads table shows for each workload.
+SUMMARY_FIGURES = ["gpu_hours", "wall_clock_days", "gpus", "fit_class"]
+
+
+@dataclass
+class WorkloadRow:
+    workload: PlanWorkload
+    sizing: Any  # sizing.Sizing, or None when the workload cannot be sized
+    problem: str  # why it cannot be sized
+    sizing_url: str  # the sizing page for this workload, every figure and the comparison of GPU models
+
+    @property
+    def gpu_hours(self):
+        return self.sizing["gpu_hours"] if self.sizing else None
+
+    @property
+    def summary(self):
+        """The summary figures as shown (a dash each when it cannot be sized)."""
+        return [display(self.sizing[key] if self.sizing else None) for key in SUMMARY_FIGURES]
+
+
 def workload_rows(plan):
-    """(workload, GPU-hours or None when it cannot be sized) for each of the plan's workloads."""
-    rows, gpus = [], None
+    """A ``WorkloadRow`` for each of the plan's workloads: two queries however many workloads there are."""
+    rows, gpus, page = [], None, reverse("planning:sizing")
     for workload in plan.workloads.select_related("gpu_model"):
         gpus = gpus if gpus is not None else sizing.catalog_gpus()
+        inputs = workload.inputs if isinstance(workload.inputs, dict) else {}
+        url = f"{page}?{urlencode({'gpu_model': workload.gpu_model.name, **inputs})}"
         try:
-            hours = sizing.size(workload.workload(), gpus)["gpu_hours"]
-        except (ValueError, ValidationError):
-            hours = None
-        rows.append((workload, hours))
+            rows.append(WorkloadRow(workload, sizing.size(workload.workload(), gpus), "", url))
+        except ValidationError as error:
+            rows.append(WorkloadRow(workload, None, " ".join(error.messages), url))
+        except (ValueError, TypeError) as error:  # SizingError, or a text where a number belongs
+            rows.append(WorkloadRow(workload, None, str(error) or "The inputs cannot be sized.", url))
     return rows
 
 
@@ -68,13 +105,22 @@ class CapacityPlanView(ObjectView):
         context = super().get_context_data(**kwargs)
         plan = self.object
         context.update(
-            workloads=workload_rows(plan),
-            bom=plans.bill_of_materials(plan),
+            **section_context(plan, self.request.user),
             events=plan.events.all(),
             actions=workflow_actions(plan, self.request.user),
-            can_edit=context["can_edit"] and plan.is_draft,
         )
         return context
+
+
+def section_context(plan, user):
+    """What the workloads and bill-of-materials sections show; ``can_edit``: this user may change this plan now."""
+    return {
+        "object": plan,
+        "workloads": workload_rows(plan),
+        "summary_headers": [sizing.FIGURES[key][:2] for key in SUMMARY_FIGURES],
+        "bom": plans.bill_of_materials(plan),
+        "can_edit": plan.is_draft and user.has_perm("planning.change_capacityplan"),
+    }
 
 
 class CapacityPlanEditView(ObjectEditView):
@@ -120,6 +166,157 @@ class CapacityPlanTransitionView(ModelPermissionMixin, View):
         return HttpResponseRedirect(plan.get_absolute_url())
 
 
+# --- workloads and bill-of-materials lines, on the plan page ---------------------------------------------
+
+
+@dataclass(frozen=True)
+class Part:
+    """A list of a plan edited on its page: its model, form, section (template and HTML id) and URL names."""
+
+    name: str  # URL segment: workloads, items
+    singular: str  # URL name part: workload, item
+    label: str  # for people
+    model: Any
+    form_class: Any
+    template: str
+    section_id: str
+
+    def url(self, action, plan, obj=None):
+        return reverse(f"planning:capacityplan_{self.singular}_{action}", args=[plan.pk, *([obj.pk] if obj else [])])
+
+
+PARTS = [
+    Part("workloads", "workload", "workload", PlanWorkload, PlanWorkloadForm, "planning/plan_workloads.html",
+         "workloads"),
+    Part("items", "item", "bill-of-materials line", PlanItem, PlanItemForm, "planning/plan_items.html",
+         "bill-of-materials"),
+]
+
+
+class PlanPartView(ModelPermissionMixin, View):
+    """Base of the views on a plan's workloads or lines: the plan's change permission, a draft plan."""
+
+    permission_action = "change"
+    part: Part = None
+
+    def get_queryset(self):
+        return CapacityPlan.objects.all()
+
+    def refuse(self, plan):
+        """A redirect to the plan with the reason when it cannot be changed; None when it can."""
+        try:
+            plans.check_editable(plan)
+        except ValidationError as error:
+            messages.error(self.request, " ".join(error.messages))
+            if self.request.htmx:
+                return HttpResponseClientRedirect(plan.get_absolute_url())
+            return HttpResponseRedirect(plan.get_absolute_url())
+        return None
+
+    def section(self, plan, **extra):
+        """The part's section of the plan page alone (htmx swaps it in)."""
+        context = {**section_context(plan, self.request.user), "part": self.part, **extra}
+        return render(self.request, self.part.template, context)
+
+    def done(self, plan, message):
+        if self.request.htmx:  # the section redrawn; ``plan-changed`` tells the rest of the page (the analysis)
+            return trigger_client_event(self.section(plan, notice=message), "plan-changed")
+        messages.success(self.request, message)
+        return HttpResponseRedirect(f"{plan.get_absolute_url()}#{self.part.section_id}")
+
+
+class PlanSectionView(PlanPartView):
+    """GET: the section alone for htmx (e.g. after Cancel); the plan page otherwise."""
+
+    permission_action = "view"
+
+    def get(self, request, pk):
+        plan = get_object_or_404(CapacityPlan, pk=pk)
+        if not request.htmx:
+            return HttpResponseRedirect(f"{plan.get_absolute_url()}#{self.part.section_id}")
+        return self.section(plan)
+
+
+class PlanPartEditView(PlanPartView):
+    """Add (no ``part_pk``) or edit a workload or line. Invalid input shows the form again with the messages
+    and saves nothing. With htmx the form opens in the section and the redrawn section replaces it."""
+
+    def get_instance(self, plan, part_pk):
+        if part_pk is None:
+            return self.part.model(plan=plan)
+        obj = get_object_or_404(self.part.model, pk=part_pk, plan=plan)
+        obj.plan = plan  # clean() reads the plan's horizon
+        return obj
+
+    def render_form(self, plan, form):
+        obj = form.instance if form.instance.pk else None
+        action = self.part.url("edit", plan, obj) if obj else self.part.url("add", plan)
+        title = f"Edit {self.part.label} {obj}" if obj else f"Add a {self.part.label}"
+        extra = {"form": form, "form_action": action, "form_title": title}
+        if self.request.htmx:
+            return self.section(plan, **extra)
+        return render(self.request, "planning/plan_part_edit.html",
+                      {"object": plan, "part": self.part, "opts": CapacityPlan._meta, **extra})
+
+    def get(self, request, pk, part_pk=None):
+        plan = get_object_or_404(CapacityPlan, pk=pk)
+        if refused := self.refuse(plan):
+            return refused
+        return self.render_form(plan, self.part.form_class(instance=self.get_instance(plan, part_pk)))
+
+    def post(self, request, pk, part_pk=None):
+        with transaction.atomic():  # the plan locked: it cannot be submitted halfway through
+            plan = get_object_or_404(CapacityPlan.objects.select_for_update(), pk=pk)
+            if refused := self.refuse(plan):
+                return refused
+            form = self.part.form_class(request.POST, instance=self.get_instance(plan, part_pk))
+            if not form.is_valid():
+                return self.render_form(plan, form)
+            created = form.instance.pk is None
+            obj = form.save()
+        return self.done(plan, f"{'Added' if created else 'Saved'} {self.part.label} {obj}.")
+
+
+class PlanPartDeleteView(PlanPartView):
+    """GET: a confirmation page; POST: delete (htmx asks for confirmation in the browser instead)."""
+
+    def get(self, request, pk, part_pk):
+        plan = get_object_or_404(CapacityPlan, pk=pk)
+        if refused := self.refuse(plan):
+            return refused
+        obj = get_object_or_404(self.part.model, pk=part_pk, plan=plan)
+        return render(request, "planning/plan_part_delete.html", {
+            "object": plan, "part": self.part, "item": obj, "opts": CapacityPlan._meta,
+            "form_action": self.part.url("delete", plan, obj),
+        })
+
+    def post(self, request, pk, part_pk):
+        with transaction.atomic():
+            plan = get_object_or_404(CapacityPlan.objects.select_for_update(), pk=pk)
+            if refused := self.refuse(plan):
+                return refused
+            obj = get_object_or_404(self.part.model, pk=part_pk, plan=plan)
+            name = str(obj)
+            obj.delete()
+        return self.done(plan, f"Deleted {self.part.label} {name}.")
+
+
+def part_urls():
+    """``<pk>/workloads/`` (the section), ``<pk>/workloads/add/``, ``<pk>/workloads/<id>/edit/`` and ``.../delete/``,
+    the same for ``items``; named ``capacityplan_workloads``, ``capacityplan_workload_add``, ..."""
+    urls = []
+    for part in PARTS:
+        edit = PlanPartEditView.as_view(part=part)
+        urls += [
+            (f"<int:pk>/{part.name}/", PlanSectionView.as_view(part=part), part.name),
+            (f"<int:pk>/{part.name}/add/", edit, f"{part.singular}_add"),
+            (f"<int:pk>/{part.name}/<int:part_pk>/edit/", edit, f"{part.singular}_edit"),
+            (f"<int:pk>/{part.name}/<int:part_pk>/delete/", PlanPartDeleteView.as_view(part=part),
+             f"{part.singular}_delete"),
+        ]
+    return urls
+
+
 plan_edit = CapacityPlanEditView.as_view()
 
 plan_urls = [
@@ -129,5 +326,5 @@ plan_urls = [
     *object_urls(CapacityPlan, CapacityPlanListView, CapacityPlanView, CapacityPlanForm, extra=[
         (f"<int:pk>/{action}/", CapacityPlanTransitionView.as_view(action=action), action)
         for action in plans.TRANSITIONS
-    ]),
+    ] + part_urls()),
 ]

@@ -1,24 +1,11 @@
 """The workload sizing page: a GET form (results are shareable URLs) over ``planning.sizing``, the figures of the
 chosen GPU model and the comparison of every GPU model of the catalog. Any logged-in user may size."""
 
-from dataclasses import MISSING
-
 from django import forms
 from django.views.generic import TemplateView
 
 from . import sizing
-
-
-def form_field(spec):
-    """The form field of a ``Workload`` input; its limits are checked by ``sizing.validate``."""
-    meta = spec.metadata
-    options = {"label": meta["label"], "help_text": meta["help"], "required": spec.default is MISSING}
-    if meta["kind"] == "choice":
-        return forms.ChoiceField(choices=meta["choices"], **options)
-    if meta["kind"] == "gpu":
-        return forms.ChoiceField(**options)  # choices: the catalog, set by SizingForm
-    field_class = forms.IntegerField if meta["kind"] == "int" else forms.FloatField
-    return field_class(widget=forms.NumberInput(attrs={"step": "any"}), **options)
+from .sizing_forms import add_input_fields, add_validation_errors
 
 
 class SizingForm(forms.Form):
@@ -27,10 +14,7 @@ class SizingForm(forms.Form):
     def __init__(self, *args, gpus, **kwargs):
         super().__init__(*args, **kwargs)
         self.gpus = gpus
-        for name, spec in sizing.INPUTS.items():
-            self.fields[name] = form_field(spec)
-            if spec.default not in (MISSING, None):
-                self.fields[name].widget.attrs["placeholder"] = spec.default
+        add_input_fields(self)
         self.fields["gpu_model"].choices = [(name, name) for name in gpus]
 
     def clean(self):
@@ -38,8 +22,7 @@ class SizingForm(forms.Form):
         if self.errors:
             return data
         data = {name: value for name, value in data.items() if value not in (None, "")}
-        for name, messages in sizing.validate(sizing.Workload(**data), self.gpus).items():
-            self.add_error(name, messages)
+        add_validation_errors(self, sizing.validate(sizing.Workload(**data), self.gpus))
         return data
 
     def workload(self):
