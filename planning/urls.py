@@ -5,7 +5,7 @@ from django.urls import path
 
 from portal.generic import object_urls
 
-from . import forms, plan_views, procurement_views, sizing_views, views
+from . import analysis_views, forms, plan_views, procurement_views, sizing_views, views
 from .models import Contract
 
 app_name = "planning"
@@ -30,6 +30,7 @@ urlpatterns = [
     *procurement_views.procurement_urls,
     # --- capacity plans ---
     *plan_views.plan_urls,
+    *analysis_views.analysis_urls,
     # --- sizing ---
     path("sizing/", sizing_views.SizingView.as_view(), name="sizing"),
 ]

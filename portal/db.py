@@ -19,7 +19,8 @@ def bulk_upsert(model, unique_fields, update_fields, rows, batch_size=2000):
 
     On PostgreSQL the rows are streamed with ``COPY`` into a temporary staging table and merged with one
     ``INSERT … SELECT … ON CONFLICT``, several times faster than multi-row INSERTs (see
-    ``bench/telemetry.py``); elsewhere (SQLite, the demo) Django's ``bulk_create(update_conflicts=True)``.
+    ``bench/telemetry.py``); elsewhere (SQLite, the demo) the same ``INSERT … ON CONFLICT`` through
+    ``executemany``, which skips building model instances.
     A unique key must not repeat within one call.
     """
     if not rows:
@@ -28,25 +29,27 @@ def bulk_upsert(model, unique_fields, update_fields, rows, batch_size=2000):
     names = [*unique_fields, *update_fields]
     fields = [opts.get_field(name.removesuffix("_id")) for name in names]
     connection = connections[router.db_for_write(model)]
-    if connection.vendor != "postgresql":
-        model.objects.bulk_create(
-            [model(**dict(zip(names, row, strict=True))) for row in rows], update_conflicts=True,
-            unique_fields=[f.name for f in fields[: len(unique_fields)]],
-            update_fields=[f.name for f in fields[len(unique_fields):]], batch_size=batch_size,
-        )
-        return len(rows)
     quote = connection.ops.quote_name
     columns = [quote(field.column) for field in fields]
     listed = ", ".join(columns)
     table, staging = quote(opts.db_table), quote(f"staging_{opts.db_table}")
     updates = ", ".join(f"{c} = EXCLUDED.{c}" for c in columns[len(unique_fields):])
+    conflict = f"ON CONFLICT ({', '.join(columns[:len(unique_fields)])}) DO UPDATE SET {updates}"
+    if connection.vendor != "postgresql":
+        # SQLite (the demo): the same upsert, row by row through executemany, with values as the fields store them.
+        prepare = [field.get_db_prep_save for field in fields]
+        sql = f"INSERT INTO {table} ({listed}) VALUES ({', '.join(['%s'] * len(columns))}) {conflict}"
+        with transaction.atomic(using=connection.alias), connection.cursor() as cursor:
+            for start in range(0, len(rows), batch_size):
+                cursor.executemany(sql, [[prep(value, connection) for prep, value in zip(prepare, row, strict=True)]
+                                         for row in rows[start:start + batch_size]])
+        return len(rows)
     with transaction.atomic(using=connection.alias), connection.cursor() as cursor:
         # Dropped right after the merge: ON COMMIT DROP alone would keep it for a second call in one transaction.
         cursor.execute(f"CREATE TEMP TABLE {staging} AS SELECT {listed} FROM {table} WITH NO DATA")
         with cursor.cursor.copy(f"COPY {staging} ({listed}) FROM STDIN") as copy:
             for row in rows:
                 copy.write_row(row)
-        cursor.execute(f"INSERT INTO {table} ({listed}) SELECT {listed} FROM {staging} "
-                       f"ON CONFLICT ({', '.join(columns[:len(unique_fields)])}) DO UPDATE SET {updates}")
+        cursor.execute(f"INSERT INTO {table} ({listed}) SELECT {listed} FROM {staging} {conflict}")
         cursor.execute(f"DROP TABLE {staging}")
     return len(rows)

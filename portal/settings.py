@@ -294,6 +294,7 @@ RACK_COST_PER_MONTH = float(os.environ.get("RACK_COST_PER_MONTH", "1500"))  # sp
 # Capacity-plan scenarios (planning.scenarios): rental rate when no rental contract gives one, facility build
 # cost per kW of IT load, network and storage as a share of the node price, support per year as a share of capex.
 RENTAL_GPU_HOUR_COST = float(os.environ.get("RENTAL_GPU_HOUR_COST", "2.50"))
+DELIVERY_LEAD_DAYS = int(os.environ.get("DELIVERY_LEAD_DAYS", "90"))  # an open order's nodes arrive this long after it
 BUILD_COST_PER_KW = float(os.environ.get("BUILD_COST_PER_KW", "10000"))
 NETWORK_SHARE_OF_NODE_PRICE = float(os.environ.get("NETWORK_SHARE_OF_NODE_PRICE", "0.15"))
 STORAGE_SHARE_OF_NODE_PRICE = float(os.environ.get("STORAGE_SHARE_OF_NODE_PRICE", "0.10"))

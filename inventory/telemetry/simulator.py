@@ -35,7 +35,7 @@ import re
 import zlib
 from collections import defaultdict
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from functools import lru_cache
 
 from . import dcgm
@@ -464,6 +464,53 @@ def hour_records(gpus, start, end, points=POINTS, interval_seconds=60):
                     energy_wh=sum(power) / points, gr_engine_active_mean=sum(engine) / points,
                     tensor_active_mean=sum(tensor) / points, xid_errors=errors, samples=scrapes,
                 ))
+    return records
+
+
+# --- months of daily history, for the demand forecast -------------------------------------------------------
+
+HISTORY_GROWTH = 0.04  # demand grew 4 % a month towards today's level
+SEASON = {8: 0.82, 12: 0.88, 1: 0.95, 7: 0.93}  # summer holidays and the year's end are quieter
+
+
+@dataclass(frozen=True)
+class DayRecord:
+    uuid: str
+    day: object  # date
+    util_mean: float
+    util_max: float
+    mem_used_mean_gb: float
+    power_mean_w: float
+
+
+def typical_util(scenario):
+    """A GPU's mean utilization in a scenario over a day: busy share × the middle of its utilization range."""
+    busy = (scenario.busy_day + scenario.busy_night) / 2
+    return busy * between(scenario.util, 0.5)
+
+
+def day_records(gpus, first_day, last_day, today):
+    """One ``DayRecord`` per reporting GPU and day from ``first_day`` to ``last_day`` (inclusive): today's level
+    of each partition's scenario, lower in the past by ``HISTORY_GROWTH`` a month, with ``SEASON``, quieter
+    weekends and day-to-day noise. Much coarser than ``hour_records``, and quick: it stands for the months
+    before the hourly telemetry so that the demand forecast has history to fit."""
+    records = []
+    days = (last_day - first_day).days + 1
+    for gpu in gpus:
+        if not reports(gpu):
+            continue
+        scenario = scenario_for(gpu.node.partition)
+        level, key = typical_util(scenario), seed(gpu.uuid)
+        for offset in range(days):
+            day = first_day + timedelta(days=offset)
+            months_ago = (today - day).days / 30.4
+            factor = (1 + HISTORY_GROWTH) ** -months_ago * SEASON.get(day.month, 1.0)
+            factor *= 0.8 if day.weekday() >= 5 else 1.0
+            noise = 0.85 + 0.3 * unit(key, day.toordinal())
+            util = min(100.0, level * factor * noise)
+            memory = gpu.memory_gb * between(scenario.memory, 0.5) * min(1.0, util / max(level, 1))
+            records.append(DayRecord(gpu.uuid, day, util, min(100.0, util * 1.3), memory,
+                                     gpu.tdp_w * (0.2 + 0.75 * util / 100)))
     return records
 
 

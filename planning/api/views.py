@@ -13,9 +13,10 @@ from rest_framework.views import APIView
 from portal.api.idempotency import KEY_PARAMETER, IdempotentCreateMixin
 from portal.api.viewsets import ChangePermission, Conflict, PortalModelViewSet
 
-from .. import filters, plans, procurement, sizing
+from .. import analysis, filters, plans, procurement, sizing
 from ..models import CapacityPlan, Contract, Delivery
 from . import serializers as api
+from .analysis import PlanAnalysisSerializer
 
 READ_AND_CREATE = ["get", "post", "head", "options"]
 IDEMPOTENT_CREATE = {
@@ -103,6 +104,13 @@ class CapacityPlanViewSet(PortalModelViewSet):
             raise Conflict(f"The plan is {plan.get_status_display().lower()}; only an approved plan has a bill "
                            "of materials to order from.")
         return Response(api.BillOfMaterialsSerializer(plans.bill_of_materials(plan)).data)
+
+    @extend_schema(summary="Demand forecast, capacity month by month, the build / expand / rent / hybrid "
+                           "scenarios and the recommendation", request=None,
+                   responses={200: PlanAnalysisSerializer})
+    @action(detail=True, methods=["get"], pagination_class=None, filter_backends=[])
+    def analysis(self, request, pk=None):
+        return Response(PlanAnalysisSerializer(analysis.as_dict(analysis.analyse(self.get_object()))).data)
 
     @extend_schema(summary="The plan's workflow history", request=None,
                    responses={200: api.PlanEventSerializer(many=True)})

@@ -8,7 +8,9 @@ repair made in the portal is not undone by seeding again. Demo passwords are res
 
 Telemetry: two sources point at the simulator that ``make demo`` starts (``manage.py simulate_telemetry``),
 and the 7 days before now are backfilled from the same simulator model through the pull's write path, so
-a fresh demo shows full charts at once; a later run backfills only what the sources lack since.
+a fresh demo shows full charts at once; a later run backfills only what the sources lack since. Before
+those 7 days, ``HISTORY_MONTHS`` of daily rows (``simulator.day_records``: growing demand with a yearly season)
+give the demand forecast of capacity plans a history to fit; written once.
 """
 
 import uuid
@@ -45,10 +47,11 @@ from inventory.models import (
     Switch,
 )
 from inventory.telemetry import simulator, slurm
-from inventory.telemetry.models import TelemetrySource
+from inventory.telemetry.models import GPUDaily, TelemetrySource
 from inventory.telemetry.pull import store
 from inventory.telemetry.records import Collected
 from inventory.telemetry.rollups import floor_hour
+from portal.db import bulk_upsert
 from portal.roles import ADMIN, MANAGER, VIEWER
 
 S = LifecycleState
@@ -65,12 +68,14 @@ ACCOUNTS = [
 SITES = [
     {
         "name": "Zurich DC1", "location": "Zurich, Switzerland", "power_capacity_kw": D("600.0"),
-        "cooling_capacity_kw": D("550.0"),
+        "cooling_capacity_kw": D("550.0"), "pue": D("1.25"), "energy_price_per_kwh": D("0.2100"),
+        "rack_cost_per_month": D("2400.00"),
         "description": "Main training site: H100 and H200 pods, rear-door heat exchangers, NDR fat tree.",
     },
     {
         "name": "Lyon DC2", "location": "Lyon, France", "power_capacity_kw": D("400.0"),
-        "cooling_capacity_kw": D("380.0"),
+        "cooling_capacity_kw": D("380.0"), "pue": D("1.40"), "energy_price_per_kwh": D("0.1600"),
+        "rack_cost_per_month": D("1600.00"),
         "description": "Second site: A100 legacy training and the H100 inference pool.",
     },
 ]
@@ -164,6 +169,7 @@ TELEMETRY_SOURCES = [
      "backfill_hours": 168, "enabled": True},
 ]
 BACKFILL = timedelta(days=7)
+HISTORY_MONTHS = 25  # two years and a bit: enough for the forecast to fit a yearly season
 
 STORAGE = [
     {"name": "zrh-lustre-scratch", "site": "Zurich DC1", "kind": StorageSystem.Kind.PARALLEL_FS,
@@ -305,6 +311,7 @@ class Command(BaseCommand):
         self.apply_events({obj.hostname for obj in seeder.new[Node]}, node, users["manager"])
         sources = seeder.sync(TelemetrySource, ("name",), TELEMETRY_SOURCES)
         backfilled = self.backfill(*(sources[(row["name"],)] for row in TELEMETRY_SOURCES))
+        backfilled += (self.daily_history(),)
         self.seed_other_apps(seeder, users)
         self.summary(seeder, backfilled)
 
@@ -466,6 +473,22 @@ class Command(BaseCommand):
         TelemetrySource.objects.filter(pk=jobs_source.pk).update(synced_until=slurm.resume_from(jobs, start, now))
         return len(hours), len(jobs)
 
+    @staticmethod
+    def daily_history(today=None):
+        """``HISTORY_MONTHS`` of daily GPU rows before the backfilled week, unless some are there already.
+        Returns the rows written."""
+        today = today or timezone.localdate()
+        last_day = today - BACKFILL - timedelta(days=1)
+        first_day = (last_day - timedelta(days=HISTORY_MONTHS * 366 // 12)).replace(day=1)
+        if GPUDaily.objects.filter(day__lte=last_day).exists():
+            return 0
+        gpu_ids = dict(GPU.objects.values_list("uuid", "pk"))
+        rows = [(gpu_ids[r.uuid], r.day, 24, r.util_mean, r.util_max, r.mem_used_mean_gb, r.power_mean_w,
+                 r.power_mean_w * 24, 24)
+                for r in simulator.day_records(simulator.fleet(), first_day, last_day, today)]
+        return bulk_upsert(GPUDaily, ["gpu_id", "day"], ["hours", "util_mean", "util_max", "mem_used_mean_gb",
+                                                         "power_mean_w", "energy_wh", "samples"], rows)
+
     # --- output ------------------------------------------------------------------------------------
 
     def summary(self, seeder, backfilled):
@@ -479,7 +502,8 @@ class Command(BaseCommand):
             f"{GPU.objects.count()} GPUs, {Switch.objects.count()} switches, "
             f"{StorageSystem.objects.count()} storage systems.\n"
             f"Created: {created}.\nUpdated: {updated}.\n"
-            f"Telemetry from the simulator: {backfilled[0]} GPU hours and {backfilled[1]} Slurm jobs backfilled "
+            f"Telemetry from the simulator: {backfilled[0]} GPU hours and {backfilled[1]} Slurm jobs backfilled, "
+            f"{backfilled[2]} daily GPU rows of history "
             "(live data: manage.py simulate_telemetry, started by make demo).\n"
             "Accounts: admin / demo-admin, manager / demo-manager, viewer / demo-viewer."
         )

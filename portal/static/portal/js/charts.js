@@ -40,6 +40,7 @@
     var traces = d.series.filter(function (s) { return hasValues(s.y); }).map(function (s) {
       var trace = { type: "scatter", mode: "lines+markers", name: s.name, x: d.x, y: s.y, connectgaps: false,
         marker: { size: 3 }, line: { width: 2 } };
+      if (s.style) { Object.assign(trace, s.style); }  // plotly trace settings from the server (fill, dash, colour)
       if (s.axis === "y2") {
         Object.assign(trace, { yaxis: "y2", line: { width: 1, dash: "dot", color: "#9aa5b1" },
           marker: { size: 2, color: "#9aa5b1" } });
