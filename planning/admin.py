@@ -19,6 +19,7 @@ from .models import (
     PlanItem,
     PlanWorkload,
     PurchaseOrder,
+    Recommendation,
     RenewalAlert,
     SLATerm,
     Webhook,
@@ -202,3 +203,15 @@ class CapacityPlanAdmin(SimpleHistoryAdmin):
     search_fields = ["name", "description"]
     readonly_fields = ["status", "submitted_by", "submitted_at", "decided_by", "decided_at"]
     inlines = [PlanWorkloadInline, PlanItemInline, PlanEventInline]
+
+
+@admin.register(Recommendation)
+class RecommendationAdmin(admin.ModelAdmin):
+    """Written by the analysis (``planning.recommendations``); accepted or dismissed on its page or the API."""
+
+    list_display = ["title", "kind", "severity", "status", "partition", "site", "detected_at", "decided_by", "plan"]
+    list_filter = ["status", "kind", "severity"]
+    search_fields = ["title", "summary", "partition", "key"]
+    list_select_related = ["site", "decided_by", "plan"]
+    readonly_fields = ["key", "kind", "evidence", "created", "updated", "detected_at", "decided_by", "decided_at",
+                       "plan"]

@@ -72,3 +72,15 @@ def raise_renewal_alerts(day=None):
         emit_webhook(EXPIRING_EVENT, expiring_payload(alert))  # queued for the subscribed webhooks; never raises
     log.info("Raised %d renewal alerts", len(new))
     return len(new)
+
+
+@shared_task
+def analyse_recommendations():
+    """Daily: run the expansion-recommendation analysis (``planning.recommendations.run``): new findings become
+    open recommendations, open ones are updated in place, ones no longer found are resolved. Returns the counts."""
+    from . import recommendations
+
+    counts = recommendations.run()
+    log.info("Recommendations: %(created)d new, %(updated)d updated, %(resolved)d resolved, %(skipped)d skipped",
+             counts)
+    return counts

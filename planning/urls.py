@@ -7,6 +7,7 @@ from portal.generic import object_urls
 
 from . import analysis_views, forms, plan_views, procurement_views, sizing_views, views
 from .models import Contract
+from .recommendation_views import recommendation_urls
 
 app_name = "planning"
 
@@ -33,4 +34,5 @@ urlpatterns = [
     *analysis_views.analysis_urls,
     # --- sizing ---
     path("sizing/", sizing_views.SizingView.as_view(), name="sizing"),
+    *recommendation_urls,  # --- expansion recommendations ---
 ]

@@ -277,6 +277,7 @@ CELERY_BEAT_SCHEDULE = {
     "telemetry-retention": {"task": "inventory.tasks.enforce_telemetry_retention", "schedule": 24 * 3600.0},
     "renewal-alerts": {"task": "planning.tasks.raise_renewal_alerts", "schedule": 24 * 3600.0},
     "webhook-requeue": {"task": "planning.webhooks.requeue_pending_webhooks", "schedule": 300.0},
+    "recommendations": {"task": "planning.tasks.analyse_recommendations", "schedule": 24 * 3600.0},
 }
 
 # --- Telemetry ---------------------------------------------------------------------------------

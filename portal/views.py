@@ -12,6 +12,7 @@ from django.views.generic import TemplateView
 
 from inventory import queries as inventory_queries
 from planning import queries as planning_queries
+from planning import recommendations as planning_recommendations
 
 from . import changelog
 from .forms import TokenForm
@@ -41,6 +42,8 @@ class HomeView(TemplateView):
         if self.request.user.has_perm("planning.view_renewalalert"):
             context["renewal_alerts"] = planning_queries.open_renewal_alerts()
             context["renewal_alert_days"] = settings.RENEWAL_ALERT_DAYS
+        if self.request.user.has_perm("planning.view_recommendation"):
+            context["recommendations"] = planning_recommendations.open_summary()
         context["heartbeat"] = WorkerHeartbeat.objects.order_by("-last_seen").first()
         context["heartbeat_stale"] = (
             context["heartbeat"] is None or timezone.now() - context["heartbeat"].last_seen > timedelta(minutes=3)

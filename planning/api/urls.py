@@ -3,7 +3,7 @@
 from django.urls import path
 from rest_framework.routers import DefaultRouter
 
-from . import views, webhooks
+from . import recommendations, views, webhooks
 
 router = DefaultRouter()
 router.register("contracts", views.ContractViewSet)
@@ -12,6 +12,7 @@ router.register("purchase-orders", views.PurchaseOrderViewSet)
 router.register("deliveries", views.DeliveryViewSet)
 router.register("webhooks", webhooks.WebhookViewSet)
 router.register("webhook-deliveries", webhooks.WebhookDeliveryViewSet)
+router.register("recommendations", recommendations.RecommendationViewSet)
 
 urlpatterns = [
     path("sizing/", views.SizingView.as_view(), name="sizing"),

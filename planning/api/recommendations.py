@@ -1,0 +1,101 @@
+"""``/api/planning/recommendations/``: the expansion recommendations (read-only: the analysis writes them), with
+``accept`` (makes a draft capacity plan linked back) and ``dismiss`` (reason required) for managers, and
+``run`` to analyse now. The rules are ``planning.recommendations``."""
+
+from django.core.exceptions import ValidationError as DjangoValidationError
+from drf_spectacular.utils import OpenApiResponse, extend_schema
+from rest_framework import mixins, serializers, status, viewsets
+from rest_framework.decorators import action
+from rest_framework.response import Response
+
+from portal.api.permissions import RolePermission
+from portal.api.serializers import EnumChoiceField, PortalModelSerializer
+from portal.api.viewsets import ChangePermission
+
+from .. import recommendations
+from ..models import Recommendation
+
+R = Recommendation
+
+
+class RecommendationSerializer(PortalModelSerializer):
+    kind = EnumChoiceField(R.Kind, read_only=True)
+    status = EnumChoiceField(R.Status, read_only=True)
+    severity = EnumChoiceField(R.Severity, read_only=True)
+    site_name = serializers.CharField(source="site.name", read_only=True, default=None)
+    node_model_name = serializers.CharField(source="node_model.name", read_only=True, default=None)
+    decided_by = serializers.CharField(source="decided_by.get_username", read_only=True, default=None)
+    evidence = serializers.JSONField(read_only=True, help_text='{"figures": [{"label", "value", "unit", "rule"}], '
+                                                               '"chart": {"type", "title", "data"}}')
+
+    class Meta:
+        model = Recommendation
+        fields = ["id", "url", "display", "key", "kind", "status", "severity", "title", "summary", "action",
+                  "evidence", "partition", "site", "site_name", "node", "node_model", "node_model_name",
+                  "node_count", "node_price", "created", "updated", "detected_at", "decided_by", "decided_at",
+                  "dismiss_reason", "plan"]
+        read_only_fields = fields
+
+
+class AcceptSerializer(serializers.Serializer):
+    comment = serializers.CharField(required=False, allow_blank=True, default="",
+                                    help_text="Added to the new plan's description.")
+
+
+class DismissSerializer(serializers.Serializer):
+    reason = serializers.CharField(help_text="Why the recommendation is dismissed (required).")
+
+
+class RunResultSerializer(serializers.Serializer):
+    created = serializers.IntegerField()
+    updated = serializers.IntegerField()
+    resolved = serializers.IntegerField()
+    skipped = serializers.IntegerField()
+
+
+class RecommendationViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet):
+    """Recommendations from telemetry: capacity-, scheduling-, storage-, network- and memory-bound partitions and
+    ageing nodes, each with its evidence and a suggested action. Filter by `status`, `kind`, `severity`,
+    `partition`, `site`. Managers accept one (a draft capacity plan is created and linked; capacity-bound and
+    ageing ones pre-fill its bill of materials) or dismiss it with a reason."""
+
+    queryset = Recommendation.objects.select_related("site", "node_model", "decided_by")
+    serializer_class = RecommendationSerializer
+    permission_classes = [RolePermission]
+    filterset_fields = ["status", "kind", "severity", "partition", "site", "plan"]
+    ordering_fields = ["detected_at", "created", "severity", "kind", "pk"]
+    ordering = ["-detected_at", "-pk"]
+
+    def decided(self, rec):
+        return Response(self.get_serializer(self.get_queryset().get(pk=rec.pk)).data)
+
+    @extend_schema(summary="Accept: make a draft capacity plan from the recommendation", request=AcceptSerializer,
+                   responses={200: RecommendationSerializer,
+                              400: OpenApiResponse(description="Not open any more; `detail` says why.")})
+    @action(detail=True, methods=["post"], permission_classes=[ChangePermission])
+    def accept(self, request, pk=None):
+        body = AcceptSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        try:
+            rec = recommendations.accept(self.get_object(), request.user, body.validated_data["comment"])
+        except DjangoValidationError as error:
+            return Response({"detail": error.messages[0]}, status=status.HTTP_400_BAD_REQUEST)
+        return self.decided(rec)
+
+    @extend_schema(summary="Dismiss the recommendation, saying why", request=DismissSerializer,
+                   responses={200: RecommendationSerializer,
+                              400: OpenApiResponse(description="No reason, or not open any more.")})
+    @action(detail=True, methods=["post"], permission_classes=[ChangePermission])
+    def dismiss(self, request, pk=None):
+        body = DismissSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        try:
+            rec = recommendations.dismiss(self.get_object(), request.user, body.validated_data["reason"])
+        except DjangoValidationError as error:
+            return Response({"detail": error.messages[0]}, status=status.HTTP_400_BAD_REQUEST)
+        return self.decided(rec)
+
+    @extend_schema(summary="Run the analysis now", request=None, responses={200: RunResultSerializer})
+    @action(detail=False, methods=["post"])
+    def run(self, request):
+        return Response(RunResultSerializer(recommendations.run()).data)

@@ -1,0 +1,545 @@
+"""Expansion recommendations (``planning.recommendations``): each rule on the telemetry simulator's scenarios
+that should and should not trigger it, the idempotent write, accepting into a draft plan and dismissing with a
+reason, the pages, the API, the task and the home dashboard card."""
+
+from dataclasses import replace
+from datetime import UTC, date, datetime, timedelta
+from decimal import Decimal
+
+import pytest
+from django.contrib.contenttypes.models import ContentType
+from django.core.exceptions import ValidationError
+from django.db import connection, transaction
+from django.test.utils import CaptureQueriesContext
+
+from inventory.models import GPU, LifecycleState, Node, StateTransition, TelemetrySource
+from inventory.telemetry import simulator, slurm
+from inventory.telemetry.pull import store
+from inventory.telemetry.records import Collected
+from planning import recommendations as recs
+from planning.models import CapacityPlan, Recommendation
+from planning.tasks import analyse_recommendations
+from tests.factories import (
+    build_gpu,
+    build_node,
+    make_attachment,
+    make_fabric,
+    make_gpu_model,
+    make_node_model,
+    make_site,
+    make_switch,
+)
+
+END = datetime(2026, 11, 30, 6, 0, tzinfo=UTC)  # a Monday morning: the week before it is the window
+WEEK = timedelta(days=7)
+S = LifecycleState
+
+
+def add_partition(site, prefix, partition, count, node_model, gpu_model, **node_fields):
+    """``count`` in-service nodes named like the demo's (the simulator shapes them by partition and name)."""
+    nodes = Node.objects.bulk_create(
+        build_node(site, node_model, hostname=f"{prefix}-{i:03d}", partition=partition, state=S.IN_SERVICE,
+                   **node_fields) for i in range(1, count + 1))
+    GPU.objects.bulk_create(build_gpu(gpu_model, node=node, slot=slot, state=S.IN_SERVICE)
+                            for node in nodes for slot in range(node_model.gpu_slots))
+    return nodes
+
+
+def backfill(end=END, oom_partitions=()):
+    """A week of the simulator's telemetry and Slurm jobs for the fleet in the database, written as pulls do.
+    In ``oom_partitions`` the jobs that failed ran out of memory (Slurm's OUT_OF_MEMORY state)."""
+    exporter = TelemetrySource.objects.create(name="dcgm", kind="exporter", url="http://sim:9400/metrics")
+    jobs_source = TelemetrySource.objects.create(name="slurm", kind="slurm", url="http://sim:9400/jobs")
+    gpus = simulator.fleet()
+    store(exporter, Collected(hours=simulator.hour_records(gpus, end - WEEK, end)), end)
+    jobs = slurm.parse_jobs(simulator.jobs(simulator.nodes_of(gpus), end - WEEK, end))
+    for job in jobs:
+        if job.partition in oom_partitions and job.state == "FAILED":
+            job.state = "OUT_OF_MEMORY"
+    store(jobs_source, Collected(jobs=jobs), end)
+
+
+def degraded_on(obj, *days):
+    """Lifecycle records of ``obj`` moving to degraded on each of ``days``."""
+    StateTransition.objects.bulk_create(
+        StateTransition(content_type=ContentType.objects.get_for_model(obj), object_id=obj.pk,
+                        from_state=S.IN_SERVICE, to_state=S.DEGRADED, username="ops", reason="XID 79",
+                        created=datetime.combine(day, datetime.min.time(), UTC) + timedelta(hours=9))
+        for day in days)
+
+
+def scenario_fleet():
+    """The simulator's scenarios, one partition each: saturated (train-h200, whose failed jobs ran out of
+    memory), storage-starved (a100-legacy), network-bound (train-h100, on a 2:1 oversubscribed fabric),
+    day-night serving (inference) and mixed single-node jobs (research). Ageing: two a100-legacy nodes out of
+    warranty, a GPU of zrh-h100-003 degraded (the simulator gives it XID errors), lys-res-001 degraded on two
+    days of the year and lys-res-002 on one."""
+    zurich, lyon = make_site(name="Zurich"), make_site(name="Lyon")
+    dgx = make_node_model(name="sim DGX H100", list_price=Decimal("400000.00"))
+    dgx200 = make_node_model(name="sim DGX H200", list_price=Decimal("450000.00"))
+    dgx_a100 = make_node_model(name="sim DGX A100")
+    h100 = make_gpu_model(name="sim H100", memory_gb=80)
+    h200 = make_gpu_model(name="sim H200", memory_gb=141)
+    a100 = make_gpu_model(name="sim A100", memory_gb=80)
+    add_partition(zurich, "zrh-h200", "train-h200", 4, dgx200, h200)
+    network = add_partition(zurich, "zrh-h100", "train-h100", 8, dgx, h100)
+    legacy = add_partition(lyon, "lys-a100", "a100-legacy", 4, dgx_a100, a100, warranty_end=date(2027, 6, 30))
+    Node.objects.filter(pk__in=[legacy[0].pk, legacy[1].pk]).update(warranty_end=date(2024, 12, 31))
+    add_partition(lyon, "lys-h100", "inference", 2, dgx, h100)
+    research = add_partition(lyon, "lys-res", "research", 4, dgx, h100)
+    GPU.objects.filter(node=network[2], slot=2).update(state=S.DEGRADED)
+    degraded_on(research[0], date(2026, 3, 2), date(2026, 10, 20))
+    degraded_on(research[1], date(2026, 10, 20))
+    fabric = make_fabric(name="zrh-ib")
+    switch = make_switch(fabric=fabric, site=zurich, oversubscription_ratio=Decimal("2.00"))
+    for node in network:
+        make_attachment(node=node, fabric=fabric, switch=switch, ports=8, speed_gbps=400)
+    backfill(oom_partitions={"train-h200"})
+
+
+def idle_fleet():
+    """A saturated partition (train-h200: jobs wait hours) in which half the nodes take no jobs."""
+    site = make_site(name="Zurich")
+    add_partition(site, "zrh-h200", "train-h200", 4, make_node_model(name="sim DGX H200"),
+                  make_gpu_model(name="sim H200", memory_gb=141))
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(simulator, "IDLE_NODES", {"zrh-h200-003", "zrh-h200-004"})
+        backfill()
+
+
+def gathered(django_db_blocker, build):
+    with django_db_blocker.unblock(), transaction.atomic():
+        build()
+        partitions, nodes = recs.gather(END)
+        transaction.set_rollback(True)
+    return {p.partition: p for p in partitions}, nodes
+
+
+@pytest.fixture(scope="module")
+def gathered_scenarios(django_db_setup, django_db_blocker):
+    return gathered(django_db_blocker, scenario_fleet)
+
+
+@pytest.fixture(scope="module")
+def scenarios(gathered_scenarios):
+    return gathered_scenarios[0]
+
+
+@pytest.fixture(scope="module")
+def health(gathered_scenarios):
+    return {node.hostname: node for node in gathered_scenarios[1]}
+
+
+@pytest.fixture(scope="module")
+def half_idle(django_db_setup, django_db_blocker):
+    return gathered(django_db_blocker, idle_fleet)[0]["train-h200"]
+
+
+SCENARIO_PARTITIONS = ["train-h200", "a100-legacy", "train-h100", "inference", "research"]
+TODAY = END.date()
+
+
+def fired(rule, p):
+    return rule(p, recs.THRESHOLDS) is not None
+
+
+# --- Each rule on the scenarios that should and should not trigger it ---------------------------------------
+
+
+@pytest.mark.parametrize("partition", SCENARIO_PARTITIONS)
+def test_capacity_bound_only_where_gpus_are_busy_and_jobs_wait(db, scenarios, partition):
+    assert fired(recs.capacity_bound, scenarios[partition]) == (partition == "train-h200")
+
+
+def test_capacity_bound_not_when_jobs_wait_while_gpus_idle(db, half_idle):
+    assert not fired(recs.capacity_bound, half_idle)
+
+
+def test_capacity_bound_suggests_nodes_of_the_partitions_model_at_its_price(db, scenarios):
+    p = scenarios["train-h200"]
+    finding = recs.capacity_bound(p)
+    assert finding.key == "capacity_bound:partition=train-h200"
+    assert finding.node_model_id == p.node_model_id and finding.node_price == Decimal("450000.00")
+    # The GPUs waiting on average plus the load above an 80 % target, in nodes of 8 GPUs.
+    expected = -(-(p.gpus_waiting + p.gpus * (p.util_mean / 80 - 1)) // 8)
+    assert finding.node_count == expected >= 1
+    assert p.util_mean > 85 and p.wait_p50_hours > 1  # the saturated scenario, seen through the rollups
+    figures = {f["label"]: f["value"] for f in finding.figures}
+    assert figures["Suggested nodes"] == finding.node_count
+    assert finding.chart["type"] == "timeseries" and len(finding.chart["data"]["x"]) == 7 * 24
+
+
+@pytest.mark.parametrize("partition", SCENARIO_PARTITIONS)
+def test_scheduling_bound_not_where_queues_are_short_or_gpus_busy(db, scenarios, partition):
+    assert not fired(recs.scheduling_bound, scenarios[partition])
+
+
+def test_scheduling_bound_when_jobs_wait_hours_while_half_the_gpus_run_nothing(db, half_idle):
+    finding = recs.scheduling_bound(half_idle)
+    assert finding is not None and finding.severity == "high"
+    assert half_idle.allocated_share < 0.6 and half_idle.wait_p50_hours > 1
+    assert "queue policy" in finding.action
+
+
+@pytest.mark.parametrize("partition", SCENARIO_PARTITIONS)
+def test_storage_bound_only_where_allocated_gpus_stall_between_bursts(db, scenarios, partition):
+    assert fired(recs.storage_bound, scenarios[partition]) == (partition == "a100-legacy")
+
+
+def test_storage_bound_evidence(db, scenarios):
+    p = scenarios["a100-legacy"]
+    finding = recs.storage_bound(p)
+    assert p.allocated_share > 0.8 and p.busy_util < 50 and p.stall_share > 0.4
+    assert finding.chart["data"]["series"][1]["name"] == "max utilization (%)"
+    assert "storage read throughput" in finding.action
+
+
+@pytest.mark.parametrize("partition", SCENARIO_PARTITIONS)
+def test_network_bound_only_where_multi_node_jobs_run_steady_and_slow(db, scenarios, partition):
+    fleet = list(scenarios.values())
+    assert (recs.network_bound(scenarios[partition], recs.THRESHOLDS, fleet) is not None) == (partition == "train-h100")
+
+
+def test_network_bound_severity_follows_the_fabric(db, scenarios):
+    p = scenarios["train-h100"]
+    assert (p.oversubscription, p.fabric_gbps_per_gpu) == (2.0, 400.0)
+    oversubscribed = recs.network_bound(p)
+    assert oversubscribed.severity == "high" and "non-blocking fabric" in oversubscribed.action
+    non_blocking = recs.network_bound(replace(p, oversubscription=1.0))
+    assert non_blocking.severity == "low" and "NCCL" in non_blocking.action
+    thin = recs.network_bound(replace(p, oversubscription=1.0, fabric_gbps_per_gpu=200.0))
+    assert thin.severity == "high" and "400 Gb/s rail per GPU" in thin.action
+    unknown = recs.network_bound(replace(p, oversubscription=None, fabric_gbps_per_gpu=None))
+    assert unknown.severity == "medium"
+
+
+def test_network_bound_not_when_single_node_jobs_dominate(db, scenarios):
+    assert recs.network_bound(replace(scenarios["train-h100"], multi_node_share=0.2, job_width=1.2)) is None
+
+
+@pytest.mark.parametrize("partition", SCENARIO_PARTITIONS)
+def test_memory_bound_only_where_frame_buffers_are_full_and_jobs_run_out_of_memory(db, scenarios, partition):
+    assert fired(recs.memory_bound, scenarios[partition]) == (partition == "train-h200")
+
+
+def test_memory_bound_needs_out_of_memory_failures(db, scenarios):
+    p = scenarios["train-h200"]
+    assert p.memory_share >= 0.85 and p.oom_jobs >= 1
+    assert recs.memory_bound(p).severity == "high"
+    assert recs.memory_bound(replace(p, oom_jobs=0, failed_jobs=0)) is None
+    # Failures elsewhere (train-h100 has its share) do not make a partition with room in memory memory-bound.
+    network = scenarios["train-h100"]
+    assert network.memory_share < 0.85 and recs.memory_bound(replace(network, oom_jobs=3)) is None
+
+
+def test_ageing_nodes_out_of_warranty_or_with_repeated_faults(db, health):
+    assert health["lys-a100-001"].warranty_end < TODAY and health["lys-a100-002"].warranty_end < TODAY
+    assert health["zrh-h100-003"].xid_days >= 3  # its degraded GPU reports XID errors every day
+    assert health["lys-res-001"].fault_days == 2
+    assert health["lys-res-002"].fault_days == 1  # one episode is not repeated
+    expired_or_faulty = {name for name, node in health.items() if any(recs.is_ageing(node, TODAY))}
+    assert expired_or_faulty == {"lys-a100-001", "lys-a100-002", "zrh-h100-003", "lys-res-001"}
+    findings = {f.title: f for f in recs.ageing(health.values(), TODAY)}
+    assert set(findings) == {"3 ageing nodes at Lyon", "1 ageing node at Zurich"}
+    lyon = findings["3 ageing nodes at Lyon"]
+    assert lyon.node_count == 3 and lyon.key.startswith("ageing:site=")
+    rows = next(f["rows"] for f in lyon.figures if "rows" in f)
+    assert [row["hostname"] for row in rows] == ["lys-a100-001", "lys-a100-002", "lys-res-001"]
+
+
+def test_ageing_nothing_for_healthy_nodes_in_warranty():
+    node = recs.NodeHealth(1, "gpu-1", 1, "A", 1, "M", None, warranty_end=date(2030, 1, 1), fault_days=1, xid_days=2)
+    assert recs.ageing([node], TODAY) == []
+    assert recs.ageing([replace(node, warranty_end=None)], TODAY) == []
+
+
+def test_analyse_finds_each_scenarios_bottleneck_and_nothing_else(db, gathered_scenarios):
+    partitions, nodes = gathered_scenarios
+    keys = {f.key for f in recs.analyse(list(partitions.values()), nodes, TODAY)}
+    assert {k for k in keys if not k.startswith("ageing")} == {
+        "capacity_bound:partition=train-h200", "memory_bound:partition=train-h200",
+        "storage_bound:partition=a100-legacy", "network_bound:partition=train-h100"}
+    assert len([k for k in keys if k.startswith("ageing")]) == 2
+
+
+# --- The query layer: constant queries ----------------------------------------------------------------------
+
+
+def test_gather_reads_a_constant_number_of_queries(db):
+    idle_fleet()
+    first = Node.objects.order_by("hostname").first()
+    GPU.objects.filter(node=first, slot=0).update(state=S.DEGRADED)
+    degraded_on(first, date(2026, 5, 1), date(2026, 6, 1))
+    ContentType.objects.clear_cache()
+    with CaptureQueriesContext(connection) as small:
+        recs.gather(END)
+    site = Node.objects.first().site
+    more = add_partition(site, "zrh-h100", "train-h100", 8, make_node_model(), make_gpu_model())
+    GPU.objects.filter(node__in=more[:2]).update(state=S.DEGRADED)
+    degraded_on(more[0], date(2026, 5, 1), date(2026, 6, 1))
+    backfill_more = simulator.hour_records([g for g in simulator.fleet() if g.node.partition == "train-h100"],
+                                           END - WEEK, END)
+    store(TelemetrySource.objects.get(name="dcgm"), Collected(hours=backfill_more), END)
+    ContentType.objects.clear_cache()
+    with CaptureQueriesContext(connection) as large:
+        partitions, _ = recs.gather(END)
+    assert len(partitions) == 2
+    assert len(large) == len(small) <= 20
+
+
+# --- Writing: idempotent, resolving, snoozing ---------------------------------------------------------------
+
+
+def finding(kind="capacity_bound", scope="partition=p1", **kw):
+    values = {"kind": kind, "key": f"{kind}:{scope}", "severity": "medium", "title": f"{kind} {scope}",
+              "summary": "s", "action": "a", "figures": [recs.figure("x", 1.5, "%")],
+              "chart": {"type": "hbar", "title": "t", "data": {"labels": ["a"], "series": []}}, "partition": "p1"}
+    return recs.Finding(**{**values, **kw})
+
+
+def test_rerunning_updates_the_open_recommendation_instead_of_adding_one(db):
+    now = END
+    assert recs.write([finding(), finding("storage_bound")], now) == {
+        "created": 2, "updated": 0, "resolved": 0, "skipped": 0}
+    first = Recommendation.objects.get(kind="capacity_bound")
+    later = now + timedelta(days=1)
+    counts = recs.write([finding(severity="high", summary="worse"), finding("storage_bound")], later)
+    assert counts == {"created": 0, "updated": 2, "resolved": 0, "skipped": 0}
+    assert Recommendation.objects.count() == 2
+    first.refresh_from_db()
+    assert (first.severity, first.summary, first.detected_at) == ("high", "worse", later)
+
+
+def test_a_recommendation_no_longer_found_is_resolved(db):
+    recs.write([finding(), finding("storage_bound")], END)
+    assert recs.write([finding()], END + timedelta(days=1))["resolved"] == 1
+    assert Recommendation.objects.get(kind="storage_bound").status == "resolved"
+    # Found again later: a new open one.
+    assert recs.write([finding(), finding("storage_bound")], END + timedelta(days=2))["created"] == 1
+    assert Recommendation.objects.filter(kind="storage_bound", status="open").count() == 1
+
+
+def test_a_dismissed_recommendation_is_not_raised_again_for_a_while(db, manager):
+    recs.write([finding()], END)
+    recs.dismiss(Recommendation.objects.get(), manager, "Burst rental already booked")
+    decided = Recommendation.objects.get().decided_at
+    assert recs.write([finding()], decided + timedelta(days=1))["skipped"] == 1
+    assert recs.write([finding()], decided + timedelta(days=31))["created"] == 1
+
+
+def test_run_writes_what_gather_finds(db, manager):
+    idle_fleet()
+    counts = recs.run(END)
+    assert counts["created"] >= 1
+    assert Recommendation.objects.filter(key="scheduling_bound:partition=train-h200", status="open").exists()
+    assert recs.run(END)["created"] == 0  # idempotent
+    assert Recommendation.objects.filter(key="scheduling_bound:partition=train-h200").count() == 1
+
+
+def test_the_daily_task_runs_the_analysis(db, monkeypatch):
+    calls = []
+    monkeypatch.setattr(recs, "run", lambda: calls.append(1) or {"created": 0, "updated": 0, "resolved": 0,
+                                                                   "skipped": 0})
+    assert analyse_recommendations() == {"created": 0, "updated": 0, "resolved": 0, "skipped": 0}
+    assert calls == [1]
+
+
+def test_the_task_is_on_the_beat_schedule(settings):
+    tasks = {entry["task"] for entry in settings.CELERY_BEAT_SCHEDULE.values()}
+    assert "planning.tasks.analyse_recommendations" in tasks
+
+
+# --- Accepting and dismissing -------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def capacity_rec(db):
+    node_model = make_node_model(name="Test B200 node")
+    site = make_site(name="Geneva")
+    recs.write([finding(title="Partition p1 is capacity-bound", node_model_id=node_model.pk, node_count=3,
+                        node_price=Decimal("500000.00"), site_id=site.pk)], END)
+    return Recommendation.objects.get()
+
+
+def test_accepting_a_capacity_bound_one_makes_a_draft_plan_with_the_nodes(capacity_rec, manager):
+    rec = recs.accept(capacity_rec, manager)
+    plan = rec.plan
+    assert rec.status == "accepted" and rec.decided_by == manager and rec.decided_at is not None
+    assert plan.status == CapacityPlan.Status.DRAFT and plan.owner == manager
+    assert plan.recommendations.get() == rec
+    assert (plan.site_id, plan.node_model_id, plan.node_price) == (rec.site_id, rec.node_model_id, rec.node_price)
+    (item,) = plan.items.all()
+    assert (item.node_model_id, item.quantity, item.unit_cost) == (rec.node_model_id, 3, Decimal("500000.00"))
+    assert "Partition p1 is capacity-bound" in plan.name and "Suggested action" in plan.description
+
+
+def test_accepting_other_kinds_makes_a_plan_without_lines(db, manager):
+    recs.write([finding("storage_bound")], END)
+    rec = recs.accept(Recommendation.objects.get(), manager)
+    assert rec.plan.items.count() == 0
+
+
+def test_only_an_open_recommendation_is_decided(capacity_rec, manager):
+    recs.accept(capacity_rec, manager)
+    with pytest.raises(ValidationError, match="accepted"):
+        recs.accept(capacity_rec, manager)
+    with pytest.raises(ValidationError, match="accepted"):
+        recs.dismiss(capacity_rec, manager, "no")
+
+
+def test_dismissing_needs_a_reason(capacity_rec, manager):
+    with pytest.raises(ValidationError, match="reason"):
+        recs.dismiss(capacity_rec, manager, "  ")
+    rec = recs.dismiss(capacity_rec, manager, "Rental covers it")
+    assert (rec.status, rec.dismiss_reason, rec.plan) == ("dismissed", "Rental covers it", None)
+
+
+# --- Pages ----------------------------------------------------------------------------------------------------
+
+LIST = "/planning/recommendations/"
+
+
+def test_list_shows_open_recommendations_most_severe_first(viewer_client, db):
+    found = [finding(severity="low", title="Low one"), finding("storage_bound", severity="high", title="High one")]
+    recs.write([*found, finding("memory_bound", title="Resolved one")], END)
+    recs.write(found, END + timedelta(hours=1))
+    response = viewer_client.get(LIST)
+    assert response.status_code == 200
+    text = response.content.decode()
+    assert text.index("High one") < text.index("Low one")
+    assert "Resolved one" not in text
+    assert "Run analysis now" not in text  # viewers do not run it
+    resolved = viewer_client.get(LIST + "?status=resolved").content.decode()
+    assert "Resolved one" in resolved and "High one" not in resolved
+
+
+def test_list_query_count_does_not_grow(viewer_client, db, django_assert_max_num_queries):
+    recs.write([finding(scope=f"partition=p{i}") for i in range(3)], END)
+    with django_assert_max_num_queries(12) as small:
+        viewer_client.get(LIST)
+    recs.write([finding(scope=f"partition=p{i}") for i in range(40)], END)
+    with django_assert_max_num_queries(len(small)):
+        assert viewer_client.get(LIST).content.decode().count("capacity_bound partition=p") >= 40
+
+
+def test_detail_shows_evidence_chart_and_buttons_to_managers(manager_client, capacity_rec):
+    response = manager_client.get(capacity_rec.get_absolute_url())
+    text = response.content.decode()
+    assert response.status_code == 200
+    assert 'data-chart="hbar"' in text and 'id="recommendation-chart"' in text and "plotly.min.js" in text
+    assert "<script>" not in text  # data through json_script only, no inline script
+    assert 'id="accept"' in text and 'id="dismiss"' in text
+    assert "3 × Test B200 node" in text
+
+
+def test_viewers_see_no_buttons_and_cannot_decide(viewer_client, capacity_rec):
+    text = viewer_client.get(capacity_rec.get_absolute_url()).content.decode()
+    assert 'id="accept"' not in text and 'id="dismiss"' not in text
+    url = capacity_rec.get_absolute_url()
+    assert viewer_client.post(url + "accept/").status_code == 403
+    assert viewer_client.post(url + "dismiss/", {"reason": "x"}).status_code == 403
+    assert viewer_client.post(LIST + "run/").status_code == 403
+    capacity_rec.refresh_from_db()
+    assert capacity_rec.status == "open"
+
+
+def test_manager_turns_a_capacity_bound_one_into_a_draft_plan(manager_client, capacity_rec):
+    response = manager_client.post(capacity_rec.get_absolute_url() + "accept/")
+    capacity_rec.refresh_from_db()
+    assert response.status_code == 302 and response["Location"] == capacity_rec.plan.get_absolute_url()
+    page = manager_client.get(response["Location"]).content.decode()
+    assert "Test B200 node" in page  # the bill of materials line
+    text = manager_client.get(capacity_rec.get_absolute_url()).content.decode()
+    assert 'id="plan-link"' in text and 'id="accept"' not in text
+
+
+def test_manager_dismisses_with_a_reason_only(manager_client, capacity_rec):
+    url = capacity_rec.get_absolute_url()
+    response = manager_client.post(url + "dismiss/", {"reason": " "}, follow=True)
+    assert "Say why" in response.content.decode()
+    capacity_rec.refresh_from_db()
+    assert capacity_rec.status == "open"
+    manager_client.post(url + "dismiss/", {"reason": "Rental booked"})
+    capacity_rec.refresh_from_db()
+    assert (capacity_rec.status, capacity_rec.dismiss_reason) == ("dismissed", "Rental booked")
+    assert "Rental booked" in manager_client.get(url).content.decode()
+
+
+def test_manager_runs_the_analysis_on_demand(manager_client, db):
+    idle_fleet()
+    text = manager_client.get(LIST).content.decode()
+    assert "Run analysis now" in text
+    # The button analyses the week before now; the simulator's week ends at END, so run at END.
+    from django.utils import timezone
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(timezone, "now", lambda: END)
+        response = manager_client.post(LIST + "run/", follow=True)
+    assert "Analysis done" in response.content.decode()
+    assert Recommendation.objects.filter(kind="scheduling_bound").exists()
+
+
+def test_home_dashboard_card(viewer_client, capacity_rec):
+    text = viewer_client.get("/").content.decode()
+    assert 'id="recommendations"' in text and "Partition p1 is capacity-bound" in text
+
+
+def test_nav_links_to_the_recommendations(viewer_client, db):
+    assert 'href="/planning/recommendations/"' in viewer_client.get("/").content.decode()
+
+
+# --- API ------------------------------------------------------------------------------------------------------
+
+API = "/api/planning/recommendations/"
+
+
+def test_api_lists_recommendations_with_evidence_and_filters(viewer_api, capacity_rec):
+    recs.write([finding(title="Partition p1 is capacity-bound"), finding("storage_bound")], END + timedelta(hours=1))
+    body = viewer_api.get(API).json()
+    assert body["count"] == 2
+    rec = viewer_api.get(f"{API}{capacity_rec.pk}/").json()
+    assert rec["kind"] == "capacity_bound" and rec["evidence"]["figures"][0]["label"] == "x"
+    assert [r["kind"] for r in viewer_api.get(API, {"kind": "storage_bound"}).json()["results"]] == ["storage_bound"]
+
+
+def test_api_list_query_count_does_not_grow(viewer_api, db, django_assert_max_num_queries):
+    recs.write([finding(scope=f"partition=p{i}") for i in range(3)], END)
+    with django_assert_max_num_queries(12) as small:
+        viewer_api.get(API)
+    recs.write([finding(scope=f"partition=p{i}") for i in range(40)], END)
+    with django_assert_max_num_queries(len(small)):
+        assert viewer_api.get(API).json()["count"] == 40
+
+
+def test_api_accept_and_dismiss(manager_api, capacity_rec):
+    other = Recommendation.objects.create(key="storage_bound:partition=p2", kind="storage_bound", title="Slow reads",
+                                          summary="s", action="a")
+    response = manager_api.post(f"{API}{capacity_rec.pk}/accept/", {"comment": "Go"})
+    assert response.status_code == 200, response.json()
+    assert response.json()["status"] == "accepted"
+    plan = CapacityPlan.objects.get(pk=response.json()["plan"])
+    assert plan.items.get().quantity == 3 and "Go" in plan.description
+    assert manager_api.post(f"{API}{capacity_rec.pk}/accept/").status_code == 400
+    missing = manager_api.post(f"{API}{other.pk}/dismiss/", {})
+    assert missing.status_code == 400 and "reason" in missing.json()
+    dismissed = manager_api.post(f"{API}{other.pk}/dismiss/", {"reason": "Known: new scratch tier ordered"})
+    assert dismissed.status_code == 200 and dismissed.json()["dismiss_reason"] == "Known: new scratch tier ordered"
+
+
+def test_api_viewers_cannot_decide_or_create(viewer_api, capacity_rec):
+    assert viewer_api.post(f"{API}{capacity_rec.pk}/accept/").status_code == 403
+    assert viewer_api.post(f"{API}{capacity_rec.pk}/dismiss/", {"reason": "x"}).status_code == 403
+    assert viewer_api.post(f"{API}run/").status_code == 403
+    assert viewer_api.post(API, {"title": "x"}).status_code in (403, 405)
+    assert viewer_api.delete(f"{API}{capacity_rec.pk}/").status_code in (403, 405)
+
+
+def test_api_run(manager_api, db):
+    assert manager_api.post(f"{API}run/").json() == {"created": 0, "updated": 0, "resolved": 0, "skipped": 0}
+
+
+def test_admin_lists_recommendations(client, admin_user, capacity_rec):
+    admin_user.is_staff = True
+    admin_user.save()
+    client.force_login(admin_user)
+    assert "Partition p1 is capacity-bound" in client.get("/admin/planning/recommendation/").content.decode()
