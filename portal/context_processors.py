@@ -25,6 +25,11 @@ NAVIGATION = [
         ("Capacity plans", "planning:capacityplan_list", "planning.view_capacityplan"),
         ("Workload sizing", "planning:sizing", "inventory.view_gpumodel"),  # any role: sizing reads the catalog
     ]),
+    ("Support", [
+        ("Tickets", "support:ticket_list", "support.view_support_pages"),  # researchers: theirs and their teams'
+        ("Report a problem", "support:ticket_add", "support.add_ticket"),
+        ("Support metrics", "support:metrics", "support.view_ticket"),
+    ]),
     ("Catalog", [
         ("GPU models", "inventory:gpumodel_list", "inventory.view_gpumodel"),
         ("Node models", "inventory:nodemodel_list", "inventory.view_nodemodel"),

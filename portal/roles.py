@@ -5,6 +5,13 @@
 - ``admin``: everything, including users and groups (Django admin needs ``is_staff`` as well).
 - ``procurement``: for a procurement system's token: read everything, create purchase orders and
   deliveries (which create the delivered nodes and GPUs), but not edit the inventory directly.
+- ``support``: support engineers: read everything, work tickets (every ticket, internal comments, triage,
+  assign, RMA swaps: which change nodes and GPUs), manage support teams.
+- ``researcher``: read the inventory and telemetry; open tickets, comment and attach files on their own and
+  their teams' tickets only (``Ticket.objects.visible_to``), never internal comments.
+
+Viewers and procurement read every ticket but not internal comments: those need ``support.work_ticket``
+(support, managers, admins), as do triage, assignment and every status change.
 
 Views and the API check ordinary model permissions (``inventory.change_node``), so a new model is
 covered by the roles as soon as its migration runs.
@@ -14,7 +21,12 @@ from django.contrib.auth.models import Group, Permission
 from django.db import models
 
 VIEWER, MANAGER, ADMIN, PROCUREMENT = "viewer", "manager", "admin", "procurement"
+SUPPORT, RESEARCHER = "support", "researcher"
 PROCUREMENT_WRITES = ("purchaseorder", "orderline", "delivery", "deliveryitem")
+SUPPORT_INVENTORY_WRITES = ("add_gpu", "change_gpu", "add_node", "change_node")  # lifecycle changes, RMA swaps
+# Without ``view_ticket`` (which reads every ticket and its history, as on the Changes page): the support pages
+# and API show a researcher the tickets they may add to, their own and their teams' ones.
+RESEARCHER_TICKET_PERMS = ("add_ticket", "add_ticketcomment", "add_ticketattachment", "view_support_pages")
 ROLE_APPS = ("inventory", "planning", "support", "portal")
 
 
@@ -30,6 +42,15 @@ def sync_role_permissions(sender=None, **kwargs):
             | models.Q(content_type__app_label="planning", content_type__model__in=PROCUREMENT_WRITES,
                        codename__startswith="add_")
         ),
+        SUPPORT: portal_perms.filter(
+            models.Q(codename__startswith="view_")
+            | models.Q(content_type__app_label="support")
+            | models.Q(content_type__app_label="inventory", codename__in=SUPPORT_INVENTORY_WRITES)
+        ),
+        RESEARCHER: portal_perms.filter(
+            models.Q(content_type__app_label="inventory", codename__startswith="view_")
+            | models.Q(content_type__app_label="support", codename__in=RESEARCHER_TICKET_PERMS)
+        ),
     }
     for name, perms in wanted.items():
         group, _ = Group.objects.using(using).get_or_create(name=name)
@@ -43,7 +64,7 @@ def role_of(user):
     if user.is_superuser:
         return ADMIN
     names = {g.name for g in user.groups.all()}
-    for role in (ADMIN, MANAGER, PROCUREMENT, VIEWER):
+    for role in (ADMIN, MANAGER, SUPPORT, PROCUREMENT, VIEWER, RESEARCHER):
         if role in names:
             return role
     return None

@@ -278,6 +278,7 @@ CELERY_BEAT_SCHEDULE = {
     "renewal-alerts": {"task": "planning.tasks.raise_renewal_alerts", "schedule": 24 * 3600.0},
     "webhook-requeue": {"task": "planning.webhooks.requeue_pending_webhooks", "schedule": 300.0},
     "recommendations": {"task": "planning.tasks.analyse_recommendations", "schedule": 24 * 3600.0},
+    "support-fault-tickets": {"task": "support.tasks.open_fault_tickets", "schedule": 600.0},
 }
 
 # --- Telemetry ---------------------------------------------------------------------------------
@@ -301,6 +302,17 @@ NETWORK_SHARE_OF_NODE_PRICE = float(os.environ.get("NETWORK_SHARE_OF_NODE_PRICE"
 STORAGE_SHARE_OF_NODE_PRICE = float(os.environ.get("STORAGE_SHARE_OF_NODE_PRICE", "0.10"))
 SUPPORT_SHARE_OF_CAPEX_PER_YEAR = float(os.environ.get("SUPPORT_SHARE_OF_CAPEX_PER_YEAR", "0.08"))
 CONTRACT_DOCUMENT_MAX_BYTES = int(os.environ.get("CONTRACT_DOCUMENT_MAX_BYTES", str(20 * 1024 * 1024)))
+
+# --- Support ----------------------------------------------------------------------------------
+# SLA when no active support contract covers the ticket's asset: priority -> (response hours, resolution hours).
+SUPPORT_DEFAULT_SLA = {"P1": (4, 24), "P2": (8, 72), "P3": (24, 120), "P4": (72, 240)}
+SUPPORT_BREACHING_SOON_HOURS = float(os.environ.get("SUPPORT_BREACHING_SOON_HOURS", "4"))
+SUPPORT_ATTACHMENT_MAX_BYTES = int(os.environ.get("SUPPORT_ATTACHMENT_MAX_BYTES", str(10 * 1024 * 1024)))
+SUPPORT_EMAIL = os.environ.get("SUPPORT_EMAIL", "")  # the support queue's address: told of every new ticket
+# Telemetry faults (support.tasks.open_fault_tickets): the window looked at, how long a node may be silent.
+SUPPORT_FAULT_WINDOW_HOURS = int(os.environ.get("SUPPORT_FAULT_WINDOW_HOURS", "2"))
+SUPPORT_NODE_SILENT_HOURS = int(os.environ.get("SUPPORT_NODE_SILENT_HOURS", "3"))
+SUPPORT_ECC_REPEAT = int(os.environ.get("SUPPORT_ECC_REPEAT", "3"))  # ECC XIDs in the window that open a ticket
 
 # --- Misc --------------------------------------------------------------------------------------
 DJANGO_TABLES2_TEMPLATE = "portal/table.html"

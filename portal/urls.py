@@ -13,5 +13,6 @@ urlpatterns = [
     path("admin/", admin.site.urls),
     path("inventory/", include("inventory.urls")),
     path("planning/", include("planning.urls")),
+    path("support/", include("support.urls")),
     path("api/", include("portal.api.urls")),
 ]

@@ -203,3 +203,23 @@ def bulk_make(model_name, n):
     """Insert ``n`` rows of the model named ``model_name`` (``Model._meta.model_name``: ``node``,
     ``gpumodel``, ...) plus the few rows they point at; returns the new rows."""
     return BULK[model_name](n)
+
+
+# --- Support ----------------------------------------------------------------------------------------
+
+
+def make_team(name=None, members=()):
+    from support.models import Team
+
+    team = Team.objects.create(name=name or f"team-{_n()}")
+    team.members.set(members)
+    return team
+
+
+def make_ticket(requester=None, notify=False, **kw):
+    """A ticket opened through the workflow (SLA due times set); no mail unless ``notify``."""
+    from support import workflow
+    from support.models import Ticket
+
+    ticket = Ticket(**{"title": f"ticket {_n()}", "description": "It broke.", "requester": requester, **kw})
+    return workflow.open_ticket(ticket, requester, notify=notify)

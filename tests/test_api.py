@@ -77,6 +77,7 @@ def test_api_root_lists_apps_schema_and_docs(manager_api):
     assert response.json() == {
         "inventory": "http://testserver/api/inventory/",
         "planning": "http://testserver/api/planning/",
+        "support": "http://testserver/api/support/",
         "schema": "http://testserver/api/schema/",
         "docs": "http://testserver/api/docs/",
         "redoc": "http://testserver/api/redoc/",

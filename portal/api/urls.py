@@ -9,7 +9,7 @@ from drf_spectacular.views import SpectacularAPIView, SpectacularRedocView, Spec
 
 from .views import APIRootView
 
-APPS = [("inventory", "inventory.api.urls"), ("planning", "planning.api.urls")]
+APPS = [("inventory", "inventory.api.urls"), ("planning", "planning.api.urls"), ("support", "support.api.urls")]
 
 LINKS = [("schema", "api-schema"), ("docs", "api-docs"), ("redoc", "api-redoc")]
 

@@ -1,0 +1,92 @@
+from django.contrib.auth import get_user_model
+from rest_framework import serializers
+
+from portal.api.serializers import EnumChoiceField, PortalModelSerializer
+
+from .. import sla, workflow
+from ..models import Team, Ticket, TicketComment
+
+STAFF_FIELDS = ("priority", "assignee", "requester", "rma_number", "site", "switch", "storage_system")
+
+
+class TicketSerializer(PortalModelSerializer):
+    """A ticket. ``status`` changes through ``POST …/transition/``; researchers set what they report (title,
+    description, category, node, GPU, one of their teams), support staff everything else."""
+
+    category = EnumChoiceField(Ticket.Category, required=False)
+    priority = EnumChoiceField(Ticket.Priority, required=False)
+    status = EnumChoiceField(Ticket.Status, read_only=True)
+    requester = serializers.SlugRelatedField(slug_field="username", queryset=get_user_model().objects.all(),
+                                             required=False, allow_null=True)
+    assignee = serializers.SlugRelatedField(slug_field="username", queryset=get_user_model().objects.all(),
+                                            required=False, allow_null=True)
+    team = serializers.SlugRelatedField(slug_field="name", queryset=Team.objects.all(), required=False,
+                                        allow_null=True)
+    sla_state = serializers.SerializerMethodField()
+    sla_contract = serializers.StringRelatedField()
+
+    class Meta:
+        model = Ticket
+        fields = ["id", "url", "display", "title", "description", "category", "priority", "status", "requester",
+                  "assignee", "team", "site", "node", "gpu", "switch", "storage_system", "source", "fault",
+                  "rma_number", "opened", "response_due", "resolution_due", "first_response_at", "paused_since",
+                  "paused_seconds", "resolved_at", "closed_at", "sla_state", "sla_contract", "created", "updated"]
+        read_only_fields = ["source", "fault", "opened", "response_due", "resolution_due", "first_response_at",
+                            "paused_since", "paused_seconds", "resolved_at", "closed_at", "created", "updated"]
+
+    def get_fields(self):
+        fields = super().get_fields()
+        request = self.context.get("request")
+        if request is not None and not workflow.is_staff(request.user):
+            for name in STAFF_FIELDS:
+                fields[name].read_only = True
+            fields["team"].queryset = request.user.support_teams.all() if request.user.is_authenticated \
+                else Team.objects.none()
+        return fields
+
+    def get_sla_state(self, ticket) -> str:
+        return sla.state(ticket)
+
+    def validate_assignee(self, user):
+        if user is not None and not user.has_perm("support.work_ticket"):
+            raise serializers.ValidationError(f"{user.get_username()} is not support staff.")
+        return user
+
+
+class TicketTransitionSerializer(serializers.Serializer):
+    status = EnumChoiceField(Ticket.Status)
+    note = serializers.CharField(required=False, allow_blank=True, default="", max_length=2000)
+
+
+class TicketCommentSerializer(serializers.ModelSerializer):
+    ticket = serializers.PrimaryKeyRelatedField(queryset=Ticket.objects.all())
+    author = serializers.CharField(source="author_name", read_only=True)
+
+    class Meta:
+        model = TicketComment
+        fields = ["id", "ticket", "author", "body", "internal", "created"]
+        read_only_fields = ["created"]
+
+    def get_fields(self):
+        fields = super().get_fields()
+        request = self.context.get("request")
+        if request is not None:
+            fields["ticket"].queryset = Ticket.objects.visible_to(request.user)
+            if not workflow.is_staff(request.user):
+                fields["internal"].read_only = True
+        return fields
+
+
+class MetricsSerializer(serializers.Serializer):
+    """See ``support.metrics.summary``."""
+
+    days = serializers.IntegerField()
+    open = serializers.IntegerField()
+    breached = serializers.IntegerField()
+    open_by_category = serializers.ListField(child=serializers.DictField())
+    open_by_site = serializers.ListField(child=serializers.DictField())
+    open_by_priority = serializers.ListField(child=serializers.DictField())
+    mean_time_to_resolve_hours = serializers.FloatField(allow_null=True)
+    mean_time_to_resolve_by_category = serializers.ListField(child=serializers.DictField())
+    sla_compliance = serializers.DictField()
+    sla_compliance_by_priority = serializers.ListField(child=serializers.DictField())

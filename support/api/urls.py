@@ -1,0 +1,15 @@
+"""``/api/support/``: included by ``portal.api.urls`` under the namespace ``support-api``."""
+
+from django.urls import path
+from rest_framework.routers import DefaultRouter
+
+from . import views
+
+router = DefaultRouter()
+router.register("tickets", views.TicketViewSet)
+router.register("comments", views.TicketCommentViewSet)
+
+urlpatterns = [
+    path("metrics/", views.MetricsView.as_view(), name="metrics"),
+    *router.urls,
+]

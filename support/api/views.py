@@ -1,0 +1,130 @@
+"""Tickets, comments and support metrics over REST (``/api/support/``). Rows are what the user may see: a
+researcher's own and their teams' tickets, and never internal comments unless support staff."""
+
+from django.core.exceptions import ValidationError as DjangoValidationError
+from django.db import transaction
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
+from rest_framework import mixins, status, viewsets
+from rest_framework.decorators import action
+from rest_framework.exceptions import ValidationError
+from rest_framework.permissions import SAFE_METHODS, IsAuthenticated
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from portal.api.permissions import RolePermission
+from portal.api.viewsets import PortalModelViewSet
+
+from .. import metrics, workflow
+from ..filters import TicketCommentFilterSet, TicketFilterSet
+from ..models import Ticket, TicketComment
+from . import serializers as api
+
+
+class TicketPermission(RolePermission):
+    """Reading and posting need ``view_ticket`` or ``add_ticket`` (researchers: rows limited by the queryset);
+    edits and deletes the model's ``change`` / ``delete`` permissions."""
+
+    def has_permission(self, request, view):
+        user = request.user
+        if not user or not user.is_authenticated:
+            return False
+        readers = user.has_perm("support.view_ticket") or user.has_perm("support.add_ticket")
+        if request.method in SAFE_METHODS:
+            return readers
+        if request.method == "POST":
+            if getattr(view, "action", None) == "transition":
+                return readers  # the workflow decides who may make which move
+            return user.has_perm(f"support.add_{view.queryset.model._meta.model_name}")
+        return super().has_permission(request, view)
+
+
+class TicketViewSet(PortalModelViewSet):
+    """Support tickets with their SLA clock. Filters as on the queues: `queue` (mine, team, unassigned,
+    breaching), `status`, `priority`, `category`, `open`, `sla` (breached, soon, at_risk), `assignee`, `team`,
+    `site`, `node`, `gpu`, `q`."""
+
+    serializer_class = api.TicketSerializer
+    filterset_class = TicketFilterSet
+    permission_classes = [TicketPermission]
+    queryset = Ticket.objects.all()
+
+    def get_queryset(self):
+        return Ticket.objects.visible_to(self.request.user).select_related(
+            "requester", "assignee", "team", "sla_contract")
+
+    def perform_create(self, serializer):
+        user = self.request.user
+        ticket = Ticket(**serializer.validated_data)
+        with transaction.atomic():
+            workflow.open_ticket(ticket, user)
+        serializer.instance = self.get_queryset().get(pk=ticket.pk)
+
+    def perform_update(self, serializer):
+        user = self.request.user
+        data = dict(serializer.validated_data)
+        ticket = serializer.instance
+        priority, has_assignee = data.pop("priority", None), "assignee" in data
+        assignee = data.pop("assignee", None)
+        try:
+            with transaction.atomic():
+                for name, value in data.items():
+                    setattr(ticket, name, value)
+                workflow.save_ticket(ticket, user, "Edited through the API")
+                if priority:
+                    workflow.set_priority(ticket, priority, user)
+                if has_assignee:
+                    workflow.assign(ticket, assignee, user)
+        except DjangoValidationError as error:
+            raise ValidationError(error.message_dict) from error
+        serializer.instance = self.get_queryset().get(pk=ticket.pk)
+
+    @extend_schema(summary="Change a ticket's status", request=api.TicketTransitionSerializer,
+                   responses={200: api.TicketSerializer,
+                              400: OpenApiResponse(description="Not allowed now; `status` says why.")})
+    @action(detail=True, methods=["post"])
+    def transition(self, request, pk=None):
+        body = api.TicketTransitionSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        ticket = self.get_object()
+        try:
+            workflow.change_status(ticket, body.validated_data["status"], request.user, body.validated_data["note"])
+        except DjangoValidationError as error:
+            return Response(error.message_dict, status=status.HTTP_400_BAD_REQUEST)
+        return Response(self.get_serializer(self.get_queryset().get(pk=ticket.pk)).data)
+
+
+class TicketCommentViewSet(mixins.CreateModelMixin, viewsets.ReadOnlyModelViewSet):
+    """Comments on the tickets the user may see; internal ones for support staff only. Filter by `ticket`."""
+
+    serializer_class = api.TicketCommentSerializer
+    filterset_class = TicketCommentFilterSet
+    permission_classes = [TicketPermission]
+    queryset = TicketComment.objects.all()
+    ordering = ["created", "pk"]
+
+    def get_queryset(self):
+        user = self.request.user
+        comments = TicketComment.objects.filter(ticket__in=Ticket.objects.visible_to(user))
+        if not workflow.is_staff(user):
+            comments = comments.filter(internal=False)
+        return comments
+
+    def perform_create(self, serializer):
+        data = serializer.validated_data
+        serializer.instance = workflow.add_comment(data["ticket"], self.request.user, data["body"],
+                                                   internal=data.get("internal", False))
+
+
+class MetricsView(APIView):
+    """Open tickets by category, site and priority; mean time to resolve and SLA compliance over `days`."""
+
+    permission_classes = [IsAuthenticated]
+
+    @extend_schema(parameters=[OpenApiParameter("days", int, description="Window for resolved tickets (90).")],
+                   responses=api.MetricsSerializer)
+    def get(self, request):
+        if not request.user.has_perm("support.view_ticket"):
+            return Response({"detail": "You do not have permission to perform this action."}, status=403)
+        days = request.query_params.get("days", "")
+        days = int(days) if days.isdigit() and 0 < int(days) <= 3650 else metrics.DEFAULT_DAYS
+        return Response(metrics.summary(days))

@@ -1,0 +1,64 @@
+"""The ticket filter set, shared by the queues and the API (``?queue=mine&status=new&priority=P1``)."""
+
+import django_filters
+from django import forms
+from django.contrib.auth import get_user_model
+from django.db.models import Q
+from django.utils import timezone
+
+from inventory.filters import STATE_WIDGET, SearchFilterSet, yes_no_filter
+from inventory.models import GPU, Node, Site
+
+from .models import Team, Ticket, TicketComment
+
+QUEUES = [("mine", "Mine"), ("team", "My team's"), ("unassigned", "Unassigned"), ("breaching", "Breaching soon")]
+SLA_STATES = [("breached", "Breached"), ("soon", "Breaching soon"), ("at_risk", "Breached or breaching soon")]
+
+
+class TicketFilterSet(SearchFilterSet):
+    search_fields = ("title", "description", "rma_number", "node__hostname", "gpu__serial")
+    queue = django_filters.ChoiceFilter(choices=QUEUES, method="filter_queue", label="Queue")
+    status = django_filters.MultipleChoiceFilter(choices=Ticket.Status.choices, widget=STATE_WIDGET)
+    priority = django_filters.MultipleChoiceFilter(choices=Ticket.Priority.choices, widget=STATE_WIDGET)
+    category = django_filters.MultipleChoiceFilter(choices=Ticket.Category.choices)
+    open = yes_no_filter(method="filter_open", label="Open")
+    sla = django_filters.ChoiceFilter(choices=SLA_STATES, method="filter_sla", label="SLA")
+    assignee = django_filters.ModelChoiceFilter(queryset=get_user_model().objects.filter(assigned_tickets__isnull=False)
+                                                .distinct().order_by("username"))
+    team = django_filters.ModelChoiceFilter(queryset=Team.objects.all())
+    site = django_filters.ModelChoiceFilter(queryset=Site.objects.all())
+    node = django_filters.ModelChoiceFilter(queryset=Node.objects.all(), widget=forms.NumberInput)
+    gpu = django_filters.ModelChoiceFilter(queryset=GPU.objects.all(), widget=forms.NumberInput, label="GPU")
+    opened_after = django_filters.DateFilter(field_name="opened", lookup_expr="date__gte", label="Opened from",
+                                             widget=forms.DateInput(attrs={"type": "date"}))
+
+    class Meta:
+        model = Ticket
+        fields = ["queue", "status", "priority", "category", "open", "sla", "assignee", "team", "site", "source",
+                  "fault", "node", "gpu"]
+
+    def filter_queue(self, queryset, name, value):
+        user = getattr(self.request, "user", None)
+        if value == "mine":
+            return queryset.filter(Q(assignee=user) | Q(requester=user)) if user else queryset.none()
+        if value == "team":
+            return queryset.filter(team__in=user.support_teams.all()) if user else queryset.none()
+        if value == "unassigned":
+            return queryset.open().filter(assignee__isnull=True)
+        if value == "breaching":
+            return queryset.at_risk()
+        return queryset
+
+    def filter_open(self, queryset, name, value):
+        return queryset.open() if value else queryset.filter(status__in=Ticket.CLOSED_STATES)
+
+    def filter_sla(self, queryset, name, value):
+        now = timezone.now()
+        return {"breached": queryset.breached, "soon": queryset.breaching_soon,
+                "at_risk": queryset.at_risk}[value](now)
+
+
+class TicketCommentFilterSet(django_filters.FilterSet):
+    class Meta:
+        model = TicketComment
+        fields = ["ticket", "internal", "author"]

@@ -1,0 +1,181 @@
+"""Ticket forms: a simple one for researchers, a full one for support staff; comments, attachments, status
+changes and the RMA swap."""
+
+from pathlib import Path
+
+from django import forms
+from django.conf import settings
+from django.contrib.auth import get_user_model
+from django.contrib.auth.models import Permission
+from django.db.models import Q
+from django.template.defaultfilters import filesizeformat
+
+from inventory.models import GPU, LifecycleState, Node
+
+from .models import Team, Ticket, TicketAttachment
+
+# Extension -> content type, and the first bytes the file must start with (None: text, which may hold no NUL).
+ATTACHMENT_TYPES = {
+    ".txt": ("text/plain", None),
+    ".log": ("text/plain", None),
+    ".csv": ("text/csv", None),
+    ".json": ("application/json", None),
+    ".md": ("text/markdown", None),
+    ".png": ("image/png", (b"\x89PNG\r\n\x1a\n",)),
+    ".jpg": ("image/jpeg", (b"\xff\xd8\xff",)),
+    ".jpeg": ("image/jpeg", (b"\xff\xd8\xff",)),
+    ".pdf": ("application/pdf", (b"%PDF-",)),
+    ".gz": ("application/gzip", (b"\x1f\x8b",)),
+    ".tgz": ("application/gzip", (b"\x1f\x8b",)),
+    ".zip": ("application/zip", (b"PK\x03\x04",)),
+}
+SNIFF_BYTES = 4096
+
+
+def staff_users():
+    """Users who work tickets (support, managers, admins): the assignee choices."""
+    perm = Permission.objects.filter(codename="work_ticket", content_type__app_label="support").first()
+    users = get_user_model().objects.filter(is_active=True)
+    return users.filter(Q(is_superuser=True) | Q(groups__permissions=perm) | Q(user_permissions=perm)) \
+        .distinct().order_by("username")
+
+
+def check_attachment(upload):
+    """``(content type, size)`` of an acceptable upload; a ValidationError for one too big or of another type.
+    The type comes from the extension and must agree with the file's first bytes (never the browser's word)."""
+    limit = settings.SUPPORT_ATTACHMENT_MAX_BYTES
+    if upload.size > limit:
+        raise forms.ValidationError(f"The file is {filesizeformat(upload.size)}; the limit is {filesizeformat(limit)}.")
+    extension = Path(upload.name).suffix.lower()
+    if extension not in ATTACHMENT_TYPES:
+        allowed = ", ".join(sorted(ATTACHMENT_TYPES))
+        raise forms.ValidationError(f"Files of type '{extension or 'none'}' are not accepted; use one of {allowed}.")
+    content_type, magic = ATTACHMENT_TYPES[extension]
+    upload.seek(0)
+    head = upload.read(SNIFF_BYTES)
+    upload.seek(0)
+    if magic and not head.startswith(magic):
+        raise forms.ValidationError(f"The file is named {extension} but its content is not a {extension} file.")
+    if magic is None and b"\x00" in head:
+        raise forms.ValidationError(f"The file is named {extension} but is not text.")
+    return content_type, upload.size
+
+
+def save_attachment(ticket, upload, user, comment=None):
+    content_type, size = check_attachment(upload)
+    return TicketAttachment.objects.create(
+        ticket=ticket, comment=comment, file=upload, name=Path(upload.name).name[:200], content_type=content_type,
+        size=size, uploaded_by=user if user.is_authenticated else None,
+    )
+
+
+class AttachmentField(forms.FileField):
+    def __init__(self, **kwargs):
+        kwargs.setdefault("required", False)
+        kwargs.setdefault("help_text", f"Logs, screenshots, PDF, JSON, archives; up to "
+                                       f"{filesizeformat(settings.SUPPORT_ATTACHMENT_MAX_BYTES)}.")
+        super().__init__(**kwargs)
+
+    def clean(self, data, initial=None):
+        upload = super().clean(data, initial)
+        if upload:
+            check_attachment(upload)
+        return upload
+
+
+def asset_querysets(form):
+    if "node" in form.fields:
+        form.fields["node"].queryset = Node.objects.exclude(state=LifecycleState.RETIRED).order_by("hostname")
+    if "gpu" in form.fields:
+        form.fields["gpu"].queryset = GPU.objects.exclude(state=LifecycleState.RETIRED).select_related("node")
+
+
+class ResearcherTicketForm(forms.ModelForm):
+    """What a researcher says: what is wrong, where, for which team."""
+
+    attachment = AttachmentField()
+
+    class Meta:
+        model = Ticket
+        fields = ["title", "category", "description", "node", "gpu", "team"]
+        widgets = {"description": forms.Textarea(attrs={"rows": 8})}
+        help_texts = {"node": "The node the problem is on, if one.", "gpu": "The GPU, if you know which."}
+
+    def __init__(self, *args, user=None, **kwargs):
+        super().__init__(*args, **kwargs)
+        asset_querysets(self)
+        self.fields["team"].queryset = user.support_teams.all() if user is not None else Team.objects.none()
+        self.fields["team"].help_text = "Your team sees the ticket too."
+
+
+class StaffTicketForm(forms.ModelForm):
+    """Everything about a ticket but its status (changed through the workflow) and SLA clock."""
+
+    attachment = AttachmentField()
+
+    class Meta:
+        model = Ticket
+        fields = ["title", "category", "priority", "description", "requester", "team", "assignee", "site", "node",
+                  "gpu", "switch", "storage_system", "rma_number"]
+        widgets = {"description": forms.Textarea(attrs={"rows": 8})}
+
+    def __init__(self, *args, user=None, **kwargs):
+        super().__init__(*args, **kwargs)
+        asset_querysets(self)
+        self.fields["assignee"].queryset = staff_users()
+        self.fields["requester"].queryset = get_user_model().objects.filter(is_active=True).order_by("username")
+
+
+class CommentForm(forms.Form):
+    body = forms.CharField(label="Comment", widget=forms.Textarea(attrs={"rows": 4}), help_text="Markdown.")
+    internal = forms.BooleanField(required=False, label="Internal (support staff only)")
+    attachment = AttachmentField()
+
+    def __init__(self, *args, staff=False, **kwargs):
+        super().__init__(*args, **kwargs)
+        if not staff:
+            del self.fields["internal"]
+
+
+class StatusForm(forms.Form):
+    status = forms.ChoiceField(choices=Ticket.Status.choices)
+    note = forms.CharField(required=False, max_length=2000, widget=forms.TextInput(attrs={"placeholder": "Note"}))
+
+
+class InlineForm(forms.Form):
+    """One of status, priority or assignee, changed from a queue's row (htmx)."""
+
+    status = forms.ChoiceField(choices=Ticket.Status.choices, required=False)
+    priority = forms.ChoiceField(choices=Ticket.Priority.choices, required=False)
+    assignee = forms.ModelChoiceField(queryset=None, required=False)
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields["assignee"].queryset = staff_users()
+
+
+class SwapForm(forms.Form):
+    """Record an RMA swap: the part replaced and the new part's serial."""
+
+    part = forms.ChoiceField(choices=[("gpu", "GPU"), ("node", "Node")])
+    gpu = forms.ModelChoiceField(queryset=GPU.objects.none(), required=False, label="GPU replaced")
+    serial = forms.CharField(max_length=100, label="New serial")
+    uuid = forms.CharField(max_length=100, required=False, label="New GPU UUID")
+    asset_tag = forms.CharField(max_length=100, required=False, label="New node asset tag")
+    rma_number = forms.CharField(max_length=100, required=False, label="RMA number")
+
+    def __init__(self, *args, ticket=None, **kwargs):
+        super().__init__(*args, **kwargs)
+        node = ticket.node if ticket is not None else None
+        if node is not None:
+            self.fields["gpu"].queryset = node.gpus.exclude(state=LifecycleState.RETIRED).select_related("node")
+        if ticket is not None:
+            self.fields["gpu"].initial = ticket.gpu_id
+            self.fields["rma_number"].initial = ticket.rma_number
+            self.fields["part"].initial = "gpu" if ticket.gpu_id else "node"
+
+    def clean(self):
+        cleaned = super().clean()
+        if cleaned.get("part") == "gpu" and not cleaned.get("gpu"):
+            self.add_error("gpu", "Choose the GPU that was replaced.")
+        return cleaned

@@ -1,0 +1,371 @@
+"""Support pages: the queues (a filtered ticket list with inline changes), the ticket page (comments,
+attachments, workflow, the asset's utilization and other open tickets, RMA swap, return to service), the
+ticket forms (simple for researchers, full for support staff), attachment download and the metrics page.
+
+Every ticket page reads through ``Ticket.objects.visible_to(user)``: a researcher asking for another team's
+ticket gets a 404, and internal comments (and their attachments) are shown to support staff only."""
+
+import json
+
+from django.contrib import messages
+from django.contrib.auth.mixins import PermissionRequiredMixin
+from django.core.exceptions import PermissionDenied, ValidationError
+from django.db import transaction
+from django.http import FileResponse, HttpResponse, HttpResponseRedirect
+from django.shortcuts import get_object_or_404, render
+from django.views import View
+from django.views.generic import UpdateView
+
+from inventory.telemetry import charts as telemetry_charts
+from inventory.telemetry import queries as telemetry_queries
+from portal.generic import ObjectListView, ObjectView
+
+from . import faults, metrics, rma, sla, workflow
+from .filters import QUEUES, TicketFilterSet
+from .forms import CommentForm, InlineForm, ResearcherTicketForm, StaffTicketForm, StatusForm, SwapForm, save_attachment
+from .models import Ticket, TicketAttachment
+from .tables import TicketTable, inline_control
+
+LIST_RELATED = ("assignee", "requester", "team", "site", "node", "gpu__node", "switch", "storage_system")
+OTHER_TICKETS_LIMIT = 10
+UTILIZATION_RANGE = "7d"
+
+
+def can_see_tickets(user):
+    return user.has_perm("support.view_ticket") or user.has_perm("support.add_ticket")
+
+
+class TicketAccessMixin(PermissionRequiredMixin):
+    """Readers of every ticket (``view_ticket``) and researchers (``add_ticket``, their tickets only)."""
+
+    raise_exception = True
+
+    def has_permission(self):
+        return can_see_tickets(self.request.user)
+
+    def get_queryset(self):
+        return Ticket.objects.visible_to(self.request.user)
+
+    def get_ticket(self, pk):
+        return get_object_or_404(self.get_queryset(), pk=pk)
+
+
+class StaffMixin(TicketAccessMixin):
+    """Support staff with ``support.change_ticket``."""
+
+    def has_permission(self):
+        user = self.request.user
+        return workflow.is_staff(user) and user.has_perm("support.change_ticket")
+
+
+class TicketListView(TicketAccessMixin, ObjectListView):
+    filterset_class = TicketFilterSet
+    table_class = TicketTable
+    template_name = "support/ticket_list.html"
+
+    def get_queryset(self):
+        return super().get_queryset().select_related(*LIST_RELATED)
+
+    def get_context_data(self, **kwargs):
+        context = super().get_context_data(**kwargs)
+        query = self.request.GET.copy()
+        query.pop("page", None)
+        current = query.pop("queue", [""])[0]
+        tabs = [("", "All", current == "")]
+        tabs += [(key, label, current == key) for key, label in QUEUES]
+        context["queues"] = [(f"?{_with(query, 'queue', key)}", label, active) for key, label, active in tabs]
+        context["metrics_url"] = self.request.user.has_perm("support.view_ticket")
+        return context
+
+
+def _with(query, name, value):
+    query = query.copy()
+    if value:
+        query[name] = value
+    return query.urlencode()
+
+
+class TicketView(TicketAccessMixin, ObjectView):
+    template_name = "support/ticket_detail.html"
+    hidden_fields = ("id", "created", "updated", "description", "fault_key", "title", "paused_since")
+
+    def get_queryset(self):
+        return super().get_queryset().select_related(*LIST_RELATED, "sla_contract")
+
+    def get_context_data(self, comment_form=None, **kwargs):
+        context = super().get_context_data(**kwargs)
+        ticket, user = self.object, self.request.user
+        staff = workflow.is_staff(user)
+        comments = ticket.comments.select_related("author").prefetch_related("attachments")
+        attachments = ticket.attachments.select_related("uploaded_by", "comment")
+        if not staff:
+            comments = comments.filter(internal=False)
+            attachments = attachments.exclude(comment__internal=True)
+        context.update(
+            staff=staff,
+            comments=comments,
+            attachments=attachments,
+            comment_form=comment_form or (CommentForm(staff=staff) if user.has_perm("support.add_ticketcomment")
+                                          else None),
+            targets=workflow.allowed_targets(ticket, user),
+            sla_state=sla.state(ticket),
+            next_due=sla.next_due(ticket),
+            response_due=sla.effective_due(ticket, "response_due"),
+            resolution_due=sla.effective_due(ticket, "resolution_due"),
+            policy=sla.policy_for(ticket) if ticket.response_due is None else None,
+            other_tickets=self.other_tickets(ticket),
+            utilization=self.utilization(ticket),
+            returnable=faults.returnable_asset(ticket) if staff else None,
+            swap_form=SwapForm(ticket=ticket) if staff and ticket.node_id and user.has_perm("inventory.change_gpu")
+            and user.has_perm("inventory.change_node") else None,
+            can_edit=staff and user.has_perm("support.change_ticket"),
+        )
+        return context
+
+    def other_tickets(self, ticket):
+        """Open tickets on the same node (or GPU), this one excepted."""
+        if not (ticket.node_id or ticket.gpu_id):
+            return []
+        same = {"node": ticket.node_id} if ticket.node_id else {"gpu": ticket.gpu_id}
+        return list(Ticket.objects.visible_to(self.request.user).open().filter(**same).exclude(pk=ticket.pk)
+                    .select_related("assignee")[:OTHER_TICKETS_LIMIT])
+
+    def utilization(self, ticket):
+        """The node's GPUs over the last 7 days (the node page's chart), for readers of telemetry."""
+        node = ticket.node or (ticket.gpu.node if ticket.gpu_id else None)
+        if node is None or not self.request.user.has_perm("inventory.view_telemetrysource"):
+            return None
+        span = telemetry_queries.get_range(UTILIZATION_RANGE)
+        data = telemetry_queries.gpu_series(node, span.key)
+        return {"node": node, "range": span,
+                "has_data": any(v is not None for line in data["lines"] for v in line["values"]),
+                "data": telemetry_charts.gpu_lines_chart(data, span)}
+
+
+class TicketFormMixin:
+    template_name = "support/ticket_form.html"
+
+    def get_form_class(self):
+        return StaffTicketForm if workflow.is_staff(self.request.user) else ResearcherTicketForm
+
+    def get_form_kwargs(self):
+        return {**super().get_form_kwargs(), "user": self.request.user}
+
+    def get_context_data(self, **kwargs):
+        context = super().get_context_data(**kwargs)
+        context.update(opts=Ticket._meta, staff=workflow.is_staff(self.request.user))
+        return context
+
+
+class TicketCreateView(TicketFormMixin, TicketAccessMixin, UpdateView):
+    """Open a ticket; ``?node=<id>`` or ``?gpu=<id>`` (the "Report a problem" button) pre-fills the asset."""
+
+    def has_permission(self):
+        return self.request.user.has_perm("support.add_ticket")
+
+    def get_object(self, queryset=None):
+        return None
+
+    def get_initial(self):
+        initial = {}
+        for field in ("node", "gpu"):
+            value = self.request.GET.get(field, "")
+            if value.isdigit():
+                initial[field] = int(value)
+        if "gpu" in initial and "node" not in initial:
+            from inventory.models import GPU
+
+            initial["node"] = GPU.objects.filter(pk=initial["gpu"]).values_list("node_id", flat=True).first()
+        teams = list(self.request.user.support_teams.all()[:2])
+        if len(teams) == 1:
+            initial["team"] = teams[0].pk
+        return initial
+
+    def form_valid(self, form):
+        user = self.request.user
+        with transaction.atomic():
+            ticket = form.save(commit=False)
+            if workflow.is_staff(user) and form.cleaned_data.get("requester"):
+                ticket.requester = form.cleaned_data["requester"]
+            workflow.open_ticket(ticket, user)
+            if form.cleaned_data.get("attachment"):
+                save_attachment(ticket, form.cleaned_data["attachment"], user)
+        messages.success(self.request, f"Opened ticket #{ticket.pk}.")
+        return HttpResponseRedirect(ticket.get_absolute_url())
+
+
+class TicketEditView(TicketFormMixin, StaffMixin, UpdateView):
+    """Support staff edit a ticket; a new priority or assignee goes through the workflow (SLA, notices)."""
+
+    def form_valid(self, form):
+        user = self.request.user
+        before = Ticket.objects.get(pk=self.object.pk)
+        with transaction.atomic():
+            ticket = form.save(commit=False)
+            priority, assignee = ticket.priority, ticket.assignee
+            ticket.priority, ticket.assignee = before.priority, before.assignee
+            asset_changed = any(getattr(ticket, f"{f}_id") != getattr(before, f"{f}_id")
+                                for f in ("site", "node", "gpu", "switch", "storage_system"))
+            if asset_changed:
+                sla.apply_policy(ticket)
+            workflow.save_ticket(ticket, user, "Edited")
+            workflow.set_priority(ticket, priority, user)
+            workflow.assign(ticket, assignee, user)
+            if form.cleaned_data.get("attachment"):
+                save_attachment(ticket, form.cleaned_data["attachment"], user)
+        messages.success(self.request, f"Saved ticket #{ticket.pk}.")
+        return HttpResponseRedirect(ticket.get_absolute_url())
+
+
+class TicketActionView(TicketAccessMixin, View):
+    """A POST on one visible ticket that redirects back to its page."""
+
+    http_method_names = ["post"]
+
+    def redirect(self, ticket, anchor=""):
+        return HttpResponseRedirect(f"{ticket.get_absolute_url()}{anchor}")
+
+
+class TicketStatusView(TicketActionView):
+    def post(self, request, pk):
+        ticket = self.get_ticket(pk)
+        form = StatusForm(request.POST)
+        if not form.is_valid():
+            messages.error(request, "Choose a status.")
+            return self.redirect(ticket)
+        try:
+            workflow.change_status(ticket, form.cleaned_data["status"], request.user, form.cleaned_data["note"])
+        except ValidationError as error:
+            messages.error(request, " ".join(error.messages))
+        else:
+            messages.success(request, f"Ticket #{ticket.pk} is now {ticket.get_status_display().lower()}.")
+        return self.redirect(ticket)
+
+
+class TicketCommentView(TicketActionView, TicketView):
+    """POST a comment (and a file); a refused one re-renders the ticket page with the form's errors."""
+
+    def has_permission(self):
+        return super().has_permission() and self.request.user.has_perm("support.add_ticketcomment")
+
+    def post(self, request, pk):
+        self.object = ticket = self.get_ticket(pk)
+        staff = workflow.is_staff(request.user)
+        form = CommentForm(request.POST, request.FILES, staff=staff)
+        if not form.is_valid():
+            return self.render_to_response(self.get_context_data(comment_form=form), status=400)
+        with transaction.atomic():
+            comment = workflow.add_comment(ticket, request.user, form.cleaned_data["body"],
+                                           internal=form.cleaned_data.get("internal", False))
+            if form.cleaned_data.get("attachment"):
+                save_attachment(ticket, form.cleaned_data["attachment"], request.user, comment=comment)
+        messages.success(request, "Comment added.")
+        return self.redirect(ticket, "#comments")
+
+
+class TicketInlineView(StaffMixin, View):
+    """htmx: change one of status, priority, assignee from a queue row; answers the cell's new control."""
+
+    http_method_names = ["post"]
+
+    def has_permission(self):
+        return can_see_tickets(self.request.user)
+
+    def post(self, request, pk):
+        ticket = get_object_or_404(self.get_queryset().select_related(*LIST_RELATED), pk=pk)
+        user = request.user
+        form = InlineForm(request.POST)
+        field = next((name for name in ("status", "priority", "assignee") if name in request.POST), None)
+        if field is None or not form.is_valid():
+            return HttpResponse("Nothing to change.", status=400)
+        if field != "status" and not (workflow.is_staff(user) and user.has_perm("support.change_ticket")):
+            raise PermissionDenied
+        message, ok = "", False
+        try:
+            if field == "status":
+                workflow.change_status(ticket, form.cleaned_data["status"], user)
+            elif field == "priority":
+                workflow.set_priority(ticket, form.cleaned_data["priority"], user)
+            else:
+                workflow.assign(ticket, form.cleaned_data["assignee"], user)
+            ok = True
+        except ValidationError as error:
+            ticket.refresh_from_db()
+            message = " ".join(error.messages)
+        staff = list(TicketTable([], request=request).staff) if field == "assignee" else ()
+        return HttpResponse(inline_control(ticket, field, user, staff, message=message, ok=ok),
+                            status=200 if ok else 400)
+
+
+class AttachmentDownloadView(TicketAccessMixin, View):
+    """Attachments are served through this view (never a public media URL): only to people who may see the
+    ticket, and an internal comment's files only to support staff."""
+
+    def get(self, request, pk):
+        attachment = get_object_or_404(TicketAttachment.objects.select_related("comment"), pk=pk,
+                                       ticket__in=self.get_queryset())
+        if attachment.internal and not workflow.is_staff(request.user):
+            raise PermissionDenied
+        response = FileResponse(attachment.file.open("rb"), as_attachment=True, filename=attachment.name,
+                                content_type=attachment.content_type)
+        response["X-Content-Type-Options"] = "nosniff"
+        return response
+
+
+class TicketSwapView(StaffMixin, TicketActionView):
+    """Record an RMA swap of the ticket's GPU (or node)."""
+
+    def has_permission(self):
+        user = self.request.user
+        return super().has_permission() and user.has_perm("inventory.change_gpu") \
+            and user.has_perm("inventory.change_node")
+
+    def post(self, request, pk):
+        ticket = self.get_ticket(pk)
+        form = SwapForm(request.POST, ticket=ticket)
+        if not form.is_valid():
+            messages.error(request, "The swap was not recorded: " + "; ".join(
+                f"{name}: {' '.join(errors)}" for name, errors in form.errors.items()))
+            return self.redirect(ticket, "#rma")
+        data = form.cleaned_data
+        try:
+            if data["part"] == "gpu":
+                new = rma.swap_gpu(ticket, data["gpu"], data["serial"], request.user, uuid=data["uuid"],
+                                   rma_number=data["rma_number"])
+            else:
+                new = rma.swap_node(ticket, ticket.node, data["serial"], request.user, asset_tag=data["asset_tag"],
+                                    rma_number=data["rma_number"])
+        except ValidationError as error:
+            messages.error(request, "The swap was not recorded: " + " ".join(error.messages))
+            return self.redirect(ticket, "#rma")
+        messages.success(request, f"Swap recorded: {new} is in service.")
+        return self.redirect(ticket, "#rma")
+
+
+class ReturnToServiceView(StaffMixin, TicketActionView):
+    """For a resolved ticket: move its degraded (or in-repair) node or GPU back to in service."""
+
+    def post(self, request, pk):
+        ticket = self.get_ticket(pk)
+        asset = faults.returnable_asset(ticket)
+        if asset is None or not request.user.has_perm(f"inventory.change_{asset._meta.model_name}"):
+            messages.error(request, "There is nothing to return to service.")
+            return self.redirect(ticket)
+        faults.return_to_service(ticket, request.user)
+        messages.success(request, f"{asset} is back in service.")
+        return self.redirect(ticket)
+
+
+class MetricsView(PermissionRequiredMixin, View):
+    """Open tickets by category and site, mean time to resolve, SLA compliance (every ticket: ``view_ticket``)."""
+
+    permission_required = "support.view_ticket"
+    raise_exception = True
+
+    def get(self, request):
+        days = request.GET.get("days", "")
+        days = int(days) if days.isdigit() and 0 < int(days) <= 3650 else metrics.DEFAULT_DAYS
+        data = metrics.summary(days)
+        return render(request, "support/metrics.html", {
+            "data": data, "charts": {key: json.dumps(value) for key, value in metrics.charts(data).items()},
+        })

@@ -1,0 +1,157 @@
+"""The ticket workflow: every change of status, assignee or priority, and every comment, goes through here,
+so pages, API and tasks keep the SLA clock and send the same notices.
+
+    new → triaged → in progress ⇄ waiting on vendor / waiting on requester → resolved → closed
+                                                                             resolved → in progress (reopen)
+
+Support staff (``support.work_ticket``) may make any allowed move. A requester may answer a ticket waiting on
+them (back to in progress: a comment of theirs does it too), confirm a resolution (close), reopen a resolved
+ticket, and withdraw a new one (close).
+"""
+
+from django.core.exceptions import ValidationError
+from django.db import transaction
+from django.utils import timezone
+
+from . import notifications, sla
+from .models import Ticket, TicketComment
+
+S = Ticket.Status
+HISTORY_REASON_LENGTH = 100
+
+ALLOWED = {
+    S.NEW: {S.TRIAGED, S.IN_PROGRESS, S.WAITING_VENDOR, S.WAITING_REQUESTER, S.RESOLVED, S.CLOSED},
+    S.TRIAGED: {S.IN_PROGRESS, S.WAITING_VENDOR, S.WAITING_REQUESTER, S.RESOLVED, S.CLOSED},
+    S.IN_PROGRESS: {S.TRIAGED, S.WAITING_VENDOR, S.WAITING_REQUESTER, S.RESOLVED},
+    S.WAITING_VENDOR: {S.IN_PROGRESS, S.WAITING_REQUESTER, S.RESOLVED},
+    S.WAITING_REQUESTER: {S.IN_PROGRESS, S.WAITING_VENDOR, S.RESOLVED, S.CLOSED},
+    S.RESOLVED: {S.IN_PROGRESS, S.CLOSED},
+    S.CLOSED: set(),
+}
+REQUESTER_MOVES = {(S.WAITING_REQUESTER, S.IN_PROGRESS), (S.RESOLVED, S.CLOSED), (S.RESOLVED, S.IN_PROGRESS),
+                   (S.NEW, S.CLOSED)}
+
+
+def is_staff(user):
+    return user is not None and user.is_authenticated and user.has_perm("support.work_ticket")
+
+
+def allowed_targets(ticket, user=None):
+    """Statuses ``user`` may move the ticket to now (``user`` None: the system, any allowed move)."""
+    targets = ALLOWED[S(ticket.status)]
+    if user is not None and not is_staff(user):
+        if ticket.requester_id != user.pk:
+            return []
+        targets = {target for target in targets if (ticket.status, target) in REQUESTER_MOVES}
+    return [s for s in S if s in targets]
+
+
+def save_ticket(ticket, user, reason=""):
+    ticket._change_reason = reason[:HISTORY_REASON_LENGTH]
+    if user is not None and user.is_authenticated:
+        ticket._history_user = user
+    ticket.save()
+
+
+def record_response(ticket, user, now=None):
+    """The first action of support staff on a ticket is its first response."""
+    if ticket.first_response_at is None and is_staff(user):
+        ticket.first_response_at = now or timezone.now()
+
+
+@transaction.atomic
+def open_ticket(ticket, user=None, notify=True):
+    """Save a new ticket with its SLA due times; tell the people concerned."""
+    if user is not None and user.is_authenticated and ticket.requester_id is None \
+            and ticket.source == Ticket.Source.PERSON:
+        ticket.requester = user
+    ticket.fill_site()
+    sla.apply_policy(ticket)
+    save_ticket(ticket, user, "Opened")
+    if notify:
+        notifications.notify(ticket, notifications.CREATED, actor=user)
+    return ticket
+
+
+@transaction.atomic
+def change_status(ticket, target, user=None, note="", now=None, notify=True):
+    """Move the ticket to ``target``; raises ``ValidationError`` (field ``status``) if not allowed."""
+    if target not in S.values:
+        raise ValidationError({"status": f"'{target}' is not a ticket status."})
+    if target == ticket.status:
+        return ticket
+    if target not in allowed_targets(ticket, user):
+        allowed = ", ".join(S(s).label for s in allowed_targets(ticket, user)) or "none"
+        raise ValidationError({"status": f"Cannot go from {S(ticket.status).label} to {S(target).label}; "
+                                         f"allowed here: {allowed}."})
+    now = now or timezone.now()
+    previous = ticket.status
+    if previous == S.WAITING_REQUESTER:
+        sla.resume(ticket, now)
+    if target == S.WAITING_REQUESTER:
+        sla.pause(ticket, now)
+    record_response(ticket, user, now)
+    if target == S.RESOLVED:
+        ticket.resolved_at = now
+    elif target == S.CLOSED:
+        ticket.closed_at = now
+        ticket.resolved_at = ticket.resolved_at or now
+    elif previous in Ticket.CLOSED_STATES:  # reopened: the resolution clock runs again
+        ticket.resolved_at = None
+    ticket.status = target
+    save_ticket(ticket, user, note or f"{S(previous).label} → {S(target).label}")
+    if note:
+        add_comment(ticket, user, note, notify=False)
+    if notify:
+        notifications.notify(ticket, notifications.STATUS, actor=user, note=note)
+    return ticket
+
+
+@transaction.atomic
+def assign(ticket, assignee, user=None, notify=True):
+    if ticket.assignee_id == (assignee.pk if assignee else None):
+        return ticket
+    if assignee is not None and not assignee.has_perm("support.work_ticket"):
+        raise ValidationError({"assignee": f"{assignee.get_username()} is not support staff."})
+    ticket.assignee = assignee
+    record_response(ticket, user)
+    save_ticket(ticket, user, f"Assigned to {assignee.get_username()}" if assignee else "Unassigned")
+    if notify:
+        notifications.notify(ticket, notifications.ASSIGNED, actor=user)
+    return ticket
+
+
+@transaction.atomic
+def set_priority(ticket, priority, user=None):
+    """A new priority brings the SLA for it: the due times are computed again from when the ticket opened."""
+    if priority not in Ticket.Priority.values:
+        raise ValidationError({"priority": f"'{priority}' is not a priority."})
+    if priority == ticket.priority:
+        return ticket
+    ticket.priority = priority
+    sla.apply_policy(ticket)
+    record_response(ticket, user)
+    save_ticket(ticket, user, f"Priority {priority}")
+    return ticket
+
+
+@transaction.atomic
+def add_comment(ticket, user, body, internal=False, notify=True, now=None):
+    """A comment; support staff's first public comment is the first response, and the requester's answer to a
+    ticket waiting on them sets it back in progress (the SLA clock runs again)."""
+    if internal and not is_staff(user):
+        raise ValidationError({"internal": "Only support staff write internal comments."})
+    now = now or timezone.now()
+    comment = TicketComment.objects.create(
+        ticket=ticket, author=user if user is not None and user.is_authenticated else None,
+        author_name=user.get_username() if user is not None and user.is_authenticated else "system",
+        body=body, internal=internal, created=now,
+    )
+    if not internal and is_staff(user) and ticket.first_response_at is None:
+        ticket.first_response_at = now
+        save_ticket(ticket, user, "First response")
+    if ticket.status == S.WAITING_REQUESTER and user is not None and ticket.requester_id == user.pk:
+        change_status(ticket, S.IN_PROGRESS, user, now=now, notify=False)
+    if notify:
+        notifications.notify(ticket, notifications.COMMENTED, actor=user, comment=comment)
+    return comment
