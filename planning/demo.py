@@ -6,7 +6,13 @@ nodes and GPUs are in state delivered, without a rack yet, with their lifecycle 
 
 Idempotent like the rest of the demo: contracts are matched on vendor and reference, coverage and SLA
 terms are only written where they differ; the order is matched on vendor and reference, its delivery on its
-external id (a delivery, once received, is not repeated)."""
+external id (a delivery, once received, is not repeated).
+
+Capacity plans: a draft (the 2027 H200 expansion, with its planned training runs and scenario assumptions), one
+submitted by the admin and waiting for a second manager (the demo manager can approve it), and one the manager
+submitted and the admin approved, whose bill of materials the procurement API can turn into an order. A plan is
+created once with its workloads and lines and moved through ``planning.plans`` (which records the events); it is
+found again by name and left as it is, so a plan changed in the portal is not undone by seeding again."""
 
 from datetime import date, timedelta
 from decimal import Decimal as D
@@ -17,7 +23,8 @@ from django.utils import timezone
 from inventory.management.commands.seed_demo import gpu_uuid
 from inventory.models import GPUModel, Node, NodeModel, Site
 
-from .models import Contract, Delivery, OrderLine, PurchaseOrder, SLATerm
+from . import plans
+from .models import CapacityPlan, Contract, Delivery, OrderLine, PlanItem, PlanWorkload, PurchaseOrder, SLATerm
 from .procurement import ItemIn, receive_delivery
 from .tasks import raise_renewal_alerts
 
@@ -37,6 +44,64 @@ EXPANSION_LINES = [("DGX H200", None, 4, D("380000")), (None, "H200 SXM 141GB", 
 EXPANSION_DELIVERY = {"external_id": "demo-NV-SO-2026-0311-1", "delivered_on": date(2026, 4, 2),
                       "note": "First half of the expansion: 2 DGX H200, GPUs installed."}
 EXPANSION_HOSTNAMES = ["zrh-h200-009", "zrh-h200-010"]  # the H200 pod's next numbers; serials follow its pattern
+
+H200 = "H200 SXM 141GB"
+IB_SWITCHES = "NVIDIA QM9700 NDR InfiniBand switch, 64 × 400G ports"
+PLAN_DEFAULTS = {"description": "", "horizon_months": 12, "site": None, "node_model": None, "node_price": None,
+                 "rental_gpu_hour_cost": None, "target_utilization": 80, "build_lead_months": 9,
+                 "expand_lead_months": 4, "rent_lead_months": 1}
+# name → the plan's fields (site and node model by name), its workloads (name, start month, GPU model, sizing
+# inputs), its bill of materials (node model, GPU model, description, quantity, unit cost in USD) and its
+# workflow: [(step, user, comment)] through ``planning.plans``.
+PLANS = {
+    "2027 H200 expansion": {
+        "fields": {
+            "description": "Compute for the 2027 foundation-model roadmap: a dense 70B model, an 8x22B mixture of "
+                           "experts and the instruction-tuning runs, on more DGX H200 in Zurich DC1.",
+            "horizon_months": 18, "site": "Zurich DC1", "node_model": "DGX H200", "target_utilization": 75,
+            "expand_lead_months": 5},
+        "workloads": [
+            ("Dense 70B pre-training", 3, H200, {"params_billion": 70, "tokens_billion": 2000, "num_gpus": 512,
+                                                 "seq_len": 8192, "deadline_days": 60}),
+            ("8x22B MoE pre-training", 8, H200, {"params_billion": 141, "active_params_billion": 39,
+                                                 "tokens_billion": 4000, "precision": "fp8", "mfu": 0.3,
+                                                 "num_gpus": 768, "dataset_tb": 30}),
+            ("8B instruction tuning and evals", 2, H200, {"params_billion": 8, "tokens_billion": 300,
+                                                          "num_gpus": 64}),
+        ],
+        "items": [("DGX H200", None, "", 16, D("380000")), (None, None, IB_SWITCHES, 6, D("32000"))],
+        "workflow": [],
+    },
+    "Lyon DC2 A100 refresh": {
+        "fields": {
+            "description": "Replace the 8 DGX A100 (warranty ending, storage-starved) with 8 DGX H200 for the "
+                           "speech and vision teams.",
+            "horizon_months": 12, "site": "Lyon DC2", "node_model": "DGX H200", "build_lead_months": 9},
+        "workloads": [
+            ("Speech foundation model 3B", 2, H200, {"params_billion": 3, "tokens_billion": 1500, "num_gpus": 64}),
+            ("Vision-language 13B", 5, H200, {"params_billion": 13, "tokens_billion": 1000, "num_gpus": 64,
+                                              "seq_len": 2048}),
+        ],
+        "items": [("DGX H200", None, "", 8, D("380000")), (None, None, IB_SWITCHES, 2, D("32000")),
+                  (None, None, "Decommissioning and data-wipe of 8 DGX A100", 8, D("1500"))],
+        "workflow": [("submit", "admin", "Lyon's A100 warranties end; the power budget fits 8 DGX H200.")],
+    },
+    "Zurich DC1 H200 pod 2": {
+        "fields": {
+            "description": "The second H200 pod in Zurich DC1: nodes, the compute fabric's switches and scratch "
+                           "storage to keep 64 GPUs fed.",
+            "horizon_months": 12, "site": "Zurich DC1", "node_model": "DGX H200", "node_price": D("380000")},
+        "workloads": [
+            ("Dense 34B continued pre-training", 2, H200, {"params_billion": 34, "tokens_billion": 1000,
+                                                           "num_gpus": 64}),
+        ],
+        "items": [("DGX H200", None, "", 8, D("380000")), (None, None, IB_SWITCHES, 4, D("32000")),
+                  (None, None, "DDN AI400X2 Turbo Lustre appliance, 1.5 PB usable", 1, D("1250000")),
+                  (None, None, "NDR 400G OSFP transceivers and cables", 96, D("900"))],
+        "workflow": [("submit", "manager", "Pod 1 runs above 85 % with long queues; quotes attached in the wiki."),
+                     ("approve", "admin", "Approved within the 2026 budget.")],
+    },
+}
 
 
 def contract_rows(owner, sites, today):
@@ -91,6 +156,7 @@ def seed(seeder, users):
             SLATerm.objects.update_or_create(contract=support, priority=priority, defaults={
                 "response_hours": response, "resolution_hours": resolution})
     expansion_order(seeder, contracts["NV-EXP-2026-0007"], users["manager"])
+    seed_plans(seeder, users)
     # What the daily task would do on its first run: the rental's notice deadline shows on the dashboard at once.
     raise_renewal_alerts()
     return contracts
@@ -123,3 +189,33 @@ def expansion_order(seeder, contract, user):
         receive_delivery(order, items, user, **EXPANSION_DELIVERY)
         seeder.created[Delivery._meta.verbose_name_plural] += 1
     return order
+
+
+def seed_plans(seeder, users):
+    """The demo capacity plans; new ones get their workloads and lines, then go through their workflow."""
+    sites = {site.name: site for site in Site.objects.all()}
+    node_models = {model.name: model for model in NodeModel.objects.all()}
+    gpu_models = {model.name: model for model in GPUModel.objects.all()}
+    rows = []
+    for name, plan in PLANS.items():
+        fields = {**PLAN_DEFAULTS, **plan["fields"]}
+        fields["site"] = sites.get(fields["site"])
+        fields["node_model"] = node_models.get(fields["node_model"])
+        rows.append({"name": name, "owner": users["manager"], **fields})
+    found = seeder.sync(CapacityPlan, ("name",), rows, update=False)
+    for plan in seeder.new[CapacityPlan]:
+        spec = PLANS[plan.name]
+        workloads = [PlanWorkload(plan=plan, name=name, start_month=start, gpu_model=gpu_models[gpu], inputs=inputs)
+                     for name, start, gpu, inputs in spec["workloads"]]
+        items = [PlanItem(plan=plan, node_model=node_models.get(node_model), gpu_model=gpu_models.get(gpu_model),
+                          description=description, quantity=quantity, unit_cost=cost, currency="USD")
+                 for node_model, gpu_model, description, quantity, cost in spec["items"]]
+        for obj in workloads + items:
+            obj.full_clean()
+        PlanWorkload.objects.bulk_create(workloads)
+        PlanItem.objects.bulk_create(items)
+        seeder.created[PlanWorkload._meta.verbose_name_plural] += len(workloads)
+        seeder.created[PlanItem._meta.verbose_name_plural] += len(items)
+        for step, username, comment in spec["workflow"]:
+            plan = plans.TRANSITIONS[step](plan, users[username], comment)
+    return {name: obj for (name,), obj in found.items()}

@@ -189,7 +189,10 @@ def test_accounts(seeded):
 
 def test_second_run_changes_nothing(seeded):
     before = counts()
-    stamps = {m: dict(m.objects.values_list("pk", "updated")) for m in (Site, Rack, Node, GPU, Switch, StorageSystem)}
+    from planning.models import CapacityPlan
+
+    stamps = {m: dict(m.objects.values_list("pk", "updated"))
+              for m in (Site, Rack, Node, GPU, Switch, StorageSystem, CapacityPlan)}
     passwords = dict(User.objects.values_list("username", "password"))
     assert before["inventory.HistoricalNode"] > 0 and before["inventory.StateTransition"] > 0
 
@@ -301,3 +304,79 @@ def test_demo_dashboard_shows_the_rental_renewal_alert(db):
     call_command("seed_demo", verbosity=0)
     rental = Contract.objects.get(kind=Contract.Kind.RENTAL)
     assert RenewalAlert.objects.filter(contract=rental, notice_deadline=rental.notice_deadline).count() == 1
+
+
+def test_sites_have_their_running_costs(seeded):
+    zurich, lyon = Site.objects.get(name="Zurich DC1"), Site.objects.get(name="Lyon DC2")
+    assert 1.1 < zurich.effective_pue < lyon.effective_pue < 1.6
+    assert 0.1 < lyon.effective_energy_price < zurich.effective_energy_price < 0.4
+    assert 1000 < lyon.effective_rack_cost < zurich.effective_rack_cost < 5000
+
+
+def test_capacity_plans(seeded):
+    from planning.models import CapacityPlan, PlanItem, PlanWorkload
+    from planning.plan_views import workflow_actions, workload_rows
+
+    by_status = {plan.status: plan for plan in CapacityPlan.objects.select_related("site", "node_model")}
+    assert set(by_status) == {"draft", "submitted", "approved"} and "3 capacity plans" in seeded
+    for obj in [*PlanWorkload.objects.all(), *PlanItem.objects.all()]:
+        obj.full_clean()  # the models' own rules: sizing inputs, horizon, one of node / GPU model / description
+
+    draft = by_status["draft"]
+    assert draft.name == "2027 H200 expansion"
+    assert (draft.site.name, draft.node_model.name) == ("Zurich DC1", "DGX H200")
+    rows = workload_rows(draft)
+    assert len(rows) == 3 and all(row.sizing for row in rows), [row.problem for row in rows]
+    sized = {row.workload.name: row.sizing for row in rows}
+    assert sized["Dense 70B pre-training"]["fit_class"] == "multi_node"
+    assert sized["8x22B MoE pre-training"].workload.active_params_billion == 39
+    assert 30 < sized["Dense 70B pre-training"]["wall_clock_days"] < 60  # within its deadline on 512 GPUs
+
+    manager, admin_user = User.objects.get(username="manager"), User.objects.get(username="admin")
+    submitted = by_status["submitted"]
+    assert submitted.submitted_by == admin_user and submitted.items.exists()
+    assert [a for a, *_ in workflow_actions(submitted, manager)] == ["approve", "reject"]  # the demo manager decides
+    assert list(submitted.events.values_list("username", "from_status", "to_status")) == [
+        ("admin", "draft", "submitted")]
+
+    approved = by_status["approved"]
+    assert (approved.submitted_by, approved.decided_by) == (manager, admin_user)
+    assert list(approved.events.values_list("username", "from_status", "to_status")) == [
+        ("manager", "draft", "submitted"), ("admin", "submitted", "approved")]
+    what = set(approved.items.values_list("node_model__name", "description"))
+    assert (("DGX H200", "") in what and any("InfiniBand" in d for _, d in what)
+            and any("Lustre" in d for _, d in what))
+
+
+def test_the_approved_plan_becomes_an_order(seeded):
+    from planning.models import CapacityPlan
+    from tests.conftest import token_client
+
+    plan = CapacityPlan.objects.get(status="approved")
+    client = token_client(User.objects.get(username="admin"))
+    bom = client.get(f"/api/planning/plans/{plan.pk}/bom/")
+    assert bom.status_code == 200, bom.data
+    lines = [{"node_model": line["node_model"], "gpu_model": line["gpu_model"], "description": line["description"],
+              "quantity": line["quantity"], "unit_price": line["unit_cost"]} for line in bom.data["lines"]]
+    response = client.post("/api/planning/purchase-orders/", {
+        "plan": plan.pk, "vendor": "NVIDIA", "reference": "NV-PO-2026-0420", "site": plan.site_id, "currency": "USD",
+        "lines": lines}, format="json")
+    assert response.status_code == 201, response.data
+    assert len(response.data["lines"]) == 4 and response.data["plan"] == plan.pk
+
+
+def test_a_plan_changed_in_the_portal_is_not_undone(seeded):
+    from planning import plans
+    from planning.models import CapacityPlan, PlanEvent
+
+    submitted = CapacityPlan.objects.get(status="submitted")
+    plans.approve(submitted, User.objects.get(username="manager"), "ok")
+    draft = CapacityPlan.objects.get(status="draft")
+    draft.workloads.first().delete()
+    events, workloads = PlanEvent.objects.count(), draft.workloads.count()
+
+    out = seed()
+
+    submitted.refresh_from_db()
+    assert submitted.status == "approved" and PlanEvent.objects.count() == events
+    assert draft.workloads.count() == workloads and "Created: nothing." in out
