@@ -18,7 +18,7 @@ from ..models import Recommendation
 R = Recommendation
 
 
-class RecommendationSerializer(PortalModelSerializer):
+class ExpansionRecommendationSerializer(PortalModelSerializer):
     kind = EnumChoiceField(R.Kind, read_only=True)
     status = EnumChoiceField(R.Status, read_only=True)
     severity = EnumChoiceField(R.Severity, read_only=True)
@@ -60,7 +60,7 @@ class RecommendationViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, vi
     ageing ones pre-fill its bill of materials) or dismiss it with a reason."""
 
     queryset = Recommendation.objects.select_related("site", "node_model", "decided_by")
-    serializer_class = RecommendationSerializer
+    serializer_class = ExpansionRecommendationSerializer
     permission_classes = [RolePermission]
     filterset_fields = ["status", "kind", "severity", "partition", "site", "plan"]
     ordering_fields = ["detected_at", "created", "severity", "kind", "pk"]
@@ -70,7 +70,7 @@ class RecommendationViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, vi
         return Response(self.get_serializer(self.get_queryset().get(pk=rec.pk)).data)
 
     @extend_schema(summary="Accept: make a draft capacity plan from the recommendation", request=AcceptSerializer,
-                   responses={200: RecommendationSerializer,
+                   responses={200: ExpansionRecommendationSerializer,
                               400: OpenApiResponse(description="Not open any more; `detail` says why.")})
     @action(detail=True, methods=["post"], permission_classes=[ChangePermission])
     def accept(self, request, pk=None):
@@ -83,7 +83,7 @@ class RecommendationViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, vi
         return self.decided(rec)
 
     @extend_schema(summary="Dismiss the recommendation, saying why", request=DismissSerializer,
-                   responses={200: RecommendationSerializer,
+                   responses={200: ExpansionRecommendationSerializer,
                               400: OpenApiResponse(description="No reason, or not open any more.")})
     @action(detail=True, methods=["post"], permission_classes=[ChangePermission])
     def dismiss(self, request, pk=None):
