@@ -13,6 +13,7 @@ from django.views.generic import TemplateView
 from inventory import queries as inventory_queries
 from planning import queries as planning_queries
 from planning import recommendations as planning_recommendations
+from support import queries as support_queries
 
 from . import changelog
 from .forms import TokenForm
@@ -44,6 +45,9 @@ class HomeView(TemplateView):
             context["renewal_alert_days"] = settings.RENEWAL_ALERT_DAYS
         if self.request.user.has_perm("planning.view_recommendation"):
             context["recommendations"] = planning_recommendations.open_summary()
+        user = self.request.user
+        if user.has_perm("support.view_ticket") or user.has_perm("support.add_ticket"):
+            context["sla_tickets"] = support_queries.at_risk(user)  # breached or breaching soon
         context["heartbeat"] = WorkerHeartbeat.objects.order_by("-last_seen").first()
         context["heartbeat_stale"] = (
             context["heartbeat"] is None or timezone.now() - context["heartbeat"].last_seen > timedelta(minutes=3)

@@ -382,3 +382,14 @@ def test_api_list_query_count_is_constant(engineer, rita, django_assert_max_num_
     make_many(12, engineer, rita)
     with django_assert_max_num_queries(len(few.captured_queries)):
         assert api.get("/api/support/tickets/").json()["count"] == 15
+
+
+def test_dashboard_card_lists_tickets_breaching_their_sla(client, engineer, rita, world):
+    now = timezone.now()
+    late = make_ticket(title="Late one", priority="P1", opened=now - timedelta(days=2), team=world["other"].team)
+    make_ticket(title="Fresh one", priority="P4")
+    login(client, engineer)
+    card = client.get(reverse("home")).context["sla_tickets"]
+    assert card["count"] == 1 and card["tickets"] == [late]
+    login(client, rita)  # another team's ticket: not on her dashboard
+    assert client.get(reverse("home")).context["sla_tickets"]["count"] == 0
