@@ -348,12 +348,15 @@ def network_bound(p, t=THRESHOLDS, fleet=()):
                   "SHARP), topology-aware placement of jobs and per-job communication overlap before an "
                   "interconnect upgrade.")
     rows = sorted((q for q in fleet if q.busy_util is not None), key=lambda q: q.partition)
+    best = max((q.busy_util for q in rows), default=None)
     return Finding(
         kind=K.NETWORK, key=f"{K.NETWORK}:partition={p.partition}", severity=severity,
         title=f"Partition {p.partition or '(none)'} is network-bound",
         summary=(f"{pct(p.multi_node_share):.0f} % of its GPU-hours came from multi-node jobs ({p.job_width:.1f} "
-                 f"nodes wide on average) whose GPUs ran a steady {p.busy_util:.0f} %: per-GPU throughput falls "
-                 "as jobs spread over more nodes, waiting on gradient synchronisation."
+                 f"nodes wide on average) whose GPUs ran a steady {p.busy_util:.0f} %"
+                 + (f" (the busiest partition's: {best:.0f} %)" if best and best > p.busy_util else "")
+                 + ", neither stalled on data nor short of work: the signature of waiting on gradient "
+                   "synchronisation between nodes."
                  + (f" The fabric is oversubscribed {p.oversubscription:.2f}:1." if oversubscribed else "")),
         action=action,
         figures=[
@@ -434,9 +437,9 @@ def ageing(nodes, today, t=THRESHOLDS):
             severity=SEV.HIGH if both or len(faulty) >= 3 else SEV.MEDIUM,
             title=f"{len(rows)} ageing node{'s' if len(rows) != 1 else ''} at {site}",
             summary=f"At {site}, {len(rows)} nodes are due for replacement: {'; '.join(parts)}.",
-            action=(f"Replace {len(rows)} node{'s' if len(rows) != 1 else ''} ({model_name} or its successor), "
-                    "starting with those both out of warranty and faulting; until then keep spares and a "
-                    "support contract for them."),
+            action=(f"Replace {len(rows)} node{'s' if len(rows) != 1 else ''} ({model_name} or its successor)"
+                    + (f", starting with {', '.join(both)} (out of warranty and faulting)" if both else "")
+                    + "; until then keep spares and a support contract for them."),
             figures=[
                 figure("Nodes out of warranty", len(expired), "", "warranty end before today"),
                 figure("Nodes with repeated faults", len(faulty), "",
