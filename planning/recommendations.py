@@ -54,7 +54,7 @@ from decimal import Decimal
 from django.conf import settings
 from django.contrib.contenttypes.models import ContentType
 from django.core.exceptions import ValidationError
-from django.db import transaction
+from django.db import connection, transaction
 from django.db.models import (
     Avg,
     Case,
@@ -672,9 +672,15 @@ def run(now=None, t=THRESHOLDS):
     return write(findings, now, t)
 
 
+ANALYSIS_LOCK = 0x5245_434F  # PostgreSQL advisory lock: one analysis writes at a time ("RECO")
+
+
 @transaction.atomic
 def write(findings, now, t=THRESHOLDS):
     R = Recommendation
+    if connection.vendor == "postgresql":  # two runs at once (the task and the button) must not both insert
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT pg_advisory_xact_lock(%s)", [ANALYSIS_LOCK])
     open_recs = {r.key: r for r in R.objects.select_for_update().filter(status=R.Status.OPEN)}
     decided = set(R.objects.filter(status__in=[R.Status.ACCEPTED, R.Status.DISMISSED],
                                    decided_at__gte=now - timedelta(days=t.snooze_days)).values_list("key", flat=True))
