@@ -45,6 +45,7 @@ from dataclasses import dataclass, field
 HOURS = 730
 KINDS = {"expand": "Expand an existing site", "build": "Build a new cluster", "rent": "Rent",
          "hybrid": "Hybrid: rent, then expand"}
+SCENARIO_KINDS = list(KINDS.items())  # as choices, for the API schema
 
 
 @dataclass

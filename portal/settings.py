@@ -250,6 +250,8 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
     "COMPONENT_SPLIT_REQUEST": True,
+    # Choice sets that share a field name ("kind") with others get names of their own.
+    "ENUM_NAME_OVERRIDES": {"ScenarioKindEnum": "planning.scenarios.SCENARIO_KINDS"},
 }
 
 # --- Celery ------------------------------------------------------------------------------------

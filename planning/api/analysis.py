@@ -2,7 +2,7 @@
 
 from rest_framework import serializers
 
-from ..scenarios import KINDS
+from ..scenarios import SCENARIO_KINDS
 
 Number = serializers.FloatField
 
@@ -38,7 +38,7 @@ class AssumptionSerializer(serializers.Serializer):
 
 
 class ScenarioSerializer(serializers.Serializer):
-    kind = serializers.ChoiceField(choices=list(KINDS))
+    kind = serializers.ChoiceField(choices=SCENARIO_KINDS)
     label = serializers.CharField()
     feasible = serializers.BooleanField()
     nodes = serializers.IntegerField(help_text="Owned nodes bought.")
@@ -63,7 +63,7 @@ class ScenarioSerializer(serializers.Serializer):
 
 
 class RecommendationSerializer(serializers.Serializer):
-    kind = serializers.ChoiceField(choices=list(KINDS), allow_null=True, help_text="Null: no new capacity needed.")
+    kind = serializers.ChoiceField(choices=SCENARIO_KINDS, allow_null=True, help_text="Null: no new capacity needed.")
     headline = serializers.CharField()
     reasons = serializers.ListField(child=serializers.CharField())
 
