@@ -1,0 +1,76 @@
+"""In a real browser: a manager opens the recommendations, opens a capacity-bound one (its evidence chart is
+drawn by plotly from json_script data, with no console error under the Content-Security-Policy) and turns it
+into a draft capacity plan whose bill of materials holds the suggested nodes; a viewer sees no buttons."""
+
+import re
+from datetime import UTC, datetime, timedelta
+from decimal import Decimal
+
+import pytest
+
+from planning import recommendations as recs
+from planning.models import Recommendation
+from portal.roles import MANAGER, VIEWER
+from tests.conftest import make_user
+from tests.factories import make_node_model, make_site
+
+pytestmark = pytest.mark.django_db(transaction=True)
+pytest_plugins = ["tests.browser"]  # the browser_page fixture
+
+START = datetime(2026, 11, 23, 6, tzinfo=UTC)
+
+
+@pytest.fixture
+def capacity_rec():
+    """A capacity-bound finding for partition train-h200, written as the analysis writes it: 20 GPUs wait on
+    average and 32 GPUs run at 91 % against an 80 % target, so 4 nodes of 8 GPUs."""
+    node_model = make_node_model(name="HGX H200 8-GPU", list_price=Decimal("380000.00"))
+    site = make_site(name="zrh-1")
+    hours = [START + timedelta(hours=h) for h in range(48)]
+    stats = recs.PartitionStats(
+        partition="train-h200", gpus=32, gpu_hours=32 * 168.0, util_mean=91.0, jobs_started=40, wait_p50_hours=4.5,
+        wait_p95_hours=11.0, gpus_waiting=20.0, site_id=site.pk, site_name=site.name, node_model_id=node_model.pk,
+        node_model_name=node_model.name, node_price=node_model.list_price,
+        series={"x": [h.isoformat() for h in hours], "util": [90 + h % 5 for h in range(48)]},
+    )
+    recs.write([recs.capacity_bound(stats)], START + timedelta(days=7))
+    return Recommendation.objects.get()
+
+
+def log_in(page, user, password, next_url):
+    page.goto(f"/accounts/login/?next={next_url}")
+    page.fill("#id_username", user.username)
+    page.fill("#id_password", password)
+    with page.expect_navigation(url=re.compile(re.escape(next_url) + "$")):
+        page.get_by_role("button", name="Log in").click()
+
+
+def test_manager_turns_a_capacity_bound_recommendation_into_a_draft_plan(capacity_rec, browser_page):
+    session, page = browser_page, browser_page.page
+    log_in(page, make_user("max", MANAGER), "pw-max", "/planning/recommendations/")
+    assert page.locator("h1").inner_text() == "Recommendations"
+    session.screenshot("recommendations-01-list")
+
+    with page.expect_navigation(url=re.compile(rf"/planning/recommendations/{capacity_rec.pk}/$")):
+        page.get_by_role("link", name="Partition train-h200 is capacity-bound").click()
+    page.wait_for_selector("#evidence-chart .chart .main-svg")  # plotly drew the utilization series
+    assert "Add 4 × HGX H200 8-GPU" in page.locator("#suggested-action").inner_text()
+    session.screenshot("recommendations-02-detail")
+
+    with page.expect_navigation(url=re.compile(r"/planning/capacity-plans/\d+/$")):
+        page.locator("#accept").click()
+    assert "draft capacity plan" in page.locator("body").inner_text()
+    assert "HGX H200 8-GPU" in page.locator("#bill-of-materials").inner_text()
+    session.screenshot("recommendations-03-plan")
+    capacity_rec.refresh_from_db()
+    assert capacity_rec.status == "accepted" and capacity_rec.plan.items.get().quantity == 4
+    session.assert_clean()
+
+
+def test_viewer_sees_the_evidence_but_no_buttons(capacity_rec, browser_page):
+    session, page = browser_page, browser_page.page
+    url = f"/planning/recommendations/{capacity_rec.pk}/"
+    log_in(page, make_user("vera", VIEWER), "pw-vera", url)
+    page.wait_for_selector("#evidence-chart .chart .main-svg")
+    assert page.locator("#accept").count() == 0 and page.locator("#dismiss").count() == 0
+    session.assert_clean()
