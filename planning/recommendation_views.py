@@ -51,12 +51,11 @@ class RecommendationListView(ObjectListView):
     template_name = "planning/recommendation_list.html"
 
     def get_filterset_kwargs(self, filterset_class):
-        """Open recommendations unless a status is asked for."""
+        """The open recommendations on a first visit (no query); once the filters are used, what they say."""
         kwargs = super().get_filterset_kwargs(filterset_class)
-        data = (kwargs["data"] or QueryDict()).copy()
-        if not data.getlist("status"):
-            data.setlist("status", [R.Status.OPEN])
-        kwargs["data"] = data
+        if not self.request.GET:
+            kwargs["data"] = QueryDict(mutable=True)
+            kwargs["data"].setlist("status", [R.Status.OPEN])
         return kwargs
 
     def get_context_data(self, **kwargs):

@@ -411,6 +411,8 @@ def test_list_shows_open_recommendations_most_severe_first(viewer_client, db):
     assert "Run analysis now" not in text  # viewers do not run it
     resolved = viewer_client.get(LIST + "?status=resolved").content.decode()
     assert "Resolved one" in resolved and "High one" not in resolved
+    everything = viewer_client.get(LIST + "?q=").content.decode()  # the filters used, no status ticked: all
+    assert "Resolved one" in everything and "High one" in everything
 
 
 def test_list_query_count_does_not_grow(viewer_client, db, django_assert_max_num_queries):
