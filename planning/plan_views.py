@@ -45,8 +45,9 @@ class CapacityPlanListView(ObjectListView):
     table_class = tables.CapacityPlanTable
 
 
-# The sizing figures the workloads table shows for each workload.
+# The sizing figures the workloads table shows for each workload, with their column headers.
 SUMMARY_FIGURES = ["gpu_hours", "wall_clock_days", "gpus", "fit_class"]
+SUMMARY_HEADERS = ["GPU-hours", "Days", "GPUs", "Fit"]
 
 
 @dataclass
@@ -117,7 +118,7 @@ def section_context(plan, user):
     return {
         "object": plan,
         "workloads": workload_rows(plan),
-        "summary_headers": [sizing.FIGURES[key][:2] for key in SUMMARY_FIGURES],
+        "summary_headers": SUMMARY_HEADERS,
         "bom": plans.bill_of_materials(plan),
         "can_edit": plan.is_draft and user.has_perm("planning.change_capacityplan"),
     }

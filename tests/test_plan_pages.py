@@ -2,6 +2,7 @@
 refusals shown as messages, permissions, constant queries on the list and the plan page, and the workloads and
 bill-of-materials lines edited on the plan page (plain forms and htmx) while the plan is a draft."""
 
+import re
 from decimal import Decimal
 
 import pytest
@@ -12,6 +13,8 @@ from planning.models import CapacityPlan, PlanEvent, PlanItem, PlanWorkload
 from portal.roles import MANAGER
 from tests.conftest import make_user
 from tests.factories import make_gpu_model, make_node_model
+
+pytest_plugins = ["tests.browser"]  # the browser_page fixture, for the end-to-end test at the end
 
 
 def make_plan(owner=None, name="2027 expansion", workloads=True):
@@ -193,7 +196,7 @@ def test_add_edit_delete_workload_with_plain_forms(manager_client, manager):
     row = next(r for r in detail.context["workloads"] if r.workload == added)
     assert row.gpu_hours == pytest.approx(6 * 39e9 * 4000e9 / (989e12 * 0.4) / 3600)
     assert row.summary[2] == "768" and row.summary[3] == "multi node"
-    assert f'id="workload-{added.pk}"' in page and "multi node" in page and "Wall-clock time" in page
+    assert f'id="workload-{added.pk}"' in page and "multi node" in page and ">Days</th>" in page
     assert "/planning/sizing/?gpu_model=" in page and "active_params_billion=39" in page
     assert manager_client.get(row.sizing_url).context["form"].is_valid()  # the sizing page, prefilled
 
@@ -392,3 +395,50 @@ def test_plan_page_queries_are_constant(manager_client, manager, count, django_a
     assert response.status_code == 200 and len(response.context["workloads"]) == count
     with django_assert_max_num_queries(12):
         assert manager_client.get(url(plan, "workloads"), **HX).status_code == 200
+
+
+@pytest.mark.django_db(transaction=True)
+def test_manager_edits_workloads_inline_in_a_browser(browser_page):
+    """The workload form opens in the plan page, a bad input is shown in place, a save and a delete redraw the
+    section, all without a page load; the page logs no JS error and no request fails."""
+    session = browser_page
+    page = session.page
+    user = make_user("max", MANAGER)
+    plan = make_plan(owner=user)
+    page.goto(f"/accounts/login/?next={url(plan)}")
+    page.fill("#id_username", user.username)
+    page.fill("#id_password", "pw-max")
+    with page.expect_navigation(url=re.compile(rf"{url(plan)}$")):
+        page.get_by_role("button", name="Log in").click()
+    page.evaluate("window.__marker = 1")
+    section = page.locator("#workloads")
+
+    section.get_by_role("link", name="Add workload").click()
+    form = page.locator("#workload-form")
+    form.wait_for()
+    form.locator("#id_name").fill("Dense 8B")
+    form.locator("#id_start_month").fill("2")
+    form.locator("#id_gpu_model").select_option(label=plan.workloads.get().gpu_model.name)
+    form.locator("#id_params_billion").fill("8")
+    form.locator("#id_tokens_billion").fill("-5")
+    form.get_by_role("button", name="Save").click()
+    page.locator("#workload-form .error", has_text="Must be greater than 0.").wait_for()
+    assert not plan.workloads.filter(name="Dense 8B").exists()
+    session.screenshot("plan-workload-form-error")
+
+    page.locator("#workload-form #id_tokens_billion").fill("300")
+    page.locator("#workload-form").get_by_role("button", name="Save").click()
+    page.locator("#workloads .message", has_text="Added workload Dense 8B.").wait_for()
+    assert page.locator("#workload-form").count() == 0
+    added = plan.workloads.get(name="Dense 8B")
+    row = page.locator(f"#workload-{added.pk}")
+    assert "single" in row.inner_text() or "multi" in row.inner_text()  # its fit class
+    session.screenshot("plan-workload-added")
+
+    page.once("dialog", lambda dialog: dialog.accept())
+    row.get_by_role("link", name="Delete").click()
+    page.locator("#workloads .message", has_text="Deleted workload Dense 8B.").wait_for()
+    assert page.locator(f"#workload-{added.pk}").count() == 0 and not plan.workloads.filter(pk=added.pk).exists()
+    assert page.evaluate("window.__marker") == 1, "a full page load instead of an inline change"
+    assert page.url.endswith(url(plan))
+    session.assert_clean()
