@@ -165,3 +165,18 @@ def test_analysis_api(viewer_api):
     assert data["recommendation"]["headline"]
     assert all(len(s["capacity_gpu_hours"]) == 12 for s in data["scenarios"])
     assert viewer_api.get("/api/planning/plans/999999/analysis/").status_code == 404
+
+
+def test_absurd_assumptions_get_field_errors(manager_api):
+    response = manager_api.post("/api/planning/plans/", {
+        "name": "absurd", "horizon_months": 12, "target_utilization": 500, "expand_lead_months": 100,
+        "node_price": "-1", "rental_gpu_hour_cost": "-2"}, format="json")
+    assert response.status_code == 400
+    errors = response.json()
+    assert set(errors) >= {"target_utilization", "expand_lead_months", "node_price", "rental_gpu_hour_cost"}
+    assert "less than or equal to 100" in errors["target_utilization"][0]
+    assert not CapacityPlan.objects.filter(name="absurd").exists()
+    ok = manager_api.post("/api/planning/plans/", {"name": "fine", "target_utilization": 70, "node_price": "350000"},
+                          format="json")
+    assert ok.status_code == 201, ok.json()
+    assert ok.json()["target_utilization"] == 70 and CapacityPlan.objects.get(name="fine").node_price == 350000
