@@ -108,13 +108,13 @@ def change_status(ticket, target, user=None, note="", now=None, notify=True):
 
 
 @transaction.atomic
-def assign(ticket, assignee, user=None, notify=True):
+def assign(ticket, assignee, user=None, notify=True, now=None):
     if ticket.assignee_id == (assignee.pk if assignee else None):
         return ticket
     if assignee is not None and not assignee.has_perm("support.work_ticket"):
         raise ValidationError({"assignee": f"{assignee.get_username()} is not support staff."})
     ticket.assignee = assignee
-    record_response(ticket, user)
+    record_response(ticket, user, now)
     save_ticket(ticket, user, f"Assigned to {assignee.get_username()}" if assignee else "Unassigned")
     if notify:
         notifications.notify(ticket, notifications.ASSIGNED, actor=user)
