@@ -393,3 +393,36 @@ def test_dashboard_card_lists_tickets_breaching_their_sla(client, engineer, rita
     assert card["count"] == 1 and card["tickets"] == [late]
     login(client, rita)  # another team's ticket: not on her dashboard
     assert client.get(reverse("home")).context["sla_tickets"]["count"] == 0
+
+
+def test_api_rma_swap_and_return_to_service(engineer, rita):
+    node = make_node()
+    for state in (L.BURN_IN, L.IN_SERVICE, L.DEGRADED):
+        transition(node, state)
+    old = make_gpu(node=node, slot=2, serial="BAD-2")
+    ticket = make_ticket(requester=rita, node=node, gpu=old)
+    staff, researcher = token_client(engineer), token_client(rita)
+    url = f"/api/support/tickets/{ticket.pk}/"
+    assert researcher.post(f"{url}swap/", {"part": "gpu", "gpu": old.pk, "serial": "X"}).status_code == 403
+    response = staff.post(f"{url}swap/", {"part": "gpu", "gpu": 999999, "serial": "NEW-2"})
+    assert response.status_code == 400 and "gpu" in response.json()
+    response = staff.post(f"{url}swap/", {"part": "gpu", "gpu": old.pk, "serial": "NEW-2", "rma_number": "R-1"})
+    assert response.status_code == 201 and response.json()["serial"] == "NEW-2"
+    assert staff.get(url).json()["rma_number"] == "R-1"
+    assert staff.post(f"{url}return-to-service/").status_code == 400  # still open
+    workflow.change_status(ticket, S.RESOLVED, engineer)
+    ticket.gpu = None
+    ticket.save()
+    assert researcher.post(f"{url}return-to-service/").status_code == 403
+    response = staff.post(f"{url}return-to-service/")
+    assert response.status_code == 200
+    node.refresh_from_db()
+    assert node.state == L.IN_SERVICE
+
+
+def test_csv_export_of_a_queue(client, engineer):
+    make_ticket(title="Export me", priority="P2")
+    login(client, engineer)
+    response = client.get(reverse("support:ticket_list"), {"_export": "csv"})
+    text = b"".join(response.streaming_content).decode() if response.streaming else response.content.decode()
+    assert "Export me" in text and "<select" not in text and ",P2," in text

@@ -58,6 +58,17 @@ class TicketTransitionSerializer(serializers.Serializer):
     note = serializers.CharField(required=False, allow_blank=True, default="", max_length=2000)
 
 
+class SwapSerializer(serializers.Serializer):
+    """An RMA swap: ``part`` gpu (``gpu``: the GPU replaced, in the ticket's node) or node (the ticket's node)."""
+
+    part = serializers.ChoiceField(choices=["gpu", "node"])
+    gpu = serializers.IntegerField(required=False)
+    serial = serializers.CharField(max_length=100)
+    uuid = serializers.CharField(max_length=100, required=False, allow_blank=True, default="")
+    asset_tag = serializers.CharField(max_length=100, required=False, allow_blank=True, default="")
+    rma_number = serializers.CharField(max_length=100, required=False, allow_blank=True, default="")
+
+
 class TicketCommentSerializer(serializers.ModelSerializer):
     ticket = serializers.PrimaryKeyRelatedField(queryset=Ticket.objects.all())
     author = serializers.CharField(source="author_name", read_only=True)

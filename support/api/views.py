@@ -11,10 +11,12 @@ from rest_framework.permissions import SAFE_METHODS, IsAuthenticated
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from inventory.api.serializers import GPUSerializer, NodeSerializer
+from inventory.models import GPU
 from portal.api.permissions import RolePermission
 from portal.api.viewsets import PortalModelViewSet
 
-from .. import metrics, workflow
+from .. import faults, metrics, rma, workflow
 from ..filters import TicketCommentFilterSet, TicketFilterSet
 from ..models import Ticket, TicketComment
 from . import serializers as api
@@ -90,6 +92,53 @@ class TicketViewSet(PortalModelViewSet):
             workflow.change_status(ticket, body.validated_data["status"], request.user, body.validated_data["note"])
         except DjangoValidationError as error:
             return Response(error.message_dict, status=status.HTTP_400_BAD_REQUEST)
+        return Response(self.get_serializer(self.get_queryset().get(pk=ticket.pk)).data)
+
+
+    def staff_only(self, request, *perms):
+        user = request.user
+        if not (workflow.is_staff(user) and user.has_perm("support.change_ticket")
+                and all(user.has_perm(perm) for perm in perms)):
+            self.permission_denied(request)
+
+    @extend_schema(summary="Record an RMA swap of the ticket's GPU or node", request=api.SwapSerializer,
+                   responses={201: OpenApiResponse(description="The new GPU or node."),
+                              400: OpenApiResponse(description="Refused; nothing was changed.")})
+    @action(detail=True, methods=["post"])
+    def swap(self, request, pk=None):
+        self.staff_only(request, "inventory.change_gpu", "inventory.change_node")
+        ticket = self.get_object()
+        body = api.SwapSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        data = body.validated_data
+        try:
+            if data["part"] == "gpu":
+                old = GPU.objects.filter(pk=data.get("gpu"), node=ticket.node_id).first() if ticket.node_id else None
+                if old is None:
+                    raise ValidationError({"gpu": ["Give the id of a GPU in the ticket's node."]})
+                new = rma.swap_gpu(ticket, old, data["serial"], request.user, uuid=data["uuid"],
+                                   rma_number=data["rma_number"])
+                return Response(GPUSerializer(new, context={"request": request}).data, status=201)
+            if ticket.node_id is None:
+                raise ValidationError({"part": ["The ticket names no node."]})
+            new = rma.swap_node(ticket, ticket.node, data["serial"], request.user, asset_tag=data["asset_tag"],
+                                rma_number=data["rma_number"])
+            return Response(NodeSerializer(new, context={"request": request}).data, status=201)
+        except DjangoValidationError as error:
+            raise ValidationError(error.message_dict) from error
+
+    @extend_schema(summary="Return the resolved ticket's degraded node or GPU to service", request=None,
+                   responses={200: api.TicketSerializer,
+                              400: OpenApiResponse(description="Nothing to return to service.")})
+    @action(detail=True, methods=["post"], url_path="return-to-service")
+    def return_to_service(self, request, pk=None):
+        ticket = self.get_object()
+        asset = faults.returnable_asset(ticket)
+        if asset is None:
+            return Response({"detail": "The ticket is open, or its asset is not degraded or in repair."},
+                            status=status.HTTP_400_BAD_REQUEST)
+        self.staff_only(request, f"inventory.change_{asset._meta.model_name}")
+        faults.return_to_service(ticket, request.user)
         return Response(self.get_serializer(self.get_queryset().get(pk=ticket.pk)).data)
 
 
