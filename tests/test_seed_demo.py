@@ -313,7 +313,7 @@ def test_sites_have_their_running_costs(seeded):
     assert 1000 < lyon.effective_rack_cost < zurich.effective_rack_cost < 5000
 
 
-def test_capacity_plans(seeded):
+def test_capacity_plans(seeded, client):
     from planning.models import CapacityPlan, PlanItem, PlanWorkload
     from planning.plan_views import workflow_actions, workload_rows
 
@@ -346,6 +346,14 @@ def test_capacity_plans(seeded):
     what = set(approved.items.values_list("node_model__name", "description"))
     assert (("DGX H200", "") in what and any("InfiniBand" in d for _, d in what)
             and any("Lustre" in d for _, d in what))
+
+    client.force_login(manager)  # the pages: the draft's edit buttons, the manager's approve button
+    page = client.get(draft.get_absolute_url()).content.decode()
+    assert "8x22B MoE pre-training" in page and "Add workload" in page and "multi node" in page
+    page = client.get(submitted.get_absolute_url()).content.decode()
+    assert f"/planning/capacity-plans/{submitted.pk}/approve/" in page and "Add workload" not in page
+    page = client.get(approved.get_absolute_url()).content.decode()
+    assert "Lustre" in page and "Approved within the 2026 budget." in page
 
 
 def test_the_approved_plan_becomes_an_order(seeded):
