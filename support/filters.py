@@ -17,25 +17,24 @@ SLA_STATES = [("breached", "Breached"), ("soon", "Breaching soon"), ("at_risk", 
 
 class TicketFilterSet(SearchFilterSet):
     search_fields = ("title", "description", "rma_number", "node__hostname", "gpu__serial")
-    queue = django_filters.ChoiceFilter(choices=QUEUES, method="filter_queue", label="Queue")
+    # The queue, node and GPU come from the queue tabs and the node / GPU pages' links: hidden in the form.
+    queue = django_filters.ChoiceFilter(choices=QUEUES, method="filter_queue", label="Queue", widget=forms.HiddenInput)
     status = django_filters.MultipleChoiceFilter(choices=Ticket.Status.choices, widget=STATE_WIDGET)
     priority = django_filters.MultipleChoiceFilter(choices=Ticket.Priority.choices, widget=STATE_WIDGET)
-    category = django_filters.MultipleChoiceFilter(choices=Ticket.Category.choices)
+    category = django_filters.ChoiceFilter(choices=Ticket.Category.choices)
     open = yes_no_filter(method="filter_open", label="Open")
     sla = django_filters.ChoiceFilter(choices=SLA_STATES, method="filter_sla", label="SLA")
     assignee = django_filters.ModelChoiceFilter(queryset=get_user_model().objects.filter(assigned_tickets__isnull=False)
                                                 .distinct().order_by("username"))
     team = django_filters.ModelChoiceFilter(queryset=Team.objects.all())
     site = django_filters.ModelChoiceFilter(queryset=Site.objects.all())
-    node = django_filters.ModelChoiceFilter(queryset=Node.objects.all(), widget=forms.NumberInput)
-    gpu = django_filters.ModelChoiceFilter(queryset=GPU.objects.all(), widget=forms.NumberInput, label="GPU")
-    opened_after = django_filters.DateFilter(field_name="opened", lookup_expr="date__gte", label="Opened from",
-                                             widget=forms.DateInput(attrs={"type": "date"}))
+    node = django_filters.ModelChoiceFilter(queryset=Node.objects.all(), widget=forms.HiddenInput)
+    gpu = django_filters.ModelChoiceFilter(queryset=GPU.objects.all(), widget=forms.HiddenInput, label="GPU")
 
     class Meta:
         model = Ticket
-        fields = ["queue", "status", "priority", "category", "open", "sla", "assignee", "team", "site", "source",
-                  "fault", "node", "gpu"]
+        fields = ["queue", "status", "priority", "category", "open", "sla", "assignee", "team", "site", "fault",
+                  "node", "gpu"]
 
     def filter_queue(self, queryset, name, value):
         user = getattr(self.request, "user", None)

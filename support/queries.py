@@ -11,5 +11,6 @@ def at_risk(user, limit=AT_RISK_LIMIT):
     """Open tickets ``user`` may see whose SLA is breached or breaching soon, most urgent first, and how many."""
     tickets = Ticket.objects.visible_to(user).at_risk()
     running_due = Case(When(first_response_at__isnull=True, then=F("response_due")), default=F("resolution_due"))
-    rows = tickets.select_related("assignee", "node", "gpu__node").order_by(running_due, "pk")[:limit]
+    rows = (tickets.select_related("assignee", "site", "node", "gpu__node", "switch", "storage_system")
+            .order_by(running_due, "pk")[:limit])
     return {"tickets": list(rows), "count": tickets.count()}
