@@ -5,7 +5,8 @@
 - ``xid``: a GPU whose hours in the window count samples with an XID error;
 - ``ecc``: a GPU with ``SUPPORT_ECC_REPEAT`` or more samples reporting an ECC XID (48, 63, 64, 92, 94, 95) in
   the window (exporter sources keep the XID code of each sample; Prometheus sources give the count only);
-- ``gpu_missing``: an in-service GPU absent from the window while its node reported;
+- ``gpu_missing``: an in-service GPU that reported in the last week, absent from the window while its node
+  reported (a GPU never matched to telemetry, e.g. without its UUID yet, opens nothing);
 - ``node_silent``: an in-service or degraded node that reported in the last week but not for
   ``SUPPORT_NODE_SILENT_HOURS`` (skipped when no node at all reported: that is the telemetry pipeline, not
   the nodes).
@@ -86,8 +87,9 @@ def detect(now=None):
 
     node_reported = NodeHourly.objects.filter(node=OuterRef("node"), hour__gte=start, samples__gt=0)
     gpu_reported = GPUHourly.objects.filter(gpu=OuterRef("pk"), hour__gte=start, samples__gt=0)
+    gpu_known = GPUHourly.objects.filter(gpu=OuterRef("pk"), hour__gte=now - SILENT_LOOKBACK, samples__gt=0)
     for gpu in gpus.filter(state=LifecycleState.IN_SERVICE, node__isnull=False).filter(
-            Exists(node_reported), ~Exists(gpu_reported)):
+            Exists(node_reported), Exists(gpu_known), ~Exists(gpu_reported)):
         faults.append(Fault(F.GPU_MISSING, f"{gpu.node} reported in the last {hours} h, without this GPU.",
                             node=gpu.node, gpu=gpu))
 

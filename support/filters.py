@@ -40,8 +40,12 @@ class TicketFilterSet(SearchFilterSet):
         user = getattr(self.request, "user", None)
         if value == "mine":
             return queryset.filter(Q(assignee=user) | Q(requester=user)) if user else queryset.none()
-        if value == "team":
-            return queryset.filter(team__in=user.support_teams.all()) if user else queryset.none()
+        if value == "team":  # the team's tickets, and those assigned to a teammate (a support team's queue)
+            if not user:
+                return queryset.none()
+            teams = user.support_teams.all()
+            teammates = get_user_model().objects.filter(support_teams__in=teams).values("pk")
+            return queryset.filter(Q(team__in=teams) | Q(assignee__in=teammates))
         if value == "unassigned":
             return queryset.open().filter(assignee__isnull=True)
         if value == "breaching":

@@ -22,7 +22,16 @@ from portal.generic import ObjectListView, ObjectView
 
 from . import faults, metrics, rma, sla, workflow
 from .filters import QUEUES, TicketFilterSet
-from .forms import CommentForm, InlineForm, ResearcherTicketForm, StaffTicketForm, StatusForm, SwapForm, save_attachment
+from .forms import (
+    CommentForm,
+    InlineForm,
+    ResearcherTicketForm,
+    StaffTicketForm,
+    StatusForm,
+    SwapForm,
+    save_attachment,
+    staff_users,
+)
 from .models import Ticket, TicketAttachment
 from .tables import TicketTable, inline_control
 
@@ -292,7 +301,7 @@ class TicketInlineView(StaffMixin, View):
         except ValidationError as error:
             ticket.refresh_from_db()
             message = " ".join(error.messages)
-        staff = list(TicketTable([], request=request).staff) if field == "assignee" else ()
+        staff = list(staff_users()) if field == "assignee" else ()
         return HttpResponse(inline_control(ticket, field, user, staff, message=message, ok=ok),
                             status=200 if ok else 400)
 

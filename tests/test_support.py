@@ -322,6 +322,8 @@ def test_gpu_missing_node_silent_and_ecc_faults(source, settings):
     NodeHourly.objects.create(node=silent, hour=hour(now, 10), samples=60)
     for gpu in (present, ecc):
         GPUHourly.objects.create(gpu=gpu, hour=hour(now), samples=60, xid_errors=2 if gpu == ecc else 0)
+    GPUHourly.objects.create(gpu=missing, hour=hour(now, 10), samples=60)  # it reported before
+    make_gpu(node=reporting, state=L.IN_SERVICE)  # no telemetry ever: not "missing"
     for minute in (1, 2):
         TelemetrySample.objects.create(source=source, gpu=ecc, ts=now - timedelta(minutes=minute), xid=48)
     found = {(f.kind, f.asset.pk) for f in faults.detect(now)}

@@ -148,6 +148,7 @@ def test_api_create_filter_update_and_transition(rita, engineer, world):
     body = response.json()
     assert body["requester"] == "rita" and body["priority"] == "P3" and body["assignee"] is None  # not theirs
     assert body["status"] == "new" and body["sla_state"] == "ok" and body["response_due"]
+    assert body["description_html"] == "<p>Jobs die.</p>"
     assert api.post("/api/support/tickets/", {"title": "x", "team": "vision"}).status_code == 400
     staff = token_client(engineer)
     pk = body["id"]
@@ -292,8 +293,11 @@ def test_inline_changes_through_htmx(client, engineer, rita):
 def test_queues(client, engineer, rita):
     team = make_team("support-l1", [engineer])
     now = timezone.now()
+    colleague = make_user("cleo", SUPPORT)
+    team.members.add(colleague)
     mine = make_ticket(title="assigned to me", assignee=engineer)
     ours = make_ticket(title="our team's", team=team)
+    colleagues = make_ticket(title="a colleague's", assignee=colleague)
     breaching = make_ticket(title="breaching", priority="P1", opened=now - timedelta(hours=3, minutes=30))
     login(client, engineer)
 
@@ -302,7 +306,7 @@ def test_queues(client, engineer, rita):
         return {row.record.title for row in table.page.object_list}
 
     assert titles("mine") == {mine.title}
-    assert titles("team") == {ours.title}
+    assert titles("team") == {ours.title, colleagues.title, mine.title}
     assert titles("unassigned") == {ours.title, breaching.title}
     assert titles("breaching") == {breaching.title}
     page = client.get(reverse("support:ticket_list"), {"queue": "breaching"}).content.decode()

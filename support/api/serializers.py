@@ -3,7 +3,7 @@ from rest_framework import serializers
 
 from portal.api.serializers import EnumChoiceField, PortalModelSerializer
 
-from .. import sla, workflow
+from .. import rendering, sla, workflow
 from ..models import Team, Ticket, TicketComment
 
 STAFF_FIELDS = ("priority", "assignee", "requester", "rma_number", "site", "switch", "storage_system")
@@ -22,15 +22,17 @@ class TicketSerializer(PortalModelSerializer):
                                             required=False, allow_null=True)
     team = serializers.SlugRelatedField(slug_field="name", queryset=Team.objects.all(), required=False,
                                         allow_null=True)
+    description_html = serializers.SerializerMethodField(help_text="The description as sanitised HTML.")
     sla_state = serializers.SerializerMethodField()
     sla_contract = serializers.StringRelatedField()
 
     class Meta:
         model = Ticket
-        fields = ["id", "url", "display", "title", "description", "category", "priority", "status", "requester",
-                  "assignee", "team", "site", "node", "gpu", "switch", "storage_system", "source", "fault",
-                  "rma_number", "opened", "response_due", "resolution_due", "first_response_at", "paused_since",
-                  "paused_seconds", "resolved_at", "closed_at", "sla_state", "sla_contract", "created", "updated"]
+        fields = ["id", "url", "display", "title", "description", "description_html", "category", "priority",
+                  "status", "requester", "assignee", "team", "site", "node", "gpu", "switch", "storage_system",
+                  "source", "fault", "rma_number", "opened", "response_due", "resolution_due", "first_response_at",
+                  "paused_since", "paused_seconds", "resolved_at", "closed_at", "sla_state", "sla_contract",
+                  "created", "updated"]
         read_only_fields = ["source", "fault", "opened", "response_due", "resolution_due", "first_response_at",
                             "paused_since", "paused_seconds", "resolved_at", "closed_at", "created", "updated"]
 
@@ -46,6 +48,9 @@ class TicketSerializer(PortalModelSerializer):
 
     def get_sla_state(self, ticket) -> str:
         return sla.state(ticket)
+
+    def get_description_html(self, ticket) -> str:
+        return str(rendering.render(ticket.description))
 
     def validate_assignee(self, user):
         if user is not None and not user.has_perm("support.work_ticket"):
