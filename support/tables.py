@@ -36,7 +36,7 @@ class TicketTable(tables.Table):
     title = tables.Column(linkify=True)
     priority = tables.Column()
     status = tables.Column()
-    assignee = tables.Column(accessor="assignee__username", verbose_name="Assignee")
+    assignee = tables.Column(accessor="assignee__username", verbose_name="Assignee", empty_values=())
     sla = tables.Column(empty_values=(), orderable=False, verbose_name="SLA")
     next_due = tables.Column(empty_values=(), orderable=False, verbose_name="Due")
     asset = tables.Column(empty_values=(), orderable=False, verbose_name="Asset")
@@ -58,14 +58,24 @@ class TicketTable(tables.Table):
     def staff(self):
         return list(staff_users()) if workflow.is_staff(self.user) else []
 
+    # After an inline change the row is rendered again with the outcome next to the field changed:
+    # {ticket id: (field, message, ok)}.
+    flash = {}
+
+    def control(self, record, field, staff=()):
+        flashed, message, ok = self.flash.get(record.pk, (None, "", False))
+        if flashed != field:
+            message, ok = "", False
+        return inline_control(record, field, self.user, staff, message=message, ok=ok)
+
     def render_status(self, record):
-        return inline_control(record, "status", self.user)
+        return self.control(record, "status")
 
     def render_priority(self, record):
-        return inline_control(record, "priority", self.user)
+        return self.control(record, "priority")
 
     def render_assignee(self, record):
-        return inline_control(record, "assignee", self.user, self.staff)
+        return self.control(record, "assignee", self.staff)
 
     def render_sla(self, record):
         state = sla.state(record)

@@ -15,6 +15,7 @@ from django.http import FileResponse, HttpResponse, HttpResponseRedirect
 from django.shortcuts import get_object_or_404, render
 from django.views import View
 from django.views.generic import UpdateView
+from django_tables2 import RequestConfig
 
 from inventory.telemetry import charts as telemetry_charts
 from inventory.telemetry import queries as telemetry_queries
@@ -30,10 +31,9 @@ from .forms import (
     StatusForm,
     SwapForm,
     save_attachment,
-    staff_users,
 )
 from .models import Ticket, TicketAttachment
-from .tables import TicketTable, inline_control
+from .tables import TicketTable
 
 LIST_RELATED = ("assignee", "requester", "team", "site", "node", "gpu__node", "switch", "storage_system")
 OTHER_TICKETS_LIMIT = 10
@@ -273,7 +273,7 @@ class TicketCommentView(TicketActionView, TicketView):
 
 
 class TicketInlineView(StaffMixin, View):
-    """htmx: change one of status, priority, assignee from a queue row; answers the cell's new control."""
+    """htmx: change one of status, priority, assignee from a queue row; answers the row rendered again."""
 
     http_method_names = ["post"]
 
@@ -301,9 +301,12 @@ class TicketInlineView(StaffMixin, View):
         except ValidationError as error:
             ticket.refresh_from_db()
             message = " ".join(error.messages)
-        staff = list(staff_users()) if field == "assignee" else ()
-        return HttpResponse(inline_control(ticket, field, user, staff, message=message, ok=ok),
-                            status=200 if ok else 400)
+        # The whole row again (the SLA and due columns follow a new priority or status); htmx picks the row out
+        # of the one-row table (hx-select). A refusal is a 200 too, so that htmx shows its message.
+        table = TicketTable(Ticket.objects.filter(pk=ticket.pk).select_related(*LIST_RELATED), orderable=False)
+        table.flash = {ticket.pk: (field, message, ok)}
+        RequestConfig(request, paginate=False).configure(table)
+        return render(request, "support/ticket_row.html", {"table": table})
 
 
 class AttachmentDownloadView(TicketAccessMixin, View):
