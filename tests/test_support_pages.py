@@ -192,6 +192,8 @@ def test_report_a_problem_from_the_node_page_prefills_the_asset(client, rita):
 def test_report_a_problem_from_a_gpu_prefills_gpu_and_node(client, rita):
     gpu = make_gpu(node=make_node())
     login(client, rita)
+    node_page = client.get(gpu.node.get_absolute_url()).content.decode()
+    assert "Report a problem with this GPU" in node_page and f'<option value="{gpu.pk}">' in node_page
     form = client.get(f"{reverse('support:ticket_add')}?gpu={gpu.pk}").context["form"]
     assert (form.initial["gpu"], form.initial["node"]) == (gpu.pk, gpu.node_id)
 

@@ -36,9 +36,11 @@ def asset_tickets(context, asset):
     if user.has_perm("support.view_ticket") or user.has_perm("support.add_ticket"):
         tickets = list(Ticket.objects.visible_to(user).open().filter(**{field: asset})
                        .select_related("assignee")[:ASSET_TICKET_LIMIT])
+    can_report = user.has_perm("support.add_ticket")
+    gpus = list(asset.gpus.exclude(state="retired").order_by("slot")) if field == "node" and can_report else []
     return {
-        "asset": asset, "tickets": tickets,
+        "asset": asset, "tickets": tickets, "gpus": gpus, "add_url": reverse("support:ticket_add"),
         "report_url": f"{reverse('support:ticket_add')}?{field}={asset.pk}"
-        if user.has_perm("support.add_ticket") else None,
+        if can_report else None,
         "list_url": f"{reverse('support:ticket_list')}?{field}={asset.pk}",
     }
