@@ -18,7 +18,7 @@ from portal.roles import RESEARCHER, SUPPORT
 from support import faults, metrics, rendering, rma, sla, workflow
 from support.models import Ticket
 from tests.conftest import make_user
-from tests.factories import make_gpu, make_node, make_rack, make_team, make_ticket
+from tests.factories import make_gpu, make_node, make_rack, make_site, make_storage, make_switch, make_team, make_ticket
 
 pytestmark = pytest.mark.django_db
 S = Ticket.Status
@@ -85,6 +85,19 @@ def test_gpu_covered_through_its_rack_and_the_strictest_contract_wins():
     assert ticket.sla_contract == strict
     assert ticket.response_due == T0 + timedelta(hours=1.5)
     assert ticket.node == node and ticket.site == node.site  # filled in from the GPU
+
+
+def test_switch_storage_and_site_tickets_find_their_contracts():
+    site = make_site()
+    switch, storage, other_switch = make_switch(site=site), make_storage(site=site), make_switch()
+    by_switch = support_contract({"P2": (2, 10)}, switches=[switch])
+    by_site = support_contract({"P2": (6, 30)}, sites=[site])
+    assert make_ticket(switch=switch, priority="P2").sla_contract == by_switch  # the stricter one
+    ticket = make_ticket(storage_system=storage, priority="P2")
+    assert (ticket.sla_contract, ticket.site) == (by_site, site)
+    assert make_ticket(site=site, priority="P2").sla_contract == by_site
+    assert make_ticket(switch=other_switch, priority="P2").sla_contract is None
+    assert make_ticket(priority="P2").sla_contract is None  # no asset: the default policy
 
 
 def test_contract_without_a_term_for_the_priority_falls_back_to_the_default(settings):

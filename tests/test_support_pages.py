@@ -433,3 +433,11 @@ def test_csv_export_of_a_queue(client, engineer):
     response = client.get(reverse("support:ticket_list"), {"_export": "csv"})
     text = b"".join(response.streaming_content).decode() if response.streaming else response.content.decode()
     assert "Export me" in text and "<select" not in text and ",P2," in text
+
+
+def test_delete_needs_the_delete_permission(client, rita, manager):
+    ticket = make_ticket(requester=rita)
+    login(client, rita)
+    assert client.post(ticket.get_delete_url()).status_code == 403
+    response = login(client, manager).post(ticket.get_delete_url())
+    assert response.status_code == 302 and not Ticket.objects.exists()
