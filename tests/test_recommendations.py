@@ -545,3 +545,16 @@ def test_admin_lists_recommendations(client, admin_user, capacity_rec):
     admin_user.save()
     client.force_login(admin_user)
     assert "Partition p1 is capacity-bound" in client.get("/admin/planning/recommendation/").content.decode()
+
+
+def test_schema_documents_the_endpoints(viewer_api):
+    schema = viewer_api.get("/api/schema/", {"format": "json"}).json()
+    assert {"get"} == set(schema["paths"][API]) and "post" in schema["paths"][f"{API}run/"]
+    for action, body in (("accept", "Accept"), ("dismiss", "Dismiss")):
+        operation = schema["paths"][f"{API}{{id}}/{action}/"]["post"]
+        assert operation["requestBody"]["content"]["application/json"]["schema"]["$ref"].endswith(
+            f"/Recommendation{body}Request")
+    components = schema["components"]["schemas"]
+    assert "ExpansionRecommendation" in components
+    assert {"RecommendationKindEnum", "RecommendationStatusEnum", "RecommendationSeverityEnum"} <= set(components)
+    assert components["RecommendationDismissRequest"]["required"] == ["reason"]

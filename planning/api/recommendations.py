@@ -37,16 +37,16 @@ class ExpansionRecommendationSerializer(PortalModelSerializer):
         read_only_fields = fields
 
 
-class AcceptSerializer(serializers.Serializer):
+class RecommendationAcceptSerializer(serializers.Serializer):
     comment = serializers.CharField(required=False, allow_blank=True, default="",
                                     help_text="Added to the new plan's description.")
 
 
-class DismissSerializer(serializers.Serializer):
+class RecommendationDismissSerializer(serializers.Serializer):
     reason = serializers.CharField(help_text="Why the recommendation is dismissed (required).")
 
 
-class RunResultSerializer(serializers.Serializer):
+class RecommendationRunSerializer(serializers.Serializer):
     created = serializers.IntegerField()
     updated = serializers.IntegerField()
     resolved = serializers.IntegerField()
@@ -69,12 +69,13 @@ class RecommendationViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, vi
     def decided(self, rec):
         return Response(self.get_serializer(self.get_queryset().get(pk=rec.pk)).data)
 
-    @extend_schema(summary="Accept: make a draft capacity plan from the recommendation", request=AcceptSerializer,
+    @extend_schema(summary="Accept: make a draft capacity plan from the recommendation",
+                   request=RecommendationAcceptSerializer,
                    responses={200: ExpansionRecommendationSerializer,
                               400: OpenApiResponse(description="Not open any more; `detail` says why.")})
     @action(detail=True, methods=["post"], permission_classes=[ChangePermission])
     def accept(self, request, pk=None):
-        body = AcceptSerializer(data=request.data)
+        body = RecommendationAcceptSerializer(data=request.data)
         body.is_valid(raise_exception=True)
         try:
             rec = recommendations.accept(self.get_object(), request.user, body.validated_data["comment"])
@@ -82,12 +83,12 @@ class RecommendationViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, vi
             return Response({"detail": error.messages[0]}, status=status.HTTP_400_BAD_REQUEST)
         return self.decided(rec)
 
-    @extend_schema(summary="Dismiss the recommendation, saying why", request=DismissSerializer,
+    @extend_schema(summary="Dismiss the recommendation, saying why", request=RecommendationDismissSerializer,
                    responses={200: ExpansionRecommendationSerializer,
                               400: OpenApiResponse(description="No reason, or not open any more.")})
     @action(detail=True, methods=["post"], permission_classes=[ChangePermission])
     def dismiss(self, request, pk=None):
-        body = DismissSerializer(data=request.data)
+        body = RecommendationDismissSerializer(data=request.data)
         body.is_valid(raise_exception=True)
         try:
             rec = recommendations.dismiss(self.get_object(), request.user, body.validated_data["reason"])
@@ -95,7 +96,7 @@ class RecommendationViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, vi
             return Response({"detail": error.messages[0]}, status=status.HTTP_400_BAD_REQUEST)
         return self.decided(rec)
 
-    @extend_schema(summary="Run the analysis now", request=None, responses={200: RunResultSerializer})
+    @extend_schema(summary="Run the analysis now", request=None, responses={200: RecommendationRunSerializer})
     @action(detail=False, methods=["post"])
     def run(self, request):
-        return Response(RunResultSerializer(recommendations.run()).data)
+        return Response(RecommendationRunSerializer(recommendations.run()).data)
