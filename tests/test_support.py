@@ -355,10 +355,15 @@ def test_no_node_silent_tickets_when_the_whole_fleet_is_silent():
     assert faults.detect(now) == []
 
 
-def test_fault_task_runs(source):
+def test_fault_task_runs_and_is_on_the_beat_schedule(source, settings):
+    from portal.celery import app
     from support.tasks import open_fault_tickets
 
     assert open_fault_tickets() == []
+    name = "support.tasks.open_fault_tickets"
+    assert name in {entry["task"] for entry in settings.CELERY_BEAT_SCHEDULE.values()}
+    app.loader.import_default_modules()
+    assert name in app.tasks
 
 
 # --- RMA -------------------------------------------------------------------------------------------
