@@ -6,11 +6,13 @@ import re
 from datetime import timedelta
 
 import pytest
+from django.utils import timezone
 
+from inventory.telemetry.models import GPUHourly
 from portal.roles import RESEARCHER, SUPPORT
 from support.models import Ticket
 from tests.conftest import make_user
-from tests.factories import make_node, make_team, make_ticket
+from tests.factories import make_gpu, make_node, make_team, make_ticket
 
 pytestmark = pytest.mark.django_db(transaction=True)
 pytest_plugins = ["tests.browser"]
@@ -68,4 +70,44 @@ def test_researcher_reports_a_problem_from_the_node_page(browser_page):
     assert (ticket.node, ticket.requester, ticket.team.name) == (node, researcher, "nlp")
     assert page.locator(".markdown strong").first.inner_text() == "3"
     session.screenshot("support-02-ticket")
+    session.assert_clean()
+
+
+REPORT_VIOLATIONS = """
+document.addEventListener("securitypolicyviolation", (e) => {
+  window.__reportCspViolation(`${e.violatedDirective} blocked ${e.blockedURI || "inline"} at ${e.sourceFile}`);
+});
+"""
+
+
+def test_support_pages_run_under_the_content_security_policy(browser_page):
+    """Queue (with an htmx change), ticket (utilization chart), metrics (charts) and the dashboard's card."""
+    session, page = browser_page, browser_page.page
+    violations = []
+    page.expose_function("__reportCspViolation", lambda text: violations.append(text))
+    page.add_init_script(REPORT_VIOLATIONS)
+    page.on("console", lambda m: violations.append(m.text) if "Content Security Policy" in m.text else None)
+    engineer = make_user("sam", SUPPORT)
+    node = make_node(hostname="gpu-b-001")
+    gpu = make_gpu(node=node)
+    hour = timezone.now().replace(minute=0, second=0, microsecond=0)
+    GPUHourly.objects.bulk_create(GPUHourly(gpu=gpu, hour=hour - k * timedelta(hours=1), util_mean=40 + k,
+                                            samples=60) for k in range(1, 12))
+    ticket = make_ticket(title="Slow all-reduce", node=node, priority="P1", opened=timezone.now() - timedelta(days=2))
+    make_ticket(title="Done", category="network", status=Ticket.Status.CLOSED)
+    log_in(page, engineer, "/support/tickets/")
+    with page.expect_response(lambda r: r.url.endswith(f"/support/tickets/{ticket.pk}/inline/")):
+        page.locator(f"#ticket-{ticket.pk} select[name=status]").select_option("triaged")
+    page.locator(f"#ticket-{ticket.pk} .saved").wait_for()
+    pages = [(f"/support/tickets/{ticket.pk}/", ".chart .main-svg"), ("/support/metrics/", ".chart .main-svg"),
+             ("/", "#sla-tickets")]
+    for url, ready in pages:
+        response = page.goto(url)
+        assert response.status == 200 and "content-security-policy" in response.headers, url
+        page.wait_for_load_state("networkidle")
+        page.wait_for_selector(ready)
+    assert page.locator("#sla-tickets .sla-breached").count() == 1
+    session.failed_requests[:] = [r for r in session.failed_requests
+                                  if not ("favicon" in r and r.endswith("net::ERR_ABORTED"))]
+    assert violations == []
     session.assert_clean()
