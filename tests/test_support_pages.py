@@ -441,3 +441,21 @@ def test_delete_needs_the_delete_permission(client, rita, manager):
     assert client.post(ticket.get_delete_url()).status_code == 403
     response = login(client, manager).post(ticket.get_delete_url())
     assert response.status_code == 302 and not Ticket.objects.exists()
+
+
+def test_ticket_page_query_count_does_not_grow_with_comments(client, engineer, django_assert_max_num_queries):
+    ticket = make_ticket(node=make_node())
+
+    def comment(n):
+        for i in range(n):
+            c = workflow.add_comment(ticket, engineer, f"note {i}", internal=bool(i % 2), notify=False)
+            TicketAttachment.objects.create(ticket=ticket, comment=c, file=SimpleUploadedFile("a.txt", b"a"),
+                                            name="a.txt", content_type="text/plain", size=1)
+
+    comment(2)
+    login(client, engineer)
+    with django_assert_max_num_queries(60) as few:
+        client.get(ticket.get_absolute_url())
+    comment(10)
+    with django_assert_max_num_queries(len(few.captured_queries)):
+        assert client.get(ticket.get_absolute_url()).status_code == 200
