@@ -248,6 +248,10 @@ class TicketStatusView(TicketActionView):
             messages.error(request, " ".join(error.messages))
         else:
             messages.success(request, f"Ticket #{ticket.pk} is now {ticket.get_status_display().lower()}.")
+            asset = faults.returnable_asset(ticket) if workflow.is_staff(request.user) else None
+            if asset is not None:
+                messages.info(request, f"{asset} is still {asset.get_state_display().lower()}: return it to service "
+                                       "from this page once it is fixed.")
         return self.redirect(ticket)
 
 
