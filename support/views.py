@@ -384,4 +384,5 @@ class MetricsView(PermissionRequiredMixin, View):
         data = metrics.summary(days)
         return render(request, "support/metrics.html", {
             "data": data, "charts": {key: json.dumps(value) for key, value in metrics.charts(data).items()},
+            "periods": (30, 90, 365),
         })

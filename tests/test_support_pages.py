@@ -349,6 +349,8 @@ def test_metrics_page_has_charts_without_inline_script(client, engineer):
     text = client.get(reverse("support:metrics")).content.decode()
     assert 'data-chart="bar"' in text and 'id="open-by-category"' in text
     assert "<script>" not in text  # data in json_script (type=application/json), code in static files
+    response = client.get(reverse("support:metrics"), {"days": "30"})
+    assert response.context["data"]["days"] == 30 and 'aria-current="page">30 days' in response.content.decode()
 
 
 def test_ticket_page_shows_utilization_and_other_tickets_on_the_asset(client, engineer):
