@@ -235,7 +235,15 @@ class TicketActionView(TicketAccessMixin, View):
         return HttpResponseRedirect(f"{ticket.get_absolute_url()}{anchor}")
 
 
+def can_move_tickets(user):
+    """Support staff, or a requester (on their own tickets: the workflow decides which moves)."""
+    return user.has_perm("support.work_ticket") or user.has_perm("support.add_ticket")
+
+
 class TicketStatusView(TicketActionView):
+    def has_permission(self):
+        return can_move_tickets(self.request.user)
+
     def post(self, request, pk):
         ticket = self.get_ticket(pk)
         form = StatusForm(request.POST)
@@ -282,7 +290,7 @@ class TicketInlineView(StaffMixin, View):
     http_method_names = ["post"]
 
     def has_permission(self):
-        return can_see_tickets(self.request.user)
+        return can_move_tickets(self.request.user)  # priority and assignee: support staff, checked below
 
     def post(self, request, pk):
         ticket = get_object_or_404(self.get_queryset().select_related(*LIST_RELATED), pk=pk)

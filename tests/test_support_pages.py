@@ -463,3 +463,14 @@ def test_ticket_page_query_count_does_not_grow_with_comments(client, engineer, d
     comment(10)
     with django_assert_max_num_queries(len(few.captured_queries)):
         assert client.get(ticket.get_absolute_url()).status_code == 200
+
+
+def test_viewers_are_refused_before_any_lookup(viewer_client, viewer_api, engineer):
+    ticket = make_ticket()
+    for pk in (ticket.pk, 999999):  # the same 403 whether the ticket exists or not
+        for name in ("ticket_status", "ticket_inline", "ticket_comment", "ticket_swap", "ticket_return"):
+            assert viewer_client.post(reverse(f"support:{name}", args=[pk])).status_code == 403, name
+        assert viewer_api.post(f"/api/support/tickets/{pk}/transition/", {}).status_code == 403
+    response = token_client(engineer).post(f"/api/support/tickets/{ticket.pk}/transition.json",
+                                           {"status": "triaged"})
+    assert response.status_code == 200 and response.json()["status"] == "triaged"

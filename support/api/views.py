@@ -34,8 +34,8 @@ class TicketPermission(RolePermission):
         if request.method in SAFE_METHODS:
             return readers
         if request.method == "POST":
-            if getattr(view, "action", None) == "transition":
-                return readers  # the workflow decides who may make which move
+            if getattr(view, "action", None) == "transition":  # support staff or a requester; the workflow
+                return user.has_perm("support.work_ticket") or user.has_perm("support.add_ticket")  # decides
             return user.has_perm(f"support.add_{view.queryset.model._meta.model_name}")
         return super().has_permission(request, view)
 
@@ -84,10 +84,10 @@ class TicketViewSet(PortalModelViewSet):
                    responses={200: api.TicketSerializer,
                               400: OpenApiResponse(description="Not allowed now; `status` says why.")})
     @action(detail=True, methods=["post"])
-    def transition(self, request, pk=None):
+    def transition(self, request, pk=None, format=None):
+        ticket = self.get_object()
         body = api.TicketTransitionSerializer(data=request.data)
         body.is_valid(raise_exception=True)
-        ticket = self.get_object()
         try:
             workflow.change_status(ticket, body.validated_data["status"], request.user, body.validated_data["note"])
         except DjangoValidationError as error:
@@ -105,7 +105,7 @@ class TicketViewSet(PortalModelViewSet):
                    responses={201: OpenApiResponse(description="The new GPU or node."),
                               400: OpenApiResponse(description="Refused; nothing was changed.")})
     @action(detail=True, methods=["post"])
-    def swap(self, request, pk=None):
+    def swap(self, request, pk=None, format=None):
         self.staff_only(request, "inventory.change_gpu", "inventory.change_node")
         ticket = self.get_object()
         body = api.SwapSerializer(data=request.data)
@@ -131,7 +131,7 @@ class TicketViewSet(PortalModelViewSet):
                    responses={200: api.TicketSerializer,
                               400: OpenApiResponse(description="Nothing to return to service.")})
     @action(detail=True, methods=["post"], url_path="return-to-service")
-    def return_to_service(self, request, pk=None):
+    def return_to_service(self, request, pk=None, format=None):
         ticket = self.get_object()
         asset = faults.returnable_asset(ticket)
         if asset is None:
