@@ -232,6 +232,7 @@ class GPUListView(LifecycleListView):
 
 class GPUView(LifecycleObjectView):
     queryset = querysets.gpus()
+    template_name = "inventory/gpu_detail.html"  # the generic page plus "Report a problem" and open tickets
 
 
 class GPUImportView(ObjectImportView):

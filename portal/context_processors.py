@@ -23,6 +23,7 @@ NAVIGATION = [
         ("Deliveries", "planning:delivery_list", "planning.view_delivery"),
         ("Webhooks", "planning:webhook_list", "planning.view_webhook"),
         ("Capacity plans", "planning:capacityplan_list", "planning.view_capacityplan"),
+        ("Recommendations", "planning:recommendation_list", "planning.view_recommendation"),
         ("Workload sizing", "planning:sizing", "inventory.view_gpumodel"),  # any role: sizing reads the catalog
     ]),
     ("Support", [

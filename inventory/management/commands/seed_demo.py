@@ -313,6 +313,10 @@ class Command(BaseCommand):
         backfilled = self.backfill(*(sources[(row["name"],)] for row in TELEMETRY_SOURCES))
         backfilled += (self.daily_history(),)
         self.seed_other_apps(seeder, users)
+        # The expansion recommendations the daily task would write (safe to run again).
+        from planning import recommendations
+
+        recommendations.run()
         self.summary(seeder, backfilled)
 
     @staticmethod
@@ -505,5 +509,6 @@ class Command(BaseCommand):
             f"Telemetry from the simulator: {backfilled[0]} GPU hours and {backfilled[1]} Slurm jobs backfilled, "
             f"{backfilled[2]} daily GPU rows of history "
             "(live data: manage.py simulate_telemetry, started by make demo).\n"
-            "Accounts: admin / demo-admin, manager / demo-manager, viewer / demo-viewer."
+            "Accounts: admin / demo-admin, manager / demo-manager, viewer / demo-viewer, support / demo-support, "
+            "researcher / demo-researcher."
         )
