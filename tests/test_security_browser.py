@@ -108,7 +108,8 @@ def visit(session, url, ready=None, allowed=()):
     assert response.status == 200, f"{url}: {response.status}"
     page.wait_for_load_state("networkidle")
     if ready:
-        page.wait_for_selector(ready)
+        # Generous: on a loaded 2-core machine parsing plotly.js and drawing can take longer than the default.
+        page.wait_for_selector(ready, timeout=45_000)
     assert "content-security-policy" in response.headers, f"{url} has no policy header"
     for record in (session.violations, session.console_errors, session.failed_requests, session.requests):
         record[:] = [item for item in record if not any(blocked in item for blocked in allowed)]
