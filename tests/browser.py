@@ -98,7 +98,7 @@ def _record(page, session):
 def browser_page(live_server, monkeypatch):
     executable = _chromium_or_fail()
     from django.db import connections
-    from playwright.sync_api import sync_playwright
+    from playwright.sync_api import expect, sync_playwright
 
     # Playwright's sync API runs an asyncio loop in this thread, which makes Django refuse ORM calls
     # from the test ("SynchronousOnlyOperation"); the test's own ORM use is plain synchronous code.
@@ -110,6 +110,7 @@ def browser_page(live_server, monkeypatch):
         try:
             context = browser.new_context(viewport=VIEWPORT, base_url=live_server.url)
             context.set_default_timeout(TIMEOUT_MS)
+            expect.set_options(timeout=TIMEOUT_MS)
             page = context.new_page()
             session = BrowserSession(page=page, base_url=live_server.url)
             _record(page, session)

@@ -12,6 +12,7 @@ import re
 import pytest
 from django.contrib.auth.models import Group
 from django.core.management import call_command
+from playwright.sync_api import expect
 
 from inventory.models import LifecycleState, Node, StateTransition
 from portal.roles import MANAGER, VIEWER
@@ -50,7 +51,7 @@ def table_hostnames(page):
 
 
 def wait_for_rows(page, n):
-    page.wait_for_function(f"document.querySelectorAll({NODE_LINKS!r}).length === {n}")
+    expect(page.locator(NODE_LINKS)).to_have_count(n)
 
 
 def test_roles_survive_the_flush_of_transactional_tests():
@@ -165,7 +166,7 @@ def test_viewer_sorts_in_place_and_opens_a_node_as_its_own_page(fleet, browser_p
         page.locator("#object-table thead a", has_text=re.compile("hostname", re.I)).click()  # ascending
         page.wait_for_url(re.compile(r"sort=hostname"))
         page.locator("#object-table thead a", has_text=re.compile("hostname", re.I)).click()  # descending
-    page.wait_for_function(f"document.querySelector({NODE_LINKS!r}).textContent === 'dgx-b03'")
+    expect(page.locator(NODE_LINKS).first).to_have_text("dgx-b03")
     assert table_hostnames(page) == sorted(fleet, reverse=True)
     assert page.evaluate("window.__marker") == 1, "sorting reloaded the whole page instead of swapping the table"
     session.screenshot("05-viewer-sorted")

@@ -14,6 +14,7 @@ from urllib.parse import urlencode
 
 import pytest
 from django.utils import timezone
+from playwright.sync_api import expect
 
 from inventory.models import GPU, GPUDaily, GPUHourly, LifecycleState, TelemetrySource
 from inventory.telemetry.rollups import floor_hour
@@ -137,7 +138,7 @@ def test_the_pages_run_under_the_policy(fleet, csp_session):
     page.evaluate("window.__marker = 1")
     with page.expect_response(lambda r: "q=dgx-02" in r.url):
         page.locator("form.filters input[name=q]").press_sequentially("dgx-02", delay=20)
-    page.wait_for_function("document.querySelectorAll('#object-table tbody tr').length === 1")
+    expect(page.locator("#object-table tbody tr")).to_have_count(1)
     assert page.evaluate("window.__marker") == 1
     assert session.violations == []
 

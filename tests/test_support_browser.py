@@ -7,6 +7,7 @@ from datetime import timedelta
 
 import pytest
 from django.utils import timezone
+from playwright.sync_api import expect
 
 from inventory.telemetry.models import GPUHourly
 from portal.roles import RESEARCHER, SUPPORT
@@ -37,7 +38,7 @@ def test_engineer_changes_priority_and_assignee_in_the_queue(browser_page):
         row.locator("select[name=priority]").select_option("P1")
     assert info.value.status == 200 and info.value.request.headers.get("hx-request") == "true"
     row.locator(".saved").wait_for()
-    page.wait_for_function("!document.querySelector('.htmx-settling, .htmx-swapping, .htmx-added')")  # processed
+    expect(page.locator(".htmx-settling, .htmx-swapping, .htmx-added")).to_have_count(0)  # htmx is done
     with page.expect_response(lambda r: r.url.endswith(f"/support/tickets/{ticket.pk}/inline/")):
         row.locator("select[name=assignee]").select_option(label="sam")
     row.locator("select[name=assignee] + .saved").wait_for()  # the row again, the assignee marked saved
