@@ -27,6 +27,9 @@ CHROMIUM_ARGS = [
 ]
 VIEWPORT = {"width": 1280, "height": 800}
 ARTIFACTS = Path(__file__).resolve().parent.parent / "test-artifacts"
+# ``DOCS_SCREENSHOTS=1`` also writes the screenshots a journey marks with ``docs=True`` to the committed
+# README tour: viewport only (not full page) so each PNG stays small and shows what a 1280x800 screen shows.
+DOCS_SCREENSHOTS = Path(__file__).resolve().parent.parent / "docs" / "screenshots"
 TIMEOUT_MS = 10_000
 
 
@@ -40,10 +43,15 @@ class BrowserSession:
     bad_responses: list = field(default_factory=list)
     requests: list = field(default_factory=list)
 
-    def screenshot(self, name):
+    def screenshot(self, name, docs=False):
+        """Save a full-page PNG under test-artifacts/; with ``docs=True`` and ``DOCS_SCREENSHOTS=1`` in the
+        environment, also a viewport-sized one as ``docs/screenshots/<name>.png`` for the README."""
         ARTIFACTS.mkdir(exist_ok=True)
         path = ARTIFACTS / f"{name}.png"
         self.page.screenshot(path=str(path), full_page=True)
+        if docs and os.environ.get("DOCS_SCREENSHOTS") == "1":
+            DOCS_SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+            self.page.screenshot(path=str(DOCS_SCREENSHOTS / f"{name}.png"), full_page=False)
         return path
 
     def foreign_requests(self):
