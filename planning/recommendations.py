@@ -219,7 +219,7 @@ def long_waits(p, t):
 def util_chart(p, title, names=("util",)):
     labels = {"util": "mean utilization (%)", "util_max": "max utilization (%)", "memory": "frame buffer used (%)"}
     return {"type": "timeseries", "title": title, "data": {
-        "x": p.series.get("x", []), "y_title": "%", "y_range": [0, 100],
+        "x": p.series.get("x", []), "x_title": "hour (UTC)", "y_title": "GPU utilization (%)", "y_range": [0, 100],
         "series": [{"name": labels[name], "y": p.series.get(name, [])} for name in names],
     }}
 
@@ -369,7 +369,7 @@ def network_bound(p, t=THRESHOLDS, fleet=()):
             figure("Fabric bandwidth per GPU", p.fabric_gbps_per_gpu, "Gb/s", f"< {t.fabric_gbps_per_gpu:.0f} is thin"),
         ],
         chart={"type": "hbar", "title": "Per-GPU utilization and multi-node share by partition", "data": {
-            "labels": [q.partition or "(none)" for q in rows], "x_title": "%", "x_range": [0, 100],
+            "labels": [q.partition or "(none)" for q in rows], "x_title": "share (%)", "x_range": [0, 100],
             "series": [{"name": "utilization of busy GPUs (%)", "values": [round(q.busy_util, 1) for q in rows]},
                        {"name": "GPU-hours from multi-node jobs (%)",
                         "values": [pct(q.multi_node_share) for q in rows]}],
@@ -452,7 +452,7 @@ def ageing(nodes, today, t=THRESHOLDS):
                      "xid_errors": n.xid_errors} for n, e, _ in rows]},
             ],
             chart={"type": "hbar", "title": "Faults per node", "data": {
-                "labels": [n.hostname for n, _, _ in rows], "x_title": "days",
+                "labels": [n.hostname for n, _, _ in rows], "x_title": "days with the fault",
                 "series": [{"name": f"days moved to degraded ({t.fault_window_days} d)",
                             "values": [n.fault_days for n, _, _ in rows]},
                            {"name": f"days with XID errors ({t.xid_window_days} d)",

@@ -140,6 +140,8 @@ class CommentForm(forms.Form):
 class StatusForm(forms.Form):
     status = forms.ChoiceField(choices=Ticket.Status.choices)
     note = forms.CharField(required=False, max_length=2000, widget=forms.TextInput(attrs={"placeholder": "Note"}))
+    # Support staff give the vendor's RMA number with the move to "waiting on vendor" (one step, not an edit).
+    rma_number = forms.CharField(required=False, max_length=100, label="RMA number")
 
 
 class InlineForm(forms.Form):

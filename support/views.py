@@ -250,12 +250,20 @@ class TicketStatusView(TicketActionView):
         if not form.is_valid():
             messages.error(request, "Choose a status.")
             return self.redirect(ticket)
+        rma_number = form.cleaned_data["rma_number"].strip()
+        if rma_number and rma_number != ticket.rma_number:
+            if not (workflow.is_staff(request.user) and request.user.has_perm("support.change_ticket")):
+                raise PermissionDenied
+            ticket.rma_number = rma_number  # saved with the status, in the same history record
         try:
+            if form.cleaned_data["status"] == ticket.status and rma_number:  # no move: the RMA number alone
+                workflow.save_ticket(ticket, request.user, f"RMA {rma_number}")
             workflow.change_status(ticket, form.cleaned_data["status"], request.user, form.cleaned_data["note"])
         except ValidationError as error:
             messages.error(request, " ".join(error.messages))
         else:
-            messages.success(request, f"Ticket #{ticket.pk} is now {ticket.get_status_display().lower()}.")
+            rma = f" (RMA {ticket.rma_number})" if ticket.rma_number else ""
+            messages.success(request, f"Ticket #{ticket.pk} is now {ticket.get_status_display().lower()}{rma}.")
             asset = faults.returnable_asset(ticket) if workflow.is_staff(request.user) else None
             if asset is not None:
                 messages.info(request, f"{asset} is still {asset.get_state_display().lower()}: return it to service "

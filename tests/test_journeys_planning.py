@@ -1,0 +1,316 @@
+"""Manager journeys of issue 9 in a real browser (the system Chromium via Playwright, against ``live_server``):
+
+2. Diagnose and plan an expansion: a manager opens the recommendations, opens a capacity-bound one, turns it into
+   a draft plan, adds a planned workload inline, compares the build / expand / rent scenarios, submits; a second
+   manager approves; the bill of materials is in the API.
+3. File and work a support ticket: a researcher reports a problem from a GPU's page; a support engineer sees it in
+   the queue with its SLA due time, comments, moves it to waiting on vendor with an RMA number and records the GPU
+   swap; the inventory shows the new serial and the history of both parts.
+
+Each step is checked on the page the user sees (no reloads to see a change) and against the database, and every
+page must run without a JS error, a failed request or a request to another host."""
+
+import re
+from datetime import UTC, datetime, timedelta
+from decimal import Decimal
+
+import pytest
+from django.test import Client
+from playwright.sync_api import expect
+
+from inventory.models import GPU, LifecycleState
+from planning import recommendations as recs
+from planning.models import CapacityPlan, Recommendation
+from portal.roles import MANAGER, RESEARCHER, SUPPORT
+from support.models import Ticket
+from tests.conftest import make_user
+from tests.factories import make_gpu, make_gpu_model, make_node, make_node_model, make_site, make_team
+
+pytestmark = pytest.mark.django_db(transaction=True)
+pytest_plugins = ["tests.browser"]
+
+START = datetime(2026, 11, 23, 6, tzinfo=UTC)
+ANALYSIS_TIMEOUT_MS = 45_000  # the forecast and scenarios take a while on a loaded machine
+
+
+def log_in(page, username, next_url):
+    page.goto(f"/accounts/login/?next={next_url}")
+    page.fill("#id_username", username)
+    page.fill("#id_password", f"pw-{username}")
+    with page.expect_navigation(url=re.compile(re.escape(next_url.split("?")[0]) + r"(\?.*)?$")):
+        page.get_by_role("button", name="Log in").click()
+
+
+def log_out(page):
+    page.locator(".usermenu .menu-button").click()  # the user menu opens on a click
+    page.get_by_role("button", name="Log out").click()
+    page.wait_for_load_state()
+
+
+def messages(page):
+    return page.locator(".messages").all_inner_texts()
+
+
+# --- journey 2: recommendation → plan → approval → bill of materials in the API ------------------------------
+
+
+@pytest.fixture
+def capacity_rec():
+    """A capacity-bound finding for partition train-h200, written as the daily analysis writes it: 32 GPUs at 91 %
+    against an 80 % target and 20 GPUs waiting, so 4 nodes of 8 GPUs at the node model's list price."""
+    make_gpu_model(name="H200 SXM", memory_gb=141, memory_bandwidth_tbs=Decimal("4.8"))
+    node_model = make_node_model(name="HGX H200 8-GPU", list_price=Decimal("380000.00"))
+    site = make_site(name="zrh-1")
+    hours = [START + timedelta(hours=h) for h in range(48)]
+    stats = recs.PartitionStats(
+        partition="train-h200", gpus=32, gpu_hours=32 * 168.0, util_mean=91.0, jobs_started=40, wait_p50_hours=4.5,
+        wait_p95_hours=11.0, gpus_waiting=20.0, site_id=site.pk, site_name=site.name, node_model_id=node_model.pk,
+        node_model_name=node_model.name, node_price=node_model.list_price,
+        series={"x": [h.isoformat() for h in hours], "util": [90 + h % 5 for h in range(48)]},
+    )
+    recs.write([recs.capacity_bound(stats)], START + timedelta(days=7))
+    return Recommendation.objects.get()
+
+
+def test_journey_2_recommendation_to_an_approved_plan_with_its_bill_of_materials(capacity_rec, browser_page):
+    session, page = browser_page, browser_page.page
+    make_user("max", MANAGER)
+    make_user("mia", MANAGER)
+
+    # The recommendations, then the capacity-bound one with its evidence chart.
+    log_in(page, "max", "/planning/recommendations/")
+    expect(page.locator("h1")).to_have_text("Recommendations")
+    with page.expect_navigation(url=re.compile(rf"/planning/recommendations/{capacity_rec.pk}/$")):
+        page.get_by_role("link", name="Partition train-h200 is capacity-bound").click()
+    page.locator("#evidence-chart .chart .main-svg").first.wait_for()
+    expect(page.locator("#suggested-action")).to_contain_text("Add 4 × HGX H200 8-GPU")
+    session.screenshot("journey2-01-recommendation")
+
+    # Accept it: a draft plan with the suggested nodes in its bill of materials.
+    with page.expect_navigation(url=re.compile(r"/planning/capacity-plans/\d+/$")):
+        page.locator("#accept").click()
+    plan = CapacityPlan.objects.get()
+    assert plan.status == CapacityPlan.Status.DRAFT and plan.owner.username == "max"
+    expect(page.locator("#bill-of-materials tbody tr")).to_have_count(1)
+    expect(page.locator("#bill-of-materials")).to_contain_text("HGX H200 8-GPU")
+    expect(page.locator("#workloads tbody tr.empty")).to_contain_text("No workloads yet")
+
+    # Add a planned workload with the inline form; the section and the analysis follow without a reload.
+    page.evaluate("window.__marker = 1")
+    page.locator("#workloads").get_by_role("link", name="Add workload").click()
+    form = page.locator("#workload-form")
+    form.wait_for()
+    form.locator("#id_name").fill("70B pre-training")
+    form.locator("#id_start_month").fill("3")
+    form.locator("#id_gpu_model").select_option(label="H200 SXM")
+    form.locator("#id_params_billion").fill("70")
+    form.locator("#id_tokens_billion").fill("2000")
+    form.locator("#id_num_gpus").fill("256")
+    with page.expect_response(lambda r: "/analysis/" in r.url and r.status == 200, timeout=ANALYSIS_TIMEOUT_MS):
+        form.get_by_role("button", name="Save").click()  # plan-changed reloads the analysis
+    expect(page.locator("#workloads .message")).to_contain_text("Added workload 70B pre-training")
+    row = page.locator("#workloads tbody tr", has_text="70B pre-training")
+    expect(row).to_have_count(1)
+    expect(page.locator("#workload-form")).to_have_count(0)
+    assert page.evaluate("window.__marker") == 1, "adding the workload reloaded the page"
+    workload = plan.workloads.get()
+    assert (workload.start_month, workload.gpu_model.name, workload.inputs["num_gpus"]) == (3, "H200 SXM", 256)
+
+    # The analysis: the scenarios side by side, the recommendation and both charts drawn.
+    scenarios = page.locator("#scenarios table.scenarios")
+    scenarios.wait_for(timeout=ANALYSIS_TIMEOUT_MS)
+    headers = [h.strip() for h in scenarios.locator("thead th").all_text_contents()]  # (CSS upper-cases them)
+    for label in ("Build a new cluster", "Expand an existing site", "Rent"):
+        assert any(h.startswith(label) for h in headers), f"no {label} scenario in {headers}"
+    row_labels = [h.strip() for h in scenarios.locator("tbody th").all_text_contents()]
+    for label in ("Nodes bought", "Capex (USD)", "Cost per useful GPU-hour (USD)", "Meets demand from"):
+        assert label in row_labels, f"no row {label!r} in {row_labels}"
+    assert scenarios.locator("th.recommended .badge", has_text="recommended").count() == 1
+    expect(page.locator("#recommendation h2")).not_to_be_empty()
+    for chart in ("#demand-capacity", "#scenarios"):
+        page.locator(f"{chart} .chart .main-svg").first.wait_for(timeout=ANALYSIS_TIMEOUT_MS)
+    # The charts say what they draw: axis titles with units.
+    expect(page.locator("#demand-capacity .chart .g-ytitle")).to_have_text("GPU-hours per month")
+    expect(page.locator("#scenarios .chart .g-ytitle")).to_contain_text("USD")
+    session.screenshot("journey2-02-plan-analysis")
+
+    # Submit; the submitter cannot approve their own plan.
+    page.locator("#workflow").get_by_role("button", name="Submit").click()
+    page.wait_for_load_state()
+    expect(page.locator("#plan-status")).to_have_text("Submitted")
+    assert any("now submitted" in m for m in messages(page))
+    expect(page.locator("#workflow")).to_have_count(0)
+    expect(page.locator("body")).to_contain_text("a second manager approves or rejects it")
+    expect(page.locator("#workloads").get_by_role("link", name="Add workload")).to_have_count(0)
+
+    # A second manager approves it.
+    log_out(page)
+    log_in(page, "mia", plan.get_absolute_url())
+    workflow = page.locator("#workflow")
+    workflow.get_by_role("textbox").first.fill("Queue waits justify it.")
+    workflow.get_by_role("button", name="Approve").click()
+    page.wait_for_load_state()
+    expect(page.locator("#plan-status")).to_have_text("Approved")
+    expect(page.locator("#events tbody tr")).to_have_count(2)
+    expect(page.locator("#events")).to_contain_text("Queue waits justify it.")
+    plan.refresh_from_db()
+    assert (plan.status, plan.submitted_by.username, plan.decided_by.username) == ("approved", "max", "mia")
+    session.screenshot("journey2-03-approved")
+
+    # The bill of materials in the API, with the browser's session (what procurement reads with a token).
+    response = page.request.get(f"/api/planning/plans/{plan.pk}/bom/", headers={"Accept": "application/json"})
+    assert response.status == 200, response.text()
+    bom = response.json()
+    assert [(line["item"], line["quantity"], Decimal(line["unit_cost"])) for line in bom["lines"]] == [
+        ("HGX H200 8-GPU", 4, Decimal("380000.00"))]
+    assert {k: Decimal(v) for k, v in bom["totals"].items()} == {"USD": Decimal("1520000.00")}
+    session.assert_clean()
+
+
+def test_the_bill_of_materials_of_a_plan_not_yet_approved_says_why(capacity_rec):
+    """The API's refusal names the plan's status, so an integration knows to wait for the approval."""
+    user = make_user("max", MANAGER)
+    plan = recs.accept(capacity_rec, user).plan
+    client = Client()
+    client.force_login(user)
+    response = client.get(f"/api/planning/plans/{plan.pk}/bom/")
+    assert response.status_code == 409
+    assert "The plan is draft; only an approved plan has a bill of materials" in response.json()["detail"]
+
+
+# --- journey 3: a ticket filed from a GPU's page, worked through an RMA swap ---------------------------------
+
+
+def test_journey_3_a_ticket_from_a_gpu_page_worked_through_an_rma_swap(browser_page):
+    session, page = browser_page, browser_page.page
+    researcher = make_user("rita", RESEARCHER)
+    make_team("nlp", [researcher])
+    make_user("sam", SUPPORT)
+    node = make_node(hostname="gpu-zrh-017", state=LifecycleState.IN_SERVICE)
+    gpu_model = make_gpu_model(name="H100 SXM")
+    make_gpu(node=node, slot=0, gpu_model=gpu_model, serial="1650123000001", state=LifecycleState.IN_SERVICE)
+    faulty = make_gpu(node=node, slot=1, gpu_model=gpu_model, serial="1650123000002",
+                      state=LifecycleState.IN_SERVICE)
+    faulty_name = str(faulty)  # "gpu-zrh-017/gpu1 (serial)" while installed
+
+    # The researcher reports the problem from the GPU's page: the form comes with the GPU and its node.
+    log_in(page, "rita", faulty.get_absolute_url())
+    with page.expect_navigation(url=re.compile(rf"/support/tickets/add/\?gpu={faulty.pk}$")):
+        page.locator("#support").get_by_role("link", name="Report a problem").click()
+    expect(page.locator("#id_gpu option:checked")).to_have_text(str(faulty))
+    expect(page.locator("#id_node option:checked")).to_have_text("gpu-zrh-017")
+    page.fill("#id_title", "XID 79: GPU fell off the bus")
+    page.select_option("#id_category", "hardware")
+    page.fill("#id_description", "Job 4711 died; `dmesg` shows **XID 79** on gpu1.")
+    with page.expect_navigation(url=re.compile(r"/support/tickets/\d+/$")):
+        page.get_by_role("button", name="Open ticket").click()
+    ticket = Ticket.objects.get()
+    assert (ticket.gpu, ticket.node, ticket.requester, ticket.team.name) == (faulty, node, researcher, "nlp")
+    assert ticket.response_due and ticket.resolution_due  # the default policy: no contract covers the GPU
+    log_out(page)
+
+    # The support engineer sees it in the queue with its SLA state and due time.
+    log_in(page, "sam", "/support/tickets/")
+    row = page.locator(f"#ticket-{ticket.pk}")
+    expect(row).to_contain_text("XID 79: GPU fell off the bus")
+    expect(row.locator(".badge.sla")).to_have_text("ok")
+    due = row.locator("td").nth(6)
+    expect(due).to_have_text(ticket.response_due.strftime("%Y-%m-%d %H:%M"))  # first response is due first
+    session.screenshot("journey3-01-queue", docs=True)
+
+    # On the ticket: a comment, then waiting on vendor with the RMA number in one step.
+    with page.expect_navigation(url=re.compile(rf"/support/tickets/{ticket.pk}/$")):
+        row.get_by_role("link", name="XID 79: GPU fell off the bus").click()
+    page.fill("#id_body", "Reseated the card, still XID 79. Opening an RMA with the vendor.")
+    with page.expect_navigation(url=re.compile(rf"/support/tickets/{ticket.pk}/(#comments)?$")):
+        page.get_by_role("button", name="Comment").click()
+    expect(page.locator("#comments .comment")).to_have_count(1)
+    expect(page.locator("#comments")).to_contain_text("Opening an RMA with the vendor.")
+    page.select_option("#status-to", "waiting_vendor")
+    page.fill("#status-rma", "NV-RMA-2026-2201")
+    page.get_by_placeholder("Note (added as a comment)").fill("Replacement ships Monday.")
+    with page.expect_navigation(url=re.compile(rf"/support/tickets/{ticket.pk}/$")):
+        page.get_by_role("button", name="Change status").click()
+    assert any("now waiting on vendor (RMA NV-RMA-2026-2201)" in m for m in messages(page))
+    expect(page.locator("h1 .badge").first).to_have_text("Waiting on vendor")
+    expect(page.locator("table.fields tr", has_text="RMA number")).to_contain_text("NV-RMA-2026-2201")
+    ticket.refresh_from_db()
+    assert (ticket.status, ticket.rma_number) == ("waiting_vendor", "NV-RMA-2026-2201")
+    assert ticket.first_response_at is not None
+
+    # The swap: the RMA number and the GPU come pre-filled.
+    rma = page.locator("#rma")
+    expect(rma.locator("#id_rma_number")).to_have_value("NV-RMA-2026-2201")
+    expect(rma.locator("#id_gpu option:checked")).to_have_text(str(faulty))
+    rma.locator("#id_serial").fill("1650123009999")
+    rma.locator("#id_uuid").fill("GPU-5e1f0c3a-0000-4000-8000-000000009999")
+    with page.expect_navigation(url=re.compile(rf"/support/tickets/{ticket.pk}/(#rma)?$")):
+        rma.get_by_role("button", name="Record the swap").click()
+    assert any("Swap recorded" in m for m in messages(page))
+    expect(page.locator("#comments")).to_contain_text("serial 1650123009999 installed in gpu-zrh-017/gpu1")
+    session.screenshot("journey3-02-ticket", docs=True)
+
+    # The inventory: the node's slot 1 holds the new serial; both GPUs' pages tell the story.
+    new = GPU.objects.get(serial="1650123009999")
+    faulty.refresh_from_db()
+    assert (new.node, new.slot, new.state) == (node, 1, LifecycleState.IN_SERVICE)
+    assert (faulty.node, faulty.slot, faulty.state) == (None, None, LifecycleState.RETIRED)
+    page.goto(node.get_absolute_url())
+    expect(page.locator("body")).to_contain_text("1650123009999")
+    page.goto(new.get_absolute_url())
+    expect(page.locator("#lifecycle")).to_contain_text(
+        f"RMA NV-RMA-2026-2201: installed in gpu-zrh-017/gpu1, replacing {faulty_name}")
+    expect(page.locator("#history")).to_contain_text("installed in gpu-zrh-017/gpu1")
+    page.goto(faulty.get_absolute_url())
+    expect(page.locator("h1 .badge")).to_have_text("Retired")
+    expect(page.locator("#lifecycle")).to_contain_text(
+        "RMA NV-RMA-2026-2201: replaced by serial 1650123009999 in gpu-zrh-017/gpu1")
+    expect(page.locator("#history")).to_contain_text(f"ticket #{ticket.pk}")
+    session.screenshot("journey3-03-retired-gpu")
+    session.assert_clean()
+
+
+@pytest.fixture
+def vendor_ticket():
+    """A triaged ticket on a GPU, filed by a researcher."""
+    from tests.factories import make_ticket
+
+    researcher = make_user("rita", RESEARCHER)
+    gpu = make_gpu(node=make_node(hostname="gpu-zrh-020"), slot=0)
+    return make_ticket(title="XID 48", gpu=gpu, node=gpu.node, requester=researcher, status=Ticket.Status.TRIAGED)
+
+
+def test_moving_to_waiting_on_vendor_records_the_rma_number_in_the_same_change(vendor_ticket):
+    engineer = make_user("sam", SUPPORT)
+    client = Client()
+    client.force_login(engineer)
+    response = client.post(f"/support/tickets/{vendor_ticket.pk}/status/",
+                           {"status": "waiting_vendor", "note": "", "rma_number": " NV-RMA-77 "}, follow=True)
+    assert "is now waiting on vendor (RMA NV-RMA-77)." in response.content.decode()
+    vendor_ticket.refresh_from_db()
+    assert (vendor_ticket.status, vendor_ticket.rma_number) == ("waiting_vendor", "NV-RMA-77")
+    latest = vendor_ticket.history.first()  # one history record holds both changes
+    assert (latest.status, latest.rma_number) == ("waiting_vendor", "NV-RMA-77")
+
+
+def test_a_refused_move_does_not_save_the_rma_number(vendor_ticket):
+    engineer = make_user("sam", SUPPORT)
+    client = Client()
+    client.force_login(engineer)
+    response = client.post(f"/support/tickets/{vendor_ticket.pk}/status/",
+                           {"status": "new", "rma_number": "NV-RMA-78"}, follow=True)
+    assert "Cannot go from Triaged to New" in response.content.decode()
+    vendor_ticket.refresh_from_db()
+    assert (vendor_ticket.status, vendor_ticket.rma_number) == ("triaged", "")
+
+
+def test_a_requester_cannot_set_the_rma_number(vendor_ticket):
+    client = Client()
+    client.force_login(vendor_ticket.requester)
+    response = client.post(f"/support/tickets/{vendor_ticket.pk}/status/",
+                           {"status": "closed", "rma_number": "NV-RMA-79"})
+    assert response.status_code == 403
+    vendor_ticket.refresh_from_db()
+    assert (vendor_ticket.status, vendor_ticket.rma_number) == ("triaged", "")
+    page = client.get(f"/support/tickets/{vendor_ticket.pk}/").content.decode()
+    assert 'name="rma_number"' not in page  # the field is for support staff only
