@@ -1,0 +1,362 @@
+"""Loopback load test: the portal as in production (gunicorn, PostgreSQL, Celery worker and beat pulling
+telemetry) under 1 and then N concurrent users (locust, headless, bounded in time).
+
+    .venv/bin/python bench/loadtest.py [--users 50] [--duration 60] [--workers 4]
+
+1. Starts a throwaway PostgreSQL (``tests/pgserver.py``), migrates, collects static files and runs
+   ``seed_demo`` (two sites, 7 days of telemetry, contracts, plans, tickets); issues API tokens.
+2. Starts the telemetry simulator, a Celery worker and Celery beat (the embedded filesystem broker), with
+   beat polling every ``--poll`` seconds and the demo sources pulled every ``--pull-interval`` seconds, so
+   pulls run (and write rollups) while the users browse.
+3. Starts gunicorn with ``DEBUG=0`` (secure cookies, HSTS, HTTPS redirect, manifest static files); the users
+   send ``X-Forwarded-Proto: https`` as the TLS proxy in front of it would (``SECURE_PROXY_SSL_HEADER=1``).
+4. Runs ``bench/locustfile.py`` headless: 1 user (the baseline), then ``--users`` users, each for
+   ``--duration`` seconds; prints requests, failures, requests/s and p50/p95/p99 per run and per request
+   kind, the ratios N users / 1 user, the telemetry pulls that ran in each window (counted in the database),
+   and any server errors from the gunicorn and Celery logs.
+5. Stops everything and removes the temporary folder, also on Ctrl-C or an error.
+
+Exit status: 0 when both runs had no failed request, no server error was logged and pulls ran; else 1.
+The logs and locust's CSV files stay in ``--keep`` (default: none) for a closer look.
+"""
+
+import argparse
+import csv
+import json
+import os
+import secrets
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "portal.settings")
+BIN = Path(sys.executable).parent
+PYTHON = sys.executable
+
+
+def parse_args():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--users", type=int, default=50, help="Concurrent users of the main run (default 50).")
+    parser.add_argument("--duration", type=int, default=60, help="Seconds each run lasts (default 60).")
+    parser.add_argument("--spawn-rate", type=float, default=10, help="Users started per second (default 10).")
+    parser.add_argument("--workers", type=int, default=4, help="gunicorn worker processes (default 4).")
+    parser.add_argument("--threads", type=int, default=1, help="Threads per gunicorn worker (default 1).")
+    parser.add_argument("--poll", type=int, default=5, help="Seconds between beat's telemetry polls (default 5).")
+    parser.add_argument("--pull-interval", type=int, default=15,
+                        help="Seconds between pulls of each demo telemetry source (default 15).")
+    parser.add_argument("--keep", type=Path, help="Copy the logs and locust CSV files into this folder.")
+    return parser.parse_args()
+
+
+class Processes:
+    """The background processes of the test; ``stop()`` ends them all (TERM, then KILL after a grace time)."""
+
+    def __init__(self, folder):
+        self.folder = folder
+        self.running = []
+
+    def start(self, name, args, env):
+        log = open(self.folder / f"{name}.log", "w")
+        # A process group of its own: Ctrl-C in the terminal reaches only us, and we stop the children in order.
+        process = subprocess.Popen(args, cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT,
+                                   start_new_session=True)
+        self.running.append((name, process, log))
+        return process
+
+    def check_alive(self):
+        for name, process, _ in self.running:
+            if process.poll() is not None:
+                raise RuntimeError(f"{name} exited with status {process.returncode}; see its log:\n"
+                                   + tail(self.folder / f"{name}.log"))
+
+    def stop(self):
+        for _, process, _ in reversed(self.running):
+            if process.poll() is None:
+                os.killpg(process.pid, signal.SIGTERM)
+        deadline = time.monotonic() + 15
+        for _, process, log in reversed(self.running):
+            try:
+                process.wait(timeout=max(0.1, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                os.killpg(process.pid, signal.SIGKILL)
+                process.wait()
+            log.close()
+        self.running = []
+
+
+def tail(path, lines=30):
+    try:
+        return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
+    except OSError:
+        return "(no log)"
+
+
+def run_command(args, env, what):
+    result = subprocess.run(args, cwd=ROOT, env=env, capture_output=True, text=True)
+    if result.returncode:
+        output = result.stdout[-3000:] + result.stderr[-3000:]
+        raise RuntimeError(f"{what} failed (status {result.returncode}):\n{output}")
+    return result.stdout
+
+
+def wait_for_http(url, processes, headers=None, timeout=60):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        processes.check_alive()
+        try:
+            with urllib.request.urlopen(urllib.request.Request(url, headers=headers or {}), timeout=5):
+                return
+        except urllib.error.HTTPError:
+            return  # it answers: good enough to know it is up
+        except OSError:
+            time.sleep(0.5)
+    raise RuntimeError(f"{url} did not answer within {timeout} s")
+
+
+def prepare(simulator_url, pull_interval, data_file):
+    """After seeding: point the demo sources at our simulator and pull them often; issue API tokens; write
+    the ids and filter values the locust users pick from."""
+    from django.contrib.auth.models import User
+
+    from inventory.models import GPU, Node, Site
+    from inventory.telemetry.models import TelemetrySource
+    from planning.models import CapacityPlan, Contract
+    from portal.models import APIToken
+    from support.models import Ticket
+
+    for source in TelemetrySource.objects.filter(url__startswith="http://127.0.0.1:9400"):
+        # seed_demo names port 9400 (make demo's simulator); ours runs on a free port.
+        TelemetrySource.objects.filter(pk=source.pk).update(
+            url=source.url.replace("http://127.0.0.1:9400", simulator_url), interval_seconds=pull_interval,
+            next_attempt_at=None)
+    tokens = [APIToken.issue(User.objects.get(username=name), "load test")[1] for name in ("manager", "viewer")]
+    nodes = Node.objects.all()
+    data = {
+        "tokens": tokens,
+        "sites": list(Site.objects.values_list("pk", flat=True)),
+        "nodes": list(nodes.values_list("pk", flat=True)),
+        "gpus": list(GPU.objects.values_list("pk", flat=True)),
+        "gpu_models": list(GPU.objects.values_list("gpu_model_id", flat=True).distinct()),
+        "gpu_pages": max(1, -(-GPU.objects.count() // 50)),
+        "partitions": sorted(set(nodes.exclude(partition="").values_list("partition", flat=True))),
+        "teams": sorted(set(nodes.exclude(owner_team="").values_list("owner_team", flat=True))),
+        "hostname_prefixes": sorted({name.rsplit("-", 1)[0] for name in nodes.values_list("hostname", flat=True)}),
+        "contracts": list(Contract.objects.values_list("pk", flat=True)),
+        "plans": list(CapacityPlan.objects.values_list("pk", flat=True)),
+        "tickets": list(Ticket.objects.values_list("pk", flat=True)),
+    }
+    empty = [key for key, value in data.items() if not value]
+    if empty:
+        raise RuntimeError(f"seed_demo left nothing to browse for: {', '.join(empty)}")
+    data_file.write_text(json.dumps(data))
+    return data
+
+
+def count_pulls(start, end):
+    """Pulls that ran in [start, end), from the database: each exporter scrape writes one sample row per GPU
+    with the scrape's time; a Slurm pull's success moves its source's ``last_success_at``."""
+    from django.db.models import Count
+
+    from inventory.telemetry.models import TelemetrySample, TelemetrySource
+
+    samples = TelemetrySample.objects.filter(ts__gte=start, ts__lt=end)
+    scrapes = samples.values("source", "ts").distinct().count()
+    return {"scrapes": scrapes, "sample rows": samples.count(),
+            "sources pulled": TelemetrySource.objects.filter(last_success_at__gte=start).aggregate(n=Count("pk"))["n"]}
+
+
+def run_locust(users, spawn_rate, duration, host, env, folder, label):
+    prefix = folder / f"locust-{label}"
+    args = [str(BIN / "locust"), "-f", str(ROOT / "bench" / "locustfile.py"), "--headless", "--host", host,
+            "-u", str(users), "-r", str(spawn_rate), "-t", f"{duration}s", "--stop-timeout", "10",
+            "--csv", str(prefix), "--only-summary", "--loglevel", "WARNING"]
+    with open(folder / f"locust-{label}.log", "w") as log:
+        # locust's own exit status is 1 when a request failed; the CSV says which, so it is read below.
+        subprocess.run(args, cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT, timeout=duration + 120)
+    with open(f"{prefix}_stats.csv") as handle:
+        rows = list(csv.DictReader(handle))
+    failures = []
+    if Path(f"{prefix}_failures.csv").exists():
+        with open(f"{prefix}_failures.csv") as handle:
+            failures = list(csv.DictReader(handle))
+    return rows, failures
+
+
+def figures(row):
+    return {
+        "requests": int(row["Request Count"]), "failures": int(row["Failure Count"]),
+        "rps": float(row["Requests/s"]), "p50": float(row["50%"]), "p95": float(row["95%"]),
+        "p99": float(row["99%"]),
+    }
+
+
+ERROR_MARKS = ("Traceback", "ERROR", "CRITICAL", "WORKER TIMEOUT", "Internal Server Error")
+
+
+def server_errors(folder):
+    """Lines of the gunicorn and Celery logs that tell of an error: tracebacks, 5xx, timeouts, killed workers."""
+    found = []
+    for name in ("gunicorn", "celery-worker", "celery-beat"):
+        for line in (folder / f"{name}.log").read_text(errors="replace").splitlines():
+            if any(mark in line for mark in ERROR_MARKS):
+                found.append(f"{name}: {line.strip()}")
+    return found
+
+
+def report(results, pulls, errors, args):
+    base, load = results["1"], results[str(args.users)]
+    print(f"\n== Totals ({args.duration} s each; gunicorn {args.workers} workers x {args.threads} threads) ==")
+    print(f"{'run':>10} {'requests':>9} {'failures':>9} {'req/s':>8} {'p50 ms':>8} {'p95 ms':>8} {'p99 ms':>8}"
+          f" {'scrapes':>8} {'sample rows':>12}")
+    for label, result in (("1 user", base), (f"{args.users} users", load)):
+        total = figures(result["rows"]["Aggregated"])
+        pull = pulls[label]
+        print(f"{label:>10} {total['requests']:>9} {total['failures']:>9} {total['rps']:>8.1f} {total['p50']:>8.0f}"
+              f" {total['p95']:>8.0f} {total['p99']:>8.0f} {pull['scrapes']:>8} {pull['sample rows']:>12}")
+    b, n = figures(base["rows"]["Aggregated"]), figures(load["rows"]["Aggregated"])
+    ratio = {key: n[key] / max(b[key], 1e-9) for key in ("requests", "rps", "p50", "p95", "p99")}
+    print(f"{'ratio':>10} {ratio['requests']:>9.1f} {'':>9} {ratio['rps']:>8.1f} {ratio['p50']:>8.1f}"
+          f" {ratio['p95']:>8.1f} {ratio['p99']:>8.1f}   ({args.users} users / 1 user)")
+
+    print(f"\n== Per request kind, {args.users} users (1 user's p50 for comparison) ==")
+    print(f"{'request':58} {'n':>6} {'fail':>5} {'p50':>6} {'p95':>6} {'p99':>6} {'1u p50':>7}")
+    for name, row in sorted(load["rows"].items(), key=lambda item: -figures(item[1])["p95"]):
+        if name == "Aggregated":
+            continue
+        f = figures(row)
+        one = base["rows"].get(name)
+        one_p50 = f"{figures(one)['p50']:>7.0f}" if one else f"{'-':>7}"
+        print(f"{row['Type'] + ' ' + name:58.58} {f['requests']:>6} {f['failures']:>5} {f['p50']:>6.0f}"
+              f" {f['p95']:>6.0f} {f['p99']:>6.0f} {one_p50}")
+
+    for label, result in (("1 user", base), (f"{args.users} users", load)):
+        for failure in result["failures"]:
+            print(f"FAILED ({label}): {failure['Method']} {failure['Name']}: {failure['Error']}"
+                  f" x{failure['Occurrences']}")
+    for line in errors[:20]:
+        print(f"SERVER ERROR: {line}")
+    if len(errors) > 20:
+        print(f"... and {len(errors) - 20} more server error lines")
+
+
+def main():
+    args = parse_args()
+    folder = Path(tempfile.mkdtemp(prefix="cluster-portal-load-"))
+    from tests.pgserver import throwaway_postgres
+
+    signal.signal(signal.SIGTERM, interrupted)
+    try:
+        with throwaway_postgres() as (host, port, user):
+            processes = Processes(folder)
+            try:
+                return measure(args, folder, processes, f"postgres://{user}@{host}:{port}/postgres")
+            finally:
+                # Before PostgreSQL stops: the workers and gunicorn hold connections to it.
+                processes.stop()
+                close_connections()
+    except KeyboardInterrupt:
+        print("\ninterrupted: stopped everything", file=sys.stderr)
+        return 130
+    finally:
+        if args.keep:
+            shutil.copytree(folder, args.keep, dirs_exist_ok=True, ignore=shutil.ignore_patterns("var", "static"))
+            print(f"logs and CSV files: {args.keep}")
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def close_connections():
+    from django.apps import apps
+
+    if apps.ready:  # after django.setup() only
+        from django.db import connections
+
+        connections.close_all()
+
+
+def measure(args, folder, processes, database_url):
+    from tests.pgserver import free_port
+
+    env = dict(
+        os.environ,
+        DATABASE_URL=database_url,
+        DEBUG="0",
+        SECRET_KEY=secrets.token_urlsafe(50),
+        ALLOWED_HOSTS="127.0.0.1",
+        SECURE_PROXY_SSL_HEADER="1",  # the users send X-Forwarded-Proto: https, as the TLS proxy would
+        PORTAL_VAR_DIR=str(folder / "var"),
+        STATIC_ROOT=str(folder / "static"),
+        TELEMETRY_POLL_SECONDS=str(args.poll),
+        LOG_LEVEL="WARNING",
+        PYTHONUNBUFFERED="1",
+    )
+    env.pop("CELERY_BROKER_URL", None)  # the embedded filesystem broker, under our var folder
+    os.environ.update(env)  # this process reads the same database (prepare, count_pulls)
+    import django
+
+    django.setup()
+    from django.utils import timezone
+
+    step("migrate, collectstatic, seed_demo")
+    manage = [PYTHON, "manage.py"]
+    run_command(manage + ["migrate", "--noinput", "-v", "0"], env, "migrate")
+    run_command(manage + ["collectstatic", "--noinput", "-v", "0"], env, "collectstatic")
+    run_command(manage + ["seed_demo"], env, "seed_demo")
+    simulator_port, web_port = free_port(), free_port()
+    data = prepare(f"http://127.0.0.1:{simulator_port}", args.pull_interval, folder / "data.json")
+    close_connections()
+    print(f"   {len(data['nodes'])} nodes, {len(data['gpus'])} GPUs, {len(data['tickets'])} tickets, "
+          f"{len(data['contracts'])} contracts, {len(data['plans'])} plans", flush=True)
+
+    step(f"simulator, Celery worker and beat, gunicorn ({args.workers} workers x {args.threads} threads)")
+    processes.start("simulator", manage + ["simulate_telemetry", "--port", str(simulator_port)], env)
+    processes.start("celery-worker", [str(BIN / "celery"), "-A", "portal", "worker", "--loglevel=INFO",
+                                      "--concurrency=2", "--without-gossip", "--without-mingle"], env)
+    processes.start("celery-beat", [str(BIN / "celery"), "-A", "portal", "beat", "--loglevel=INFO"], env)
+    processes.start("gunicorn", [str(BIN / "gunicorn"), "portal.wsgi", "--workers", str(args.workers),
+                                 "--threads", str(args.threads), "--bind", f"127.0.0.1:{web_port}",
+                                 "--timeout", "60", "--log-level", "warning"], env)
+    base_url = f"http://127.0.0.1:{web_port}"
+    wait_for_http(f"http://127.0.0.1:{simulator_port}/", processes)
+    wait_for_http(base_url + "/accounts/login/", processes, headers={"X-Forwarded-Proto": "https"})
+
+    locust_env = dict(env, LOADTEST_DATA=str(folder / "data.json"))
+    results, pulls = {}, {}
+    for users in (1, args.users):
+        label = "1 user" if users == 1 else f"{users} users"
+        step(f"locust: {label} for {args.duration} s")
+        start = timezone.now()
+        rows, failures = run_locust(users, min(args.spawn_rate, users), args.duration, base_url, locust_env,
+                                    folder, str(users))
+        end = timezone.now()
+        processes.check_alive()
+        results[str(users)] = {"rows": {row["Name"]: row for row in rows}, "failures": failures}
+        pulls[label] = count_pulls(start, end)
+        close_connections()
+    errors = server_errors(folder)
+    report(results, pulls, errors, args)
+    failed = sum(figures(result["rows"]["Aggregated"])["failures"] for result in results.values())
+    no_pulls = [label for label, pull in pulls.items() if not pull["scrapes"]]
+    if no_pulls:
+        print(f"NO TELEMETRY PULL ran during: {', '.join(no_pulls)}")
+    return 1 if failed or errors or no_pulls else 0
+
+
+def interrupted(signum, frame):
+    """SIGTERM (a CI timeout, ``kill``) tears everything down as Ctrl-C does."""
+    raise KeyboardInterrupt
+
+
+def step(message):
+    print(f"-- {message}", flush=True)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
