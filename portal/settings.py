@@ -74,10 +74,8 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
-    "portal.middleware.RequestIdMiddleware",
     "portal.middleware.ContentSecurityPolicyMiddleware",  # before WhiteNoise: static responses get it too
     "whitenoise.middleware.WhiteNoiseMiddleware",
-    "portal.middleware.DatabaseUnavailableMiddleware",  # outside the session and auth: their DB errors too
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
@@ -116,11 +114,6 @@ DATABASES = {
         conn_health_checks=True,
     )
 }
-if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
-    # A server that accepts but does not answer (a hung host, a half-open failover) fails a request within
-    # seconds (a 503, portal.middleware) instead of holding it for the kernel's TCP timeout.
-    DATABASES["default"].setdefault("OPTIONS", {}).setdefault(
-        "connect_timeout", int(os.environ.get("DATABASE_CONNECT_TIMEOUT", "5")))
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 AUTH_PASSWORD_VALIDATORS = [
@@ -228,12 +221,7 @@ CONTENT_SECURITY_POLICY = {
 }
 
 # --- REST API ----------------------------------------------------------------------------------
-# Clients may pin it: ``Accept: application/json; version=1.0``; another version is a 406.
-API_VERSION = "1.0"
 REST_FRAMEWORK = {
-    "DEFAULT_VERSIONING_CLASS": "portal.api.versioning.AcceptHeaderVersioning",
-    "DEFAULT_VERSION": API_VERSION,
-    "ALLOWED_VERSIONS": [API_VERSION],
     "DEFAULT_AUTHENTICATION_CLASSES": [
         "portal.api.authentication.APITokenAuthentication",
         "rest_framework.authentication.SessionAuthentication",
@@ -243,9 +231,9 @@ REST_FRAMEWORK = {
         "django_filters.rest_framework.DjangoFilterBackend",
         "rest_framework.filters.OrderingFilter",
     ],
-    "DEFAULT_PAGINATION_CLASS": "portal.api.pagination.PortalPagination",
+    "DEFAULT_PAGINATION_CLASS": "portal.api.pagination.PortalPageNumberPagination",
     "PAGE_SIZE": 50,
-    "DEFAULT_SCHEMA_CLASS": "portal.api.schema.PortalAutoSchema",
+    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "DEFAULT_RENDERER_CLASSES": [
         "rest_framework.renderers.JSONRenderer",
         "rest_framework.renderers.BrowsableAPIRenderer",
