@@ -1,5 +1,8 @@
 """Request-level security: the login requirement, login throttling glue (django-axes) and the
-Content-Security-Policy (django-csp)."""
+Content-Security-Policy (django-csp); and a clear 503 while the database is unreachable."""
+
+import logging
+import sys
 
 from axes.backends import AxesStandaloneBackend
 from csp.constants import SELF
@@ -7,7 +10,11 @@ from csp.middleware import CSPMiddleware
 from django.conf import settings
 from django.contrib.auth.forms import AuthenticationForm
 from django.contrib.auth.middleware import LoginRequiredMiddleware as DjangoLoginRequiredMiddleware
+from django.core.signals import got_request_exception
+from django.db import InterfaceError, OperationalError
+from django.http import HttpResponse, JsonResponse
 from django.shortcuts import render
+from django.template.loader import render_to_string
 
 
 class LoginRequiredMiddleware(DjangoLoginRequiredMiddleware):
@@ -68,3 +75,55 @@ class ContentSecurityPolicyMiddleware(CSPMiddleware):
                 if request.path_info.startswith(prefix):
                     parts.update = {**(parts.update or {}), **update}
         return parts
+
+
+# --- The database is down ---------------------------------------------------------------------------------
+log = logging.getLogger(__name__)
+DATABASE_UNAVAILABLE = "The database is not reachable at the moment. Try again in a minute."
+DATABASE_RETRY_AFTER_S = 30
+_DATABASE_ERRORS = (OperationalError, InterfaceError)
+
+
+def database_unavailable_response(request):
+    """503 with a page (or JSON for the API) that needs no database: no context processors, no user."""
+    if request.path_info.startswith("/api/") or "application/json" in request.headers.get("Accept", ""):
+        response = JsonResponse({"detail": DATABASE_UNAVAILABLE}, status=503)
+    else:
+        page = render_to_string("503.html", {"message": DATABASE_UNAVAILABLE})
+        response = HttpResponse(page, status=503)
+    response["Retry-After"] = str(DATABASE_RETRY_AFTER_S)
+    response["Cache-Control"] = "no-store"
+    return response
+
+
+def _mark_database_error(sender, request=None, **kwargs):
+    # An error raised in another middleware (the session or user loaded by the login check) never reaches
+    # process_exception: Django turns it into a 500 (with DEBUG, a traceback page) right there and only
+    # sends this signal, while the exception is still being handled. Mark the request; the middleware swaps it.
+    if request is not None and isinstance(sys.exc_info()[1], _DATABASE_ERRORS):
+        request.database_unavailable = True
+
+
+got_request_exception.connect(_mark_database_error, dispatch_uid="portal-database-unavailable")
+
+
+class DatabaseUnavailableMiddleware:
+    """A request that fails because PostgreSQL is down or restarting (connection refused or cut) gets a
+    clear 503 "try again" instead of a 500 or a traceback. Nothing else is needed to recover: Django's
+    ``CONN_HEALTH_CHECKS`` drops the dead connection and the next request connects afresh.
+    Sits outside the session and authentication middleware, whose database errors it catches too."""
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request):
+        response = self.get_response(request)
+        if getattr(request, "database_unavailable", False) and response.status_code == 500:
+            return database_unavailable_response(request)
+        return response
+
+    def process_exception(self, request, exception):
+        if isinstance(exception, _DATABASE_ERRORS):
+            log.warning("database unavailable for %s %s: %s", request.method, request.path, exception)
+            return database_unavailable_response(request)
+        return None
