@@ -6,7 +6,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 PORT ?= 8000
 
-.PHONY: demo test install install-test lint run-worker clean
+.PHONY: demo test install install-test lint run-worker clean loadtest
 
 $(BIN)/python:
 	@command -v $(PYTHON) >/dev/null || { echo "Python 3.11 is needed (set PYTHON=...)"; exit 1; }
@@ -44,6 +44,13 @@ test: install-test
 	$(BIN)/ruff check .
 	$(BIN)/python manage.py makemigrations --check --dry-run
 	$(BIN)/pytest -n 2
+
+# Loopback load test (bench/README.md): gunicorn, PostgreSQL, Celery worker and beat as in production, then
+# locust with 1 user and LOAD_USERS users for LOAD_SECONDS each; prints p50/p95/p99 and requests per second.
+LOAD_USERS ?= 50
+LOAD_SECONDS ?= 60
+loadtest: install-test
+	$(BIN)/python bench/loadtest.py --users $(LOAD_USERS) --duration $(LOAD_SECONDS)
 
 lint: install-test
 	$(BIN)/ruff check --fix .
