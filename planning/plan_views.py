@@ -38,11 +38,24 @@ class CapacityPlanForm(forms.ModelForm):
         fields = ["name", "description", "horizon_months", *SCENARIO_FIELDS]
 
 
+def filters_in_use(request):
+    """Whether the list's query narrows it (paging and sorting do not): an empty list then means "no match"."""
+    return any(value for key, value in request.GET.items() if key not in ("page", "sort", "per_page"))
+
+
 class CapacityPlanListView(ObjectListView):
     queryset = (CapacityPlan.objects.select_related("owner", "submitted_by", "decided_by")
                 .annotate(workload_count=Count("workloads", distinct=True), item_count=Count("items", distinct=True)))
     filterset_class = filters.CapacityPlanFilterSet
     table_class = tables.CapacityPlanTable
+
+    def get_table_kwargs(self):
+        if filters_in_use(self.request):
+            empty = "No capacity plans match these filters."
+        else:
+            empty = ("No capacity plans yet. Add capacity plan starts an empty one; accepting a recommendation "
+                     "(Planning → Recommendations) starts one with the suggested nodes in its bill of materials.")
+        return {**super().get_table_kwargs(), "empty_text": empty}
 
 
 # The sizing figures the workloads table shows for each workload, with their column headers.

@@ -58,6 +58,16 @@ class RecommendationListView(ObjectListView):
             kwargs["data"].setlist("status", [R.Status.OPEN])
         return kwargs
 
+    def get_table_kwargs(self):
+        if self.request.GET:  # the filters say what to show (the first visit shows the open ones)
+            empty = "No recommendations match these filters."
+        else:
+            empty = ("No open recommendations: the last analysis found nothing to add, fix or replace. It runs daily "
+                     "over the last week of telemetry and Slurm records")
+            empty += "; Run analysis now runs it at once." if self.request.user.has_perm(
+                "planning.add_recommendation") else "."
+        return {**super().get_table_kwargs(), "empty_text": empty}
+
     def get_context_data(self, **kwargs):
         # Recommendations are made by the analysis, never added by hand: no "Add" or "Import" button.
         context = super(ObjectListView, self).get_context_data(**kwargs)

@@ -75,6 +75,17 @@ class TicketListView(TicketAccessMixin, ObjectListView):
     def get_queryset(self):
         return super().get_queryset().select_related(*LIST_RELATED)
 
+    def get_table_kwargs(self):
+        query = {key: value for key, value in self.request.GET.items() if value and key not in ("page", "sort")}
+        queue = dict(QUEUES).get(query.pop("queue", ""))
+        if query:
+            empty = "No tickets match these filters."
+        elif queue:
+            empty = f"No tickets in the “{queue}” queue."
+        else:
+            empty = "No tickets yet. Report a problem opens one, as does the button on a node's or GPU's page."
+        return {**super().get_table_kwargs(), "empty_text": empty}
+
     def get_context_data(self, **kwargs):
         context = super().get_context_data(**kwargs)
         query = self.request.GET.copy()

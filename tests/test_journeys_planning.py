@@ -10,6 +10,7 @@
 Each step is checked on the page the user sees (no reloads to see a change) and against the database, and every
 page must run without a JS error, a failed request or a request to another host."""
 
+import html
 import re
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
@@ -314,3 +315,52 @@ def test_a_requester_cannot_set_the_rma_number(vendor_ticket):
     assert (vendor_ticket.status, vendor_ticket.rma_number) == ("triaged", "")
     page = client.get(f"/support/tickets/{vendor_ticket.pk}/").content.decode()
     assert 'name="rma_number"' not in page  # the field is for support staff only
+
+
+# --- rough edges the journeys crossed: empty lists say why and what to do; charts say what they draw ----------
+
+
+def empty_row(client, url):
+    """The text of the list's empty row (the table is the page's only one with ``tr.empty``)."""
+    response = client.get(url)
+    assert response.status_code == 200, url
+    found = re.search(r'<tr class="empty"><td colspan="\d+">(.*?)</td>', response.content.decode(), re.S)
+    return html.unescape(found.group(1)).strip() if found else None
+
+
+def test_empty_planning_and_support_lists_say_what_to_do():
+    manager, engineer = make_user("max", MANAGER), make_user("sam", SUPPORT)
+    client = Client()
+    client.force_login(manager)
+    assert empty_row(client, "/planning/capacity-plans/").startswith(
+        "No capacity plans yet. Add capacity plan starts an empty one; accepting a recommendation")
+    assert empty_row(client, "/planning/capacity-plans/?status=approved") == "No capacity plans match these filters."
+    assert empty_row(client, "/planning/capacity-plans/?sort=name").startswith("No capacity plans yet.")
+    assert empty_row(client, "/planning/recommendations/").endswith(
+        "over the last week of telemetry and Slurm records; Run analysis now runs it at once.")
+    assert empty_row(client, "/planning/recommendations/?status=dismissed") == (
+        "No recommendations match these filters.")
+    client.force_login(engineer)
+    assert empty_row(client, "/support/tickets/").startswith("No tickets yet. Report a problem opens one")
+    assert empty_row(client, "/support/tickets/?queue=mine") == "No tickets in the “Mine” queue."
+    assert empty_row(client, "/support/tickets/?queue=mine&priority=P1") == "No tickets match these filters."
+
+
+def test_support_metrics_charts_have_axis_titles_and_say_when_there_is_nothing_to_draw(browser_page):
+    from tests.factories import make_ticket
+
+    session, page = browser_page, browser_page.page
+    make_user("sam", SUPPORT)
+    make_ticket(title="Fans at 100 %", category="hardware", node=make_node(site=make_site(name="zrh-1")))
+    log_in(page, "sam", "/support/metrics/")
+    by_category = page.locator(".chart[data-source=open-by-category]")
+    by_category.locator(".main-svg").first.wait_for()
+    expect(by_category.locator(".g-xtitle")).to_have_text("category")
+    expect(by_category.locator(".g-ytitle")).to_have_text("open tickets")
+    # Nothing resolved yet: a sentence, not an empty axis from -1 to 1.
+    for source in ("mttr-by-category", "compliance-by-priority"):
+        chart = page.locator(f".chart[data-source={source}]")
+        expect(chart).to_have_class(re.compile(r"\bchart-empty\b"))
+        expect(chart).to_have_text("No ticket resolved in the last 90 days.")
+    session.screenshot("support-metrics")
+    session.assert_clean()

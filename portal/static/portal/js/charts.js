@@ -135,8 +135,13 @@
 
   var renderers = {
     bar: function (el, d) {
-      if (!d.x.length) { el.textContent = "No data yet."; return; }
-      Plotly.newPlot(el, [{ type: "bar", x: d.x, y: d.y, marker: { color: "#2f6fdb" } }], layout(el), CONFIG);
+      // Bars that are all zero draw an empty axis from -1 to 1: say what is missing instead (data-empty).
+      if (!d.x.length || !hasValues(d.y.map(function (v) { return v || null; }))) {
+        empty(el, el.dataset.empty || "No data yet.");
+        return;
+      }
+      Plotly.newPlot(el, [{ type: "bar", x: d.x, y: d.y, marker: { color: "#2f6fdb" } }],
+        layout(el, el.dataset.xTitle ? { xaxis: axis(el.dataset.xTitle) } : {}), CONFIG);
     },
     "stacked-bar": function (el, d) {
       var traces = d.series.filter(function (s) { return s.counts.some(function (c) { return c > 0; }); })
