@@ -76,6 +76,7 @@ MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
     "portal.middleware.ContentSecurityPolicyMiddleware",  # before WhiteNoise: static responses get it too
     "whitenoise.middleware.WhiteNoiseMiddleware",
+    "portal.middleware.DatabaseUnavailableMiddleware",  # outside the session and auth: their DB errors too
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
@@ -114,6 +115,11 @@ DATABASES = {
         conn_health_checks=True,
     )
 }
+if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
+    # A server that accepts but does not answer (a hung host, a half-open failover) fails a request within
+    # seconds (a 503, portal.middleware) instead of holding it for the kernel's TCP timeout.
+    DATABASES["default"].setdefault("OPTIONS", {}).setdefault(
+        "connect_timeout", int(os.environ.get("DATABASE_CONNECT_TIMEOUT", "5")))
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 AUTH_PASSWORD_VALIDATORS = [
@@ -268,6 +274,10 @@ if CELERY_BROKER_URL.startswith("filesystem://"):
         "control_folder": str(BROKER_DIR / "control"),
         "store_processed": False,
     }
+# A dead or hung broker must not hold a request: a publish gives up after about 2 s of connecting and two quick
+# retries (portal.tasks.enqueue); what it was for stays recorded (a due source, a pending webhook) and is queued again.
+CELERY_BROKER_CONNECTION_TIMEOUT = float(os.environ.get("CELERY_BROKER_CONNECTION_TIMEOUT", "2"))
+CELERY_TASK_PUBLISH_RETRY_POLICY = {"max_retries": 2, "interval_start": 0, "interval_step": 0.2, "interval_max": 0.5}
 CELERY_TASK_IGNORE_RESULT = True
 CELERY_TASK_ACKS_LATE = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1

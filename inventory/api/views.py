@@ -15,7 +15,7 @@ from rest_framework.views import APIView
 from portal.api.viewsets import ChangePermission, PortalModelViewSet
 
 from .. import filters, lifecycle, querysets
-from ..tasks import pull_telemetry_source
+from ..tasks import PULL_NOT_QUEUED, queue_pull_now
 from ..telemetry import queries as telemetry_queries
 from ..telemetry.filters import TelemetrySourceFilterSet, UnknownSeriesFilterSet
 from ..telemetry.models import TelemetrySource
@@ -192,7 +192,8 @@ class TelemetrySourceViewSet(PortalModelViewSet):
         source = self.get_object()
         if not source.enabled:
             return Response({"detail": f"{source} is disabled; enable it to pull it."}, status=409)
-        transaction.on_commit(lambda: pull_telemetry_source.delay(source.pk))
+        if not queue_pull_now(source.pk):  # recorded as due: still accepted, run by the next poll
+            return Response({"detail": PULL_NOT_QUEUED}, status=202)
         return Response({"detail": f"Pull of {source} queued."}, status=202)
 
 

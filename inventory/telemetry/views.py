@@ -4,14 +4,13 @@ dashboard, and the GPU charts of a node's page."""
 from django.conf import settings
 from django.contrib import messages
 from django.core.exceptions import PermissionDenied
-from django.db import transaction
 from django.http import Http404, HttpResponseRedirect
 from django.shortcuts import get_object_or_404, render
 from django.urls import reverse
 from django.views import View
 
 from inventory import querysets
-from inventory.tasks import pull_telemetry_source
+from inventory.tasks import PULL_NOT_QUEUED, queue_pull_now
 from portal.generic import ModelPermissionMixin, ObjectListView, ObjectView, RelatedTable
 
 from . import charts, queries
@@ -68,10 +67,11 @@ class PullNowView(ModelPermissionMixin, View):
         source = get_object_or_404(TelemetrySource, pk=pk)
         if not source.enabled:
             messages.error(request, f"{source} is disabled; enable it to pull it.")
-        else:
-            transaction.on_commit(lambda: pull_telemetry_source.delay(source.pk))
+        elif queue_pull_now(source.pk):  # queued at once (nothing to commit first): the answer says if it worked
             messages.success(request, f"Pull of {source} queued; a worker runs it in the background. "
                                       "Reload this page in a moment to see its outcome.")
+        else:
+            messages.warning(request, PULL_NOT_QUEUED)
         return HttpResponseRedirect(source.get_absolute_url())
 
 
