@@ -15,6 +15,8 @@ from django.urls import reverse
 from django.utils import timezone
 from simple_history.models import HistoricalRecords
 
+from portal.history import ChangeRecord
+
 
 class LifecycleState(models.TextChoices):
     ORDERED = "ordered", "Ordered"
@@ -79,7 +81,7 @@ class GPUModel(PortalModel):
     nvlink_gbs = models.PositiveIntegerField(
         "GPU-to-GPU bandwidth (GB/s)", default=0, help_text="NVLink / Infinity Fabric, bidirectional; 0 if none."
     )
-    history = HistoricalRecords()
+    history = HistoricalRecords(bases=[ChangeRecord])
 
     class Meta:
         ordering = ["vendor", "name"]
@@ -102,7 +104,7 @@ class NodeModel(PortalModel):
         help_text="Indicative price of one node with its GPUs, in the portal's currency. Plans price a node at "
                   "the last order's unit price when there is one, else at this.",
     )
-    history = HistoricalRecords()
+    history = HistoricalRecords(bases=[ChangeRecord])
 
     class Meta:
         ordering = ["vendor", "name"]
@@ -134,7 +136,7 @@ class Site(PortalModel):
         help_text="Colocation or floor space for one rack. Empty: the portal's default.",
     )
     description = models.TextField(blank=True)
-    history = HistoricalRecords()
+    history = HistoricalRecords(bases=[ChangeRecord])
 
     class Meta:
         ordering = ["name"]
@@ -163,7 +165,7 @@ class Rack(PortalModel):
     name = models.CharField(max_length=100)
     height_u = models.PositiveIntegerField("height (U)", default=42, validators=[MinValueValidator(1)])
     power_budget_kw = models.DecimalField("power budget (kW)", max_digits=8, decimal_places=1, **positive())
-    history = HistoricalRecords()
+    history = HistoricalRecords(bases=[ChangeRecord])
 
     class Meta:
         ordering = ["site__name", "name"]
@@ -212,7 +214,7 @@ class Node(LifecycleModel):
     partition = models.CharField("partition / pool", max_length=100, blank=True, db_index=True)
     owner_team = models.CharField(max_length=100, blank=True, db_index=True)
     warranty_end = models.DateField(null=True, blank=True)
-    history = HistoricalRecords()
+    history = HistoricalRecords(bases=[ChangeRecord])
 
     class Meta:
         ordering = ["hostname"]
@@ -263,7 +265,7 @@ class GPU(LifecycleModel):
     gpu_model = models.ForeignKey(GPUModel, on_delete=models.PROTECT, related_name="gpus")
     serial = models.CharField(max_length=100, blank=True)
     uuid = models.CharField("UUID", max_length=100, blank=True, help_text="As nvidia-smi reports it: GPU-…")
-    history = HistoricalRecords()
+    history = HistoricalRecords(bases=[ChangeRecord])
 
     class Meta:
         ordering = ["node__hostname", "slot", "pk"]
@@ -333,7 +335,7 @@ class Fabric(PortalModel):
     link_speed_gbps = models.PositiveIntegerField("link speed (Gb/s)")
     site = models.ForeignKey(Site, on_delete=models.PROTECT, related_name="fabrics", null=True, blank=True)
     description = models.TextField(blank=True)
-    history = HistoricalRecords()
+    history = HistoricalRecords(bases=[ChangeRecord])
 
     class Meta:
         ordering = ["name"]
@@ -355,7 +357,7 @@ class Switch(PortalModel):
         max_digits=5, decimal_places=2, default=1, validators=[MinValueValidator(0)],
         help_text="Downlink to uplink bandwidth, e.g. 1.00 for a non-blocking fat tree.",
     )
-    history = HistoricalRecords()
+    history = HistoricalRecords(bases=[ChangeRecord])
 
     class Meta:
         ordering = ["name"]
@@ -383,7 +385,7 @@ class FabricAttachment(PortalModel):
     switch = models.ForeignKey(Switch, on_delete=models.SET_NULL, related_name="attachments", null=True, blank=True)
     ports = models.PositiveIntegerField(default=1, validators=[MinValueValidator(1)])
     speed_gbps = models.PositiveIntegerField("speed per port (Gb/s)")
-    history = HistoricalRecords()
+    history = HistoricalRecords(bases=[ChangeRecord])
 
     class Meta:
         ordering = ["node__hostname", "fabric__name"]
@@ -425,7 +427,7 @@ class StorageSystem(PortalModel):
     used_tb = models.DecimalField("used (TB)", max_digits=10, decimal_places=1, default=0, **positive())
     read_gbs = models.DecimalField("read (GB/s)", max_digits=8, decimal_places=1, **positive())
     write_gbs = models.DecimalField("write (GB/s)", max_digits=8, decimal_places=1, **positive())
-    history = HistoricalRecords()
+    history = HistoricalRecords(bases=[ChangeRecord])
 
     class Meta:
         ordering = ["name"]

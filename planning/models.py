@@ -13,6 +13,7 @@ from django.utils import timezone
 from simple_history.models import HistoricalRecords
 
 from inventory.models import GPU, GPUModel, Node, NodeModel, PortalModel, Rack, Site, StorageSystem, Switch
+from portal.history import ChangeRecord
 
 MONEY = {"max_digits": 14, "decimal_places": 2, "validators": [MinValueValidator(0)]}
 
@@ -53,7 +54,9 @@ class Contract(PortalModel):
     switches = models.ManyToManyField(Switch, blank=True, related_name="contracts")
     storage_systems = models.ManyToManyField(StorageSystem, blank=True, related_name="contracts")
     notes = models.TextField(blank=True)
-    history = HistoricalRecords(m2m_fields=[sites, racks, nodes, gpus, switches, storage_systems])
+    history = HistoricalRecords(
+        bases=[ChangeRecord], m2m_fields=[sites, racks, nodes, gpus, switches, storage_systems]
+    )
 
     class Meta:
         ordering = ["-start", "vendor", "reference"]
@@ -182,7 +185,7 @@ class PurchaseOrder(PortalModel):
     ordered_on = models.DateField(default=timezone.localdate)
     created_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True,
                                    related_name="+")
-    history = HistoricalRecords()
+    history = HistoricalRecords(bases=[ChangeRecord])
 
     class Meta:
         ordering = ["-ordered_on", "-pk"]
@@ -242,7 +245,7 @@ class Delivery(PortalModel):
     note = models.CharField(max_length=500, blank=True)
     created_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True,
                                    related_name="+")
-    history = HistoricalRecords()
+    history = HistoricalRecords(bases=[ChangeRecord])
 
     class Meta:
         ordering = ["-delivered_on", "-pk"]
@@ -284,7 +287,7 @@ class Webhook(PortalModel):
     secret = models.CharField(max_length=200, help_text="Signs each payload (HMAC-SHA256, X-Portal-Signature).")
     events = models.JSONField(default=list, help_text="Event names this webhook receives.")
     enabled = models.BooleanField(default=True)
-    history = HistoricalRecords(excluded_fields=["secret"])
+    history = HistoricalRecords(bases=[ChangeRecord], excluded_fields=["secret"])
 
     class Meta:
         ordering = ["name"]
@@ -399,7 +402,7 @@ class CapacityPlan(PortalModel):
     decided_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True,
                                    related_name="+", editable=False, help_text="Who approved or rejected it.")
     decided_at = models.DateTimeField(null=True, blank=True, editable=False)
-    history = HistoricalRecords()
+    history = HistoricalRecords(bases=[ChangeRecord])
 
     class Meta:
         ordering = ["-created", "name"]

@@ -17,13 +17,16 @@ def tracked_models(user):
     return sorted(models, key=lambda m: str(m._meta.verbose_name))
 
 
-def recent_changes(models, *, username=None, limit=200):
-    """The latest ``limit`` changes over ``models``: one query per model, merged by time."""
+def recent_changes(models, *, username=None, request_id=None, limit=200):
+    """The latest ``limit`` changes over ``models`` (of one user, of one request): one query per model,
+    merged by time."""
     records = []
     for model in models:
         history = model.history.select_related("history_user").order_by("-history_date")
         if username:
             history = history.filter(history_user__username=username)
+        if request_id:
+            history = history.filter(request_id=request_id)
         for record in history[:limit]:
             record.model_opts = model._meta
             records.append(record)

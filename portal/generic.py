@@ -11,6 +11,8 @@ from typing import Any
 from django import forms
 from django.contrib import messages
 from django.contrib.auth.mixins import PermissionRequiredMixin
+from django.core import signing
+from django.db import connection, transaction
 from django.db.models import BooleanField, ProtectedError
 from django.http import HttpResponseRedirect
 from django.shortcuts import render
@@ -22,6 +24,7 @@ from django_filters.views import FilterView
 from django_tables2 import RequestConfig, SingleTableMixin
 from django_tables2.export import ExportMixin
 
+from . import history, locking
 from .imports import run_import
 
 HISTORY_LIMIT = 25
@@ -202,7 +205,62 @@ def shown(obj, field_name, value):
     return value
 
 
-class ObjectEditView(ModelPermissionMixin, UpdateView):
+VERSION_FIELD = "_version"
+REASON_FIELD = "change_reason"
+
+
+class VersionedFormMixin:
+    """Optimistic locking for a model form: the form carries a signed snapshot of the values it was
+    opened with (a hidden field), and a save over values someone else has changed since is refused with
+    a message naming who changed what. The form then carries the new snapshot, so saving again is a
+    deliberate overwrite. An edit may say why it is made: stored with the change record."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        if self.instance.pk is not None:
+            self.fields[VERSION_FIELD] = forms.CharField(widget=forms.HiddenInput, required=False)
+            self.initial[VERSION_FIELD] = locking.form_token(self.instance, self.fields)
+            self.fields[REASON_FIELD] = forms.CharField(
+                label="Reason for the change", required=False, max_length=history.REASON_MAX_LENGTH,
+                help_text="Optional; shown in the history next to the change.",
+            )
+
+    def clean(self):
+        cleaned = super().clean()
+        if cleaned.get(REASON_FIELD):
+            self.instance._change_reason = cleaned[REASON_FIELD]  # read by django-simple-history on save
+        token = cleaned.get(VERSION_FIELD)
+        if self.instance.pk is None or not token:
+            return cleaned
+        current = type(self.instance)._default_manager
+        if connection.in_atomic_block:
+            current = current.select_for_update()  # nobody saves between this check and our save
+        current = current.get(pk=self.instance.pk)
+        try:
+            changes = locking.changes_since(token, current)
+        except signing.BadSignature as error:
+            raise forms.ValidationError("The form's version stamp is damaged; open the form again.") from error
+        if changes:
+            self.data = self.data.copy()
+            self.data[self.add_prefix(VERSION_FIELD)] = locking.form_token(current, self.fields)
+            raise forms.ValidationError(locking.stale_message(current, changes), code="stale")
+        return cleaned
+
+
+class LockedEditMixin:
+    """For an ``UpdateView``: its form gets ``VersionedFormMixin``, and a post is one transaction (the
+    row is locked from the version check to the save)."""
+
+    def get_form_class(self):
+        form_class = super().get_form_class()
+        return type(form_class.__name__, (VersionedFormMixin, form_class), {"__module__": form_class.__module__})
+
+    def post(self, request, *args, **kwargs):
+        with transaction.atomic():
+            return super().post(request, *args, **kwargs)
+
+
+class ObjectEditView(ModelPermissionMixin, LockedEditMixin, UpdateView):
     """Create (no pk in the URL) or edit an object with the model's form."""
 
     template_name = "generic/object_edit.html"

@@ -14,7 +14,26 @@ from django.core.signals import got_request_exception
 from django.db import InterfaceError, OperationalError
 from django.http import HttpResponse, JsonResponse
 from django.shortcuts import render
+
+from . import history
 from django.template.loader import render_to_string
+
+
+class RequestIdMiddleware:
+    """Gives every request an id (the client's ``X-Request-ID`` if sensible, else a new one), answers with
+    it, and stamps it on every change record the request makes (``portal.history``). API answers also say
+    which API version served them (``API-Version``)."""
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request):
+        request.id = history.request_id_from(request.headers.get(history.REQUEST_ID_HEADER))
+        response = self.get_response(request)
+        response[history.REQUEST_ID_HEADER] = request.id
+        if request.path_info.startswith("/api/"):
+            response["API-Version"] = settings.API_VERSION
+        return response
 
 
 class LoginRequiredMiddleware(DjangoLoginRequiredMiddleware):

@@ -74,6 +74,7 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    "portal.middleware.RequestIdMiddleware",
     "portal.middleware.ContentSecurityPolicyMiddleware",  # before WhiteNoise: static responses get it too
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "portal.middleware.DatabaseUnavailableMiddleware",  # outside the session and auth: their DB errors too
@@ -227,7 +228,12 @@ CONTENT_SECURITY_POLICY = {
 }
 
 # --- REST API ----------------------------------------------------------------------------------
+# Clients may pin it: ``Accept: application/json; version=1.0``; another version is a 406.
+API_VERSION = "1.0"
 REST_FRAMEWORK = {
+    "DEFAULT_VERSIONING_CLASS": "portal.api.versioning.AcceptHeaderVersioning",
+    "DEFAULT_VERSION": API_VERSION,
+    "ALLOWED_VERSIONS": [API_VERSION],
     "DEFAULT_AUTHENTICATION_CLASSES": [
         "portal.api.authentication.APITokenAuthentication",
         "rest_framework.authentication.SessionAuthentication",
@@ -237,9 +243,9 @@ REST_FRAMEWORK = {
         "django_filters.rest_framework.DjangoFilterBackend",
         "rest_framework.filters.OrderingFilter",
     ],
-    "DEFAULT_PAGINATION_CLASS": "portal.api.pagination.PortalPageNumberPagination",
+    "DEFAULT_PAGINATION_CLASS": "portal.api.pagination.PortalPagination",
     "PAGE_SIZE": 50,
-    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    "DEFAULT_SCHEMA_CLASS": "portal.api.schema.PortalAutoSchema",
     "DEFAULT_RENDERER_CLASSES": [
         "rest_framework.renderers.JSONRenderer",
         "rest_framework.renderers.BrowsableAPIRenderer",

@@ -103,8 +103,9 @@ class ChangeLogView(View):
         chosen = request.GET.get("model", "")
         models = [m for m in viewable if m._meta.label_lower == chosen] if chosen else viewable
         username = request.GET.get("user", "").strip()
+        request_id = request.GET.get("request_id", "").strip()
         return render(request, "portal/changelog.html", {
-            "records": changelog.recent_changes(models, username=username or None),
+            "records": changelog.recent_changes(models, username=username or None, request_id=request_id or None),
             "model_choices": [(m._meta.label_lower, m._meta.verbose_name) for m in viewable],
-            "chosen": chosen, "username": username, "actions": changelog.ACTIONS,
+            "chosen": chosen, "username": username, "request_id": request_id, "actions": changelog.ACTIONS,
         })

@@ -22,6 +22,7 @@ from simple_history.models import HistoricalRecords
 
 from inventory.models import GPU, Node, Site, StorageSystem, Switch
 from planning.models import Contract, SLATerm
+from portal.history import ChangeRecord
 
 
 class Team(models.Model):
@@ -29,7 +30,7 @@ class Team(models.Model):
                             help_text="A research team's name matches the nodes' owner team (e.g. llm-pretrain).")
     email = models.EmailField(blank=True, help_text="Optional: a list address that receives the team's notices.")
     members = models.ManyToManyField(settings.AUTH_USER_MODEL, blank=True, related_name="support_teams")
-    history = HistoricalRecords(m2m_fields=[members])
+    history = HistoricalRecords(bases=[ChangeRecord], m2m_fields=[members])
 
     class Meta:
         ordering = ["name"]
@@ -155,7 +156,7 @@ class Ticket(models.Model):
     updated = models.DateTimeField(auto_now=True)
 
     objects = TicketQuerySet.as_manager()
-    history = HistoricalRecords(excluded_fields=["updated"])
+    history = HistoricalRecords(bases=[ChangeRecord], excluded_fields=["updated"])
 
     class Meta:
         ordering = ["-opened", "-pk"]

@@ -19,7 +19,7 @@ from django_tables2 import RequestConfig
 
 from inventory.telemetry import charts as telemetry_charts
 from inventory.telemetry import queries as telemetry_queries
-from portal.generic import ObjectListView, ObjectView
+from portal.generic import LockedEditMixin, ObjectListView, ObjectView
 
 from . import faults, metrics, rma, sla, workflow
 from .filters import QUEUES, TicketFilterSet
@@ -214,7 +214,7 @@ class TicketCreateView(TicketFormMixin, TicketAccessMixin, UpdateView):
         return HttpResponseRedirect(ticket.get_absolute_url())
 
 
-class TicketEditView(TicketFormMixin, StaffMixin, UpdateView):
+class TicketEditView(LockedEditMixin, TicketFormMixin, StaffMixin, UpdateView):
     """Support staff edit a ticket; a new priority or assignee goes through the workflow (SLA, notices)."""
 
     def form_valid(self, form):

@@ -78,6 +78,7 @@ def test_api_root_lists_apps_schema_and_docs(manager_api):
         "inventory": "http://testserver/api/inventory/",
         "planning": "http://testserver/api/planning/",
         "support": "http://testserver/api/support/",
+        "changes": "http://testserver/api/changes/",
         "schema": "http://testserver/api/schema/",
         "docs": "http://testserver/api/docs/",
         "redoc": "http://testserver/api/redoc/",
@@ -87,7 +88,8 @@ def test_api_root_lists_apps_schema_and_docs(manager_api):
 def test_inventory_root_lists_every_endpoint(manager_api):
     response = manager_api.get("/api/inventory/")
     assert response.status_code == 200
-    telemetry = {"telemetry-sources", "unknown-series", "slurm-jobs"}  # tests/test_telemetry_api.py covers them
+    # tests/test_telemetry_api.py and tests/test_api_integration.py cover the telemetry endpoints
+    telemetry = {"telemetry-sources", "unknown-series", "slurm-jobs", "gpu-hourly"}
     assert set(response.json()) == set(INVENTORY_ENDPOINTS) | telemetry
     for route, model in INVENTORY_ENDPOINTS.items():
         assert list_url(model) == f"/api/inventory/{route}/"

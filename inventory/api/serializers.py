@@ -21,7 +21,7 @@ from ..models import (
     Switch,
 )
 from ..telemetry import queries as telemetry_queries
-from ..telemetry.models import SlurmJob, TelemetrySource, UnknownSeries
+from ..telemetry.models import GPUHourly, SlurmJob, TelemetrySource, UnknownSeries
 
 COMMON = ["id", "url", "display"]
 TIMESTAMPS = ["created", "updated"]
@@ -242,6 +242,18 @@ class UnknownSeriesSerializer(PortalModelSerializer):
         model = UnknownSeries
         fields = [*COMMON, "source", "source_name", "key", "uuid", "hostname", "gpu_index", "model_name",
                   "first_seen", "last_seen"]
+        read_only_fields = fields
+
+
+class GPUHourlySerializer(serializers.ModelSerializer):
+    """One GPU's hour: utilization, memory, power, energy and error counts (null: not reported, never zero)."""
+
+    node = serializers.IntegerField(source="gpu.node_id", read_only=True, allow_null=True)
+
+    class Meta:
+        model = GPUHourly
+        fields = ["id", "gpu", "node", "hour", "util_mean", "util_max", "mem_used_mean_gb", "power_mean_w",
+                  "energy_wh", "gr_engine_active_mean", "tensor_active_mean", "xid_errors", "samples"]
         read_only_fields = fields
 
 

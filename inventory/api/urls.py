@@ -6,11 +6,12 @@ the Slurm jobs) are reports, not models.
 """
 
 from django.urls import path
-from rest_framework.routers import DefaultRouter
+
+from portal.api.routers import PortalRouter
 
 from . import views
 
-router = DefaultRouter()
+router = PortalRouter()
 router.register("sites", views.SiteViewSet)
 router.register("racks", views.RackViewSet)
 router.register("gpu-models", views.GPUModelViewSet)
@@ -24,6 +25,7 @@ router.register("storage-systems", views.StorageSystemViewSet)
 router.register("telemetry-sources", views.TelemetrySourceViewSet)
 router.register("unknown-series", views.UnknownSeriesViewSet)
 router.register("slurm-jobs", views.SlurmJobViewSet)
+router.register("gpu-hourly", views.GPUHourlyViewSet)
 
 urlpatterns = [
     *router.urls,

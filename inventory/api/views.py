@@ -17,8 +17,8 @@ from portal.api.viewsets import ChangePermission, PortalModelViewSet
 from .. import filters, lifecycle, querysets
 from ..tasks import PULL_NOT_QUEUED, queue_pull_now
 from ..telemetry import queries as telemetry_queries
-from ..telemetry.filters import TelemetrySourceFilterSet, UnknownSeriesFilterSet
-from ..telemetry.models import TelemetrySource
+from ..telemetry.filters import GPUHourlyFilterSet, TelemetrySourceFilterSet, UnknownSeriesFilterSet
+from ..telemetry.models import GPUHourly, TelemetrySource
 from . import serializers as api
 
 # --- Lifecycle actions ------------------------------------------------------------------------------
@@ -206,6 +206,17 @@ class UnknownSeriesViewSet(viewsets.ReadOnlyModelViewSet):
     filterset_class = UnknownSeriesFilterSet
     ordering = ["pk"]
     ordering_fields = "__all__"
+
+
+class GPUHourlyViewSet(viewsets.ReadOnlyModelViewSet):
+    """The hourly telemetry rollups of each GPU, for exports and reporting tools: filter by GPU, node, site and
+    hour range; read long ranges with cursor pages (``?cursor=``), which stay stable while new hours arrive."""
+
+    queryset = GPUHourly.objects.select_related("gpu")
+    serializer_class = api.GPUHourlySerializer
+    filterset_class = GPUHourlyFilterSet
+    ordering = ["pk"]
+    ordering_fields = ["pk", "hour", "util_mean", "power_mean_w"]
 
 
 class SlurmJobViewSet(viewsets.ReadOnlyModelViewSet):

@@ -4,7 +4,7 @@ import django_filters
 
 from inventory.filters import SearchFilterSet, yes_no_filter
 
-from .models import TelemetrySource, UnknownSeries
+from .models import GPUHourly, TelemetrySource, UnknownSeries
 
 
 class TelemetrySourceFilterSet(SearchFilterSet):
@@ -24,3 +24,16 @@ class UnknownSeriesFilterSet(SearchFilterSet):
     class Meta:
         model = UnknownSeries
         fields = ["source"]
+
+
+class GPUHourlyFilterSet(django_filters.FilterSet):
+    """Hourly GPU rows of one GPU, node or site, over ``since`` ≤ hour < ``until``."""
+
+    node = django_filters.NumberFilter(field_name="gpu__node")
+    site = django_filters.NumberFilter(field_name="gpu__node__site")
+    since = django_filters.IsoDateTimeFilter(field_name="hour", lookup_expr="gte")
+    until = django_filters.IsoDateTimeFilter(field_name="hour", lookup_expr="lt")
+
+    class Meta:
+        model = GPUHourly
+        fields = ["gpu"]

@@ -11,6 +11,7 @@ from django.utils import timezone
 from simple_history.models import HistoricalRecords
 
 from inventory.models import GPU, Node, PortalModel, Site
+from portal.history import ChangeRecord
 
 
 def validate_source_url(value):
@@ -60,7 +61,7 @@ class TelemetrySource(PortalModel):
     consecutive_failures = models.PositiveIntegerField(default=0)
     next_attempt_at = models.DateTimeField(null=True, blank=True)
     # The token is a secret: never copied into the history table. Pull state changes every minute: noise.
-    history = HistoricalRecords(excluded_fields=[
+    history = HistoricalRecords(bases=[ChangeRecord], excluded_fields=[
         "auth_token", "synced_until", "last_attempt_at", "last_success_at", "last_error", "last_error_at",
         "stale_since", "consecutive_failures", "next_attempt_at", "updated",
     ])

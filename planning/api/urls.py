@@ -1,11 +1,12 @@
 """``/api/planning/``: included by ``portal.api.urls`` under the namespace ``planning-api``."""
 
 from django.urls import path
-from rest_framework.routers import DefaultRouter
+
+from portal.api.routers import PortalRouter
 
 from . import recommendations, views, webhooks
 
-router = DefaultRouter()
+router = PortalRouter()
 router.register("contracts", views.ContractViewSet)
 router.register("plans", views.CapacityPlanViewSet)
 router.register("purchase-orders", views.PurchaseOrderViewSet)

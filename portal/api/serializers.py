@@ -8,6 +8,10 @@ from drf_spectacular.settings import spectacular_settings
 from rest_framework import serializers
 from rest_framework.settings import api_settings
 
+from portal.history import REASON_MAX_LENGTH
+
+BRIEF_FIELDS = ("id", "url", "display")
+
 
 class PortalModelSerializer(serializers.ModelSerializer):
     """Base for every model's serializer.
@@ -19,9 +23,36 @@ class PortalModelSerializer(serializers.ModelSerializer):
       (``validate_constraints``), so a constraint DRF does not check itself (a conditional or
       expression ``UniqueConstraint``, a ``CheckConstraint``) is a 400 with a field error, not a
       database error.
+    - ``change_reason`` (write-only, on every write) is stored with the change records (``portal.history``).
+    - ``?fields=a,b`` or ``?brief=1`` on a GET trims the answer to those fields (brief: ``id``, ``url``,
+      ``display`` and ``Meta.brief_fields``). Trimming only leaves work out, so it never costs a query.
     """
 
     display = serializers.CharField(source="__str__", read_only=True)
+
+    def get_fields(self):
+        fields = super().get_fields()
+        fields["change_reason"] = serializers.CharField(
+            write_only=True, required=False, allow_blank=True, max_length=REASON_MAX_LENGTH,
+            help_text="Why you make this change: stored with the change records (or send the X-Change-Reason header).",
+        )
+        return fields
+
+    @property
+    def _readable_fields(self):
+        # What to_representation() walks: leaving a field out here skips its work (and its queries).
+        readable = list(super()._readable_fields)
+        wanted = wanted_fields(self, [field.field_name for field in readable])
+        return readable if wanted is None else [field for field in readable if field.field_name in wanted]
+
+    def to_internal_value(self, data):
+        attrs = super().to_internal_value(data)
+        reason = attrs.pop("change_reason", "")
+        request = self.context.get("request")
+        if request is not None:
+            # Read by portal.history when the change record is written; one per item in a bulk request.
+            getattr(request, "_request", request).change_reason = reason
+        return attrs
 
     def build_url_field(self, field_name, model_class):
         opts = model_class._meta
@@ -43,6 +74,28 @@ class PortalModelSerializer(serializers.ModelSerializer):
         if errors:
             raise serializers.ValidationError(errors)
         return attrs
+
+
+def wanted_fields(serializer, readable):
+    """The field names ``?fields=`` / ``?brief=1`` ask for (None: all), for the serializer of a GET's
+    answer (the top one, or each item of a list); nested serializers keep all theirs."""
+    request = serializer.context.get("request")
+    parent = serializer.parent
+    top = parent is None or (isinstance(parent, serializers.ListSerializer) and parent.parent is None)
+    if request is None or request.method != "GET" or not top:
+        return None
+    params = request.query_params
+    if params.get("brief") in ("1", "true"):
+        return {*BRIEF_FIELDS, *getattr(serializer.Meta, "brief_fields", ())}
+    if not params.get("fields"):
+        return None
+    wanted = {name.strip() for name in params["fields"].split(",") if name.strip()}
+    unknown = sorted(wanted - set(readable))
+    if unknown:
+        raise serializers.ValidationError(
+            {"fields": [f"Unknown field(s): {', '.join(unknown)}. Available: {', '.join(readable)}."]}
+        )
+    return wanted
 
 
 def constraint_errors(instance):

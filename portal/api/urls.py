@@ -7,11 +7,12 @@ Adding an app's API: add ``(name, module)`` to ``APPS``; the module's ``urlpatte
 from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularRedocView, SpectacularSwaggerView
 
+from .history import ChangesView
 from .views import APIRootView
 
 APPS = [("inventory", "inventory.api.urls"), ("planning", "planning.api.urls"), ("support", "support.api.urls")]
 
-LINKS = [("schema", "api-schema"), ("docs", "api-docs"), ("redoc", "api-redoc")]
+LINKS = [("changes", "api-changes"), ("schema", "api-schema"), ("docs", "api-docs"), ("redoc", "api-redoc")]
 
 urlpatterns = [
     path(
@@ -19,6 +20,7 @@ urlpatterns = [
         APIRootView.as_view(apps=[(name, f"{name}-api:api-root") for name, _ in APPS], links=LINKS),
         name="api-root",
     ),
+    path("changes/", ChangesView.as_view(), name="api-changes"),
     path("schema/", SpectacularAPIView.as_view(), name="api-schema"),
     path("docs/", SpectacularSwaggerView.as_view(url_name="api-schema"), name="api-docs"),
     path("redoc/", SpectacularRedocView.as_view(url_name="api-schema"), name="api-redoc"),

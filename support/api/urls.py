@@ -1,11 +1,12 @@
 """``/api/support/``: included by ``portal.api.urls`` under the namespace ``support-api``."""
 
 from django.urls import path
-from rest_framework.routers import DefaultRouter
+
+from portal.api.routers import PortalRouter
 
 from . import views
 
-router = DefaultRouter()
+router = PortalRouter()
 router.register("tickets", views.TicketViewSet)
 router.register("comments", views.TicketCommentViewSet)
 

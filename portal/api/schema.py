@@ -1,0 +1,110 @@
+"""drf-spectacular's schema generator, plus what ``PortalModelViewSet`` adds to every model's API:
+ETags and conditional requests, the change-reason header, and the bulk operations on list routes."""
+
+from drf_spectacular.openapi import AutoSchema
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter
+
+from portal.history import REASON_HEADER
+
+JSON = "application/json"
+
+ETAG = OpenApiParameter(
+    "ETag", OpenApiTypes.STR, OpenApiParameter.HEADER, response=[200],
+    description="The object's version; send it back in `If-Match` to change the object only if nobody else has.",
+)
+IF_MATCH = OpenApiParameter(
+    "If-Match", OpenApiTypes.STR, OpenApiParameter.HEADER,
+    description="The ETag you read. If the object has changed since, the request is refused with 412 and "
+                "changes nothing.",
+)
+IF_NONE_MATCH = OpenApiParameter(
+    "If-None-Match", OpenApiTypes.STR, OpenApiParameter.HEADER,
+    description="The ETag you have: 304 without a body while the object is unchanged.",
+)
+REASON = OpenApiParameter(
+    REASON_HEADER, OpenApiTypes.STR, OpenApiParameter.HEADER,
+    description="Why you make this change (at most 100 characters): stored with the change records, as is "
+                "the request id (`X-Request-ID`) that all changes of this request share.",
+)
+DETAIL = {"type": "object", "properties": {"detail": {"type": "string"}}, "required": ["detail"]}
+BULK_ACTIONS = {"bulk_update": "bulk_update", "bulk_partial_update": "bulk_partial_update",
+                "bulk_destroy": "bulk_destroy"}
+ID_ITEM = {"type": "object", "properties": {"id": {"type": "integer"}}, "required": ["id"]}
+
+
+def _array(items):
+    from .viewsets import MAX_BULK_ITEMS  # not at the top: the viewsets' classes need this module
+
+    return {"type": "array", "items": items, "minItems": 1, "maxItems": MAX_BULK_ITEMS}
+
+
+class PortalAutoSchema(AutoSchema):
+    def _portal_action(self):
+        from .viewsets import PortalModelViewSet  # not at the top: the viewsets' classes need this module
+
+        return getattr(self.view, "action", None) if isinstance(self.view, PortalModelViewSet) else None
+
+    def get_operation_id(self):
+        action = self._portal_action()
+        if action in BULK_ACTIONS:
+            return "_".join([t.replace("-", "_") for t in self._tokenize_path()] + [BULK_ACTIONS[action]])
+        return super().get_operation_id()
+
+    def get_description(self):
+        extra = {
+            "create": "Send a list of objects instead of one to create them all in one transaction: if any is "
+                      "invalid, nothing is saved and the 400 lists the errors of each item (`{}` for valid ones).",
+            "bulk_update": "Replaces each listed object (each item carries its `id`); one transaction, errors per "
+                           "item.",
+            "bulk_partial_update": "Changes the given fields of each listed object (each item carries its `id`); "
+                                   "one transaction, errors per item.",
+            "bulk_destroy": "Deletes the listed objects (ids, or objects with an `id`); one transaction, errors per "
+                            "item.",
+        }.get(self._portal_action())
+        description = super().get_description()
+        return "\n\n".join(part for part in (description, extra) if part)
+
+    def get_override_parameters(self):
+        params = list(super().get_override_parameters())
+        action = self._portal_action()
+        if action in ("retrieve", "update", "partial_update"):
+            params.append(ETAG)
+        if action == "retrieve":
+            params.append(IF_NONE_MATCH)
+        if action in ("update", "partial_update", "destroy"):
+            params.append(IF_MATCH)
+        if action and self.method in ("POST", "PUT", "PATCH", "DELETE"):
+            params.append(REASON)
+        return params
+
+    def _get_request_body(self, direction="request"):
+        action = self._portal_action()
+        if action == "bulk_destroy":
+            items = {"oneOf": [{"type": "integer"}, ID_ITEM]}
+            return {"content": {JSON: {"schema": _array(items)}}, "required": True}
+        body = super()._get_request_body(direction)
+        if body is None or action not in ("create", "bulk_update", "bulk_partial_update"):
+            return body
+        one = body["content"][JSON]["schema"]
+        if action == "create":
+            if self.view.bulk_create:
+                body["content"][JSON]["schema"] = {"oneOf": [one, _array(one)]}
+            return body
+        return {"content": {JSON: {"schema": _array({"allOf": [one, ID_ITEM]})}}, "required": True}
+
+    def _get_response_bodies(self, direction="response"):
+        responses = super()._get_response_bodies(direction)
+        action = self._portal_action()
+        if action in ("update", "partial_update", "destroy"):
+            responses["412"] = {"description": "The object changed since the ETag in If-Match.",
+                                "content": {JSON: {"schema": DETAIL}}}
+        if action == "retrieve":
+            responses["304"] = {"description": "Not modified: the ETag in If-None-Match is current."}
+        if action == "create" and self.view.bulk_create:
+            for media in responses.get("201", {}).get("content", {}).values():
+                media["schema"] = {"oneOf": [media["schema"], _array(media["schema"])]}
+        if action in ("bulk_update", "bulk_partial_update"):
+            for media in responses.get("200", {}).get("content", {}).values():
+                media["schema"] = _array(media["schema"])
+        return responses
