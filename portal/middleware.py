@@ -14,9 +14,9 @@ from django.core.signals import got_request_exception
 from django.db import InterfaceError, OperationalError
 from django.http import HttpResponse, JsonResponse
 from django.shortcuts import render
+from django.template.loader import render_to_string
 
 from . import history
-from django.template.loader import render_to_string
 
 
 class RequestIdMiddleware:
