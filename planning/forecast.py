@@ -98,6 +98,14 @@ def regular_series(history):
     return np.interp(np.arange(positions[-1] + 1), positions, values)
 
 
+def preload():
+    """Import the forecasting libraries now (about 4 s on a cold start), so that a web server does it
+    while it boots rather than in the first plan analysis a user opens. Management commands that never
+    forecast keep starting fast: the import stays lazy everywhere else."""
+    import pandas  # noqa: F401
+    from statsmodels.tsa.exponential_smoothing.ets import ETSModel  # noqa: F401
+
+
 def _ets(series, horizon, seasonal):
     """Fit an additive-error ETS model and return (mean, lower, upper) for ``horizon`` months."""
     import pandas as pd
