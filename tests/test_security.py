@@ -283,3 +283,14 @@ def test_html_in_a_text_file_is_downloaded_not_rendered(manager_client, media):
     assert response["Content-Type"] == "text/plain"
     assert response["Content-Disposition"].startswith("attachment;")
     assert response["X-Content-Type-Options"] == "nosniff"
+
+
+def test_deleting_a_contract_removes_its_documents_files(manager_client, media, django_capture_on_commit_callbacks):
+    contract = make_contract()
+    assert upload(manager_client, contract, "offer.pdf", PDF).status_code == 302
+    stored = Path(ContractDocument.objects.get().file.path)
+    assert stored.is_file()
+    with django_capture_on_commit_callbacks(execute=True):
+        contract.delete()
+    assert not stored.exists()
+    assert not ContractDocument.objects.exists()
