@@ -28,6 +28,9 @@ class PurchaseOrderTable(tables.Table):
     class Meta:
         model = PurchaseOrder
         fields = ["reference", "vendor", "contract", "site", "status", "ordered_on", "currency"]
+        # Orders are not entered on the pages: say where they come from.
+        empty_text = ("No purchase orders yet: the procurement system posts them over the API, against an approved "
+                      "capacity plan or a purchase contract (docs/procurement.md).")
 
 
 class OrderLineTable(tables.Table):
@@ -48,6 +51,8 @@ class DeliveryTable(tables.Table):
     class Meta:
         model = Delivery
         fields = ["id", "order", "external_id", "delivered_on", "item_count", "created_by"]
+        empty_text = ("No deliveries yet: the procurement system posts them over the API as units arrive, and the "
+                      "delivered nodes and GPUs appear in the inventory.")
 
 
 class DeliveryItemTable(tables.Table):

@@ -39,6 +39,7 @@ class UncoveredNodeTable(tables.Table):
     class Meta:
         model = Node
         fields = ("hostname", "site", "rack", "reason", "warranty_end", "owner_team", "serial")
+        empty_text = "Every in-service node has an active support contract and a warranty that has not ended."
 
 
 

@@ -19,6 +19,7 @@ from datetime import timedelta
 
 import pytest
 import requests
+from django.urls import reverse
 from django.utils import timezone
 from playwright.sync_api import expect
 
@@ -72,7 +73,7 @@ def utilization_fleet():
         node = make_node(site=site, node_model=node_model, hostname=hostname, partition=partition,
                          owner_team="vision", state=LifecycleState.IN_SERVICE)
         for slot in range(2):
-            gpu = make_gpu(node=node, gpu_model=gpu_model)
+            gpu = make_gpu(node=node, gpu_model=gpu_model, state=LifecycleState.IN_SERVICE)
             # The two GPUs differ a little, and the hours vary, so the node's chart shows two lines.
             hourly += [GPUHourly(gpu=gpu, hour=hour - timedelta(hours=h), util_mean=level + slot * 2 + h % 3,
                                  samples=60) for h in range(1, 49)]
@@ -258,13 +259,13 @@ def contracts():
     """Support for rack r01 ends in 40 days, a rental in 75 days, a purchase in two years. In service: two
     nodes in r01 (covered), one in r02 (no support) and one in r01 whose warranty has ended."""
     today = timezone.localdate()
-    site = make_site(name="fra-1")
-    r01, r02 = make_rack(site, name="fra-1-r01"), make_rack(site, name="fra-1-r02")
+    site = make_site(name="ber-1")
+    r01, r02 = make_rack(site, name="ber-1-r01"), make_rack(site, name="ber-1-r02")
     node_model = make_node_model(name="HGX H100")
     ok = dict(state=LifecycleState.IN_SERVICE, warranty_end=today + timedelta(days=400))
-    covered = [make_node(rack=r01, node_model=node_model, hostname=f"fra-h100-00{i}", **ok) for i in (1, 2)]
-    make_node(rack=r02, node_model=node_model, hostname="fra-h100-101", **ok)
-    make_node(rack=r01, node_model=node_model, hostname="fra-h100-003", state=LifecycleState.IN_SERVICE,
+    covered = [make_node(rack=r01, node_model=node_model, hostname=f"ber-h100-00{i}", **ok) for i in (1, 2)]
+    make_node(rack=r02, node_model=node_model, hostname="ber-h100-101", **ok)
+    make_node(rack=r01, node_model=node_model, hostname="ber-h100-003", state=LifecycleState.IN_SERVICE,
               warranty_end=today - timedelta(days=10))
 
     def contract(kind, reference, end, **kw):
@@ -301,9 +302,9 @@ def test_journey_5_contracts(contracts, browser_page):
         rows.filter(has_text="SUP-2026-7").get_by_role("link").first.click()
     expect(page.locator("h1")).to_contain_text("SUP-2026-7")
     coverage = page.locator("#coverage")
-    expect(coverage).to_contain_text("fra-1-r01")
-    expect(coverage).to_contain_text("fra-h100-001")
-    expect(coverage).to_contain_text("fra-h100-002")
+    expect(coverage).to_contain_text("ber-1-r01")
+    expect(coverage).to_contain_text("ber-h100-001")
+    expect(coverage).to_contain_text("ber-h100-002")
     session.screenshot("contract-detail", docs=True)
 
     # Uncovered in-service nodes: one without support, one whose warranty has ended (although its rack is
@@ -312,7 +313,86 @@ def test_journey_5_contracts(contracts, browser_page):
         coverage.get_by_role("link", name=re.compile("Uncovered in-service nodes")).click()
     uncovered = page.locator("#object-table tbody tr")
     expect(uncovered).to_have_count(2)
-    expect(uncovered.filter(has_text="fra-h100-101")).to_contain_text("no active support contract")
-    expect(uncovered.filter(has_text="fra-h100-003")).to_contain_text("warranty ended")
+    expect(uncovered.filter(has_text="ber-h100-101")).to_contain_text("no active support contract")
+    expect(uncovered.filter(has_text="ber-h100-003")).to_contain_text("warranty ended")
     session.screenshot("uncovered-nodes", docs=True)
+    session.assert_clean()
+
+
+# --- Layout: the main pages at 1280x800 and at phone width ------------------------------------------
+
+PHONE = {"width": 390, "height": 844}
+DESKTOP = {"width": 1280, "height": 800}
+
+
+@pytest.fixture
+def every_page(utilization_fleet, contracts):
+    """One of everything the main pages show (a fleet with telemetry, contracts, an order with a delivery, a
+    plan, a recommendation, a ticket), so each page is checked with content, not only its empty state.
+    Returns the paths to visit."""
+    from planning.models import Delivery, OrderLine, Recommendation
+    from tests.factories import make_ticket
+
+    node = utilization_fleet
+    gpu = node.gpus.first()
+    order = PurchaseOrder.objects.create(contract=Contract.objects.get(reference="PUR-1"), vendor="Supermicro",
+                                         reference="PO-7781", site=node.site)
+    line = OrderLine.objects.create(order=order, node_model=node.node_model, quantity=4, unit_price="300000.00")
+    Delivery.objects.create(order=order, external_id="dn-1")
+    plan = CapacityPlan.objects.create(name="Capacity for the 2027 model training runs", horizon_months=18)
+    PlanItem.objects.create(plan=plan, node_model=line.node_model, quantity=8, unit_cost="320000.00")
+    rec = Recommendation.objects.create(
+        key="capacity:train", kind=Recommendation.Kind.choices[0][0], title="Partition train is short of GPUs",
+        summary="Jobs in train waited 9.5 hours at the 95th percentile over the last 30 days.",
+        action="Add 4 nodes to train.", partition="train", site=node.site, node_count=4,
+        evidence={"figures": [{"label": "p95 queue wait", "value": 9.5, "unit": "h"}]})
+    ticket = make_ticket(title="XID 79 on gpu0 after the driver update, the node drops out of the Slurm partition",
+                         node=node, gpu=gpu)
+    contract = Contract.objects.get(reference="SUP-2026-7")
+    lists = ["home", "inventory:utilization", "inventory:telemetrysource_list", "inventory:node_list",
+             "inventory:gpu_list", "inventory:site_list", "inventory:rack_list", "inventory:switch_list",
+             "inventory:storagesystem_list", "planning:contract_list", "planning:uncovered",
+             "planning:purchaseorder_list", "planning:delivery_list", "planning:capacityplan_list",
+             "planning:recommendation_list", "planning:sizing", "support:ticket_list", "support:metrics", "changelog"]
+    objects = [node, gpu, contract, order, plan, rec, ticket]
+    return ([reverse(name) for name in lists] + [reverse("inventory:utilization") + "?range=30d"]
+            + [obj.get_absolute_url() for obj in objects])
+
+
+def overflow(page):
+    """How many CSS pixels the page scrolls sideways (0: it fits the window), and the widest culprits."""
+    return page.evaluate("""() => {
+        const width = window.innerWidth;
+        const culprits = [...document.querySelectorAll('body *')]
+            .filter(el => el.getBoundingClientRect().right > width + 1 && el.offsetParent !== null)
+            .filter(el => !el.closest('.card, #object-table, .table-wrap, .menu-items'))
+            .slice(0, 5).map(el => el.tagName.toLowerCase() + (el.className ? '.' + el.className : ''));
+        return {over: document.documentElement.scrollWidth - width, culprits};
+    }""")
+
+
+@pytest.mark.parametrize("viewport", [DESKTOP, PHONE], ids=["1280x800", "390x844"])
+def test_main_pages_fit_the_window(every_page, browser_page, viewport):
+    session, page = browser_page, browser_page.page
+    page.set_viewport_size(viewport)
+    log_in(page, make_user("max", MANAGER))
+    too_wide = {}
+    for path in every_page:
+        response = page.goto(path, wait_until="networkidle")
+        assert response.status == 200, path
+        result = overflow(page)
+        if result["over"] > 0:
+            too_wide[path] = result
+    assert too_wide == {}, f"pages wider than {viewport['width']} px: {too_wide}"
+
+    # The top navigation works by touch at this width: a tapped menu opens inside the window.
+    page.goto("/")
+    for button in page.locator(".mainnav .menu-button").all():
+        button.click()
+        items = button.locator("xpath=following-sibling::div[contains(@class, 'menu-items')]")
+        expect(items).to_be_visible()
+        box = items.bounding_box()
+        assert box["x"] >= 0 and box["x"] + box["width"] <= viewport["width"], (button.inner_text(), box)
+    if viewport is PHONE:
+        session.screenshot("phone-dashboard")
     session.assert_clean()
