@@ -20,6 +20,8 @@ from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 
+from portal import http
+
 from .models import Webhook, WebhookAttempt, WebhookDelivery
 
 log = logging.getLogger(__name__)
@@ -85,7 +87,7 @@ def attempt(delivery):
     started = time.monotonic()
     status_code, error = None, ""
     try:
-        response = requests.post(webhook.url, data=body, headers=headers, timeout=TIMEOUT_S)
+        response = http.fetch("POST", webhook.url, data=body, headers=headers, timeout=TIMEOUT_S)
         status_code = response.status_code
         if not 200 <= status_code < 300:
             error = f"HTTP {status_code}: {response.text[:200]}"

@@ -340,6 +340,7 @@ DJANGO_TABLES2_TEMPLATE = "portal/table.html"
 DJANGO_TABLES2_TABLE_ATTRS = {"class": "table"}
 DJANGO_TABLES2_PAGE_RANGE = 7
 EMAIL_BACKEND = os.environ.get("EMAIL_BACKEND", "django.core.mail.backends.console.EmailBackend")
+EMAIL_TIMEOUT = int(os.environ.get("EMAIL_TIMEOUT", "10"))  # seconds; Django's default (None) waits forever on SMTP
 DEFAULT_FROM_EMAIL = os.environ.get("DEFAULT_FROM_EMAIL", "cluster-portal@localhost")
 
 LOGGING = {

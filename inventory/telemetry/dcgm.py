@@ -18,6 +18,8 @@ timeout is decided in one place:
 
 import requests
 
+from portal import http
+
 from .records import SeriesKey, SourceError, finite
 
 GPU_UTIL = "DCGM_FI_DEV_GPU_UTIL"
@@ -107,7 +109,7 @@ def convert(series, value):
 
 
 def http_get(source, url, params=None):
-    """GET ``url`` for ``source``: bounded by its timeout (connect and each read), with its bearer token if
+    """GET ``url`` for ``source``: bounded by its timeout (``portal.http.fetch``), with its bearer token if
     it has one. Returns the response of a 2xx answer; anything else raises ``SourceError`` saying what
     went wrong (refused, timed out, HTTP status and the start of the body)."""
     headers = {"Accept": "application/json, text/plain;q=0.9, */*;q=0.1"}
@@ -115,7 +117,7 @@ def http_get(source, url, params=None):
         headers["Authorization"] = f"Bearer {source.auth_token}"
     timeout = source.timeout_seconds
     try:
-        response = requests.get(url, params=params, headers=headers, timeout=timeout)
+        response = http.fetch("GET", url, params=params, headers=headers, timeout=timeout)
     except requests.Timeout as error:
         raise SourceError(f"{url}: no answer within {timeout} s") from error
     except requests.ConnectionError as error:

@@ -39,6 +39,8 @@ from datetime import UTC, datetime
 
 import requests
 
+from portal import http
+
 from .records import Collected, JobRecord, SourceError, finite
 
 # Slurm's NO_VAL (0xfffffffe) and INFINITE (0xffffffff), and their 64-bit forms, in plain-integer output.
@@ -334,7 +336,7 @@ def collect(source, start, end):
     if source.auth_token:
         headers["X-SLURM-USER-TOKEN"] = source.auth_token
     try:
-        response = requests.get(source.url, params=params, headers=headers, timeout=source.timeout_seconds)
+        response = http.fetch("GET", source.url, params=params, headers=headers, timeout=source.timeout_seconds)
     except requests.Timeout:
         raise SourceError(f"Slurm source {source.url} did not answer within {source.timeout_seconds} s") from None
     except requests.RequestException as error:
