@@ -21,7 +21,8 @@ class ContractFilterSet(SearchFilterSet):
     active = yes_no_filter(method="filter_active", label="Active today")
     auto_renew = yes_no_filter(label="Renews automatically")
     expiring_within = django_filters.NumberFilter(
-        method="filter_expiring_within", label="Ends within (days)", min_value=0,
+        # Bounded: a date past year 9999 cannot be computed (it was a 500).
+        method="filter_expiring_within", label="Ends within (days)", min_value=0, max_value=36500,
         widget=forms.NumberInput(attrs={"min": 0, "placeholder": "e.g. 60"}),
     )
     site = django_filters.ModelChoiceFilter(field_name="sites", queryset=Site.objects.all(), label="Covers site")

@@ -22,9 +22,11 @@ class ExpansionRecommendationSerializer(PortalModelSerializer):
     kind = EnumChoiceField(R.Kind, read_only=True)
     status = EnumChoiceField(R.Status, read_only=True)
     severity = EnumChoiceField(R.Severity, read_only=True)
-    site_name = serializers.CharField(source="site.name", read_only=True, default=None)
-    node_model_name = serializers.CharField(source="node_model.name", read_only=True, default=None)
-    decided_by = serializers.CharField(source="decided_by.get_username", read_only=True, default=None)
+    # null while there is no site / node model / decision: documented as nullable (allow_null).
+    site_name = serializers.CharField(source="site.name", read_only=True, default=None, allow_null=True)
+    node_model_name = serializers.CharField(source="node_model.name", read_only=True, default=None, allow_null=True)
+    decided_by = serializers.CharField(source="decided_by.get_username", read_only=True, default=None,
+                                       allow_null=True)
     evidence = serializers.JSONField(read_only=True, help_text='{"figures": [{"label", "value", "unit", "rule"}], '
                                                                '"chart": {"type", "title", "data"}}')
 

@@ -24,7 +24,9 @@ class TicketSerializer(PortalModelSerializer):
                                         allow_null=True)
     description_html = serializers.SerializerMethodField(help_text="The description as sanitised HTML.")
     sla_state = serializers.SerializerMethodField()
-    sla_contract = serializers.StringRelatedField()
+    sla_contract = serializers.StringRelatedField(allow_null=True)  # null: the default SLA policy applies
+    # Read-only model fields lose ``blank`` in DRF, so the schema would not allow "" (a ticket a person opened).
+    fault = EnumChoiceField(Ticket.Fault, read_only=True, allow_blank=True)
 
     class Meta:
         model = Ticket
