@@ -431,6 +431,7 @@ class PlanWorkload(models.Model):
     gpu_model = models.ForeignKey(GPUModel, on_delete=models.PROTECT, related_name="+")
     inputs = models.JSONField(default=dict, help_text="Sizing inputs other than the GPU model, e.g. "
                                                       '{"params_billion": 70, "tokens_billion": 2000}.')
+    history = HistoricalRecords(bases=[ChangeRecord])  # plan edits are in the change log, line by line
 
     class Meta:
         ordering = ["plan", "start_month", "pk"]
@@ -473,6 +474,7 @@ class PlanItem(CatalogLine):
     plan = models.ForeignKey(CapacityPlan, on_delete=models.CASCADE, related_name="items")
     unit_cost = models.DecimalField(**MONEY)
     currency = models.CharField(max_length=3, default="USD", help_text="ISO 4217 code, e.g. USD, EUR, CHF.")
+    history = HistoricalRecords(bases=[ChangeRecord])
 
     class Meta:
         ordering = ["plan", "pk"]

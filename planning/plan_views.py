@@ -22,7 +22,15 @@ from django.utils.http import urlencode
 from django.views import View
 from django_htmx.http import HttpResponseClientRedirect, trigger_client_event
 
-from portal.generic import ModelPermissionMixin, ObjectEditView, ObjectListView, ObjectView, object_urls
+from portal.generic import (
+    HISTORY_LIMIT,
+    ModelPermissionMixin,
+    ObjectEditView,
+    ObjectListView,
+    ObjectView,
+    line_history_rows,
+    object_urls,
+)
 
 from . import filters, plans, sizing, tables
 from .forms import PlanItemForm, PlanWorkloadForm
@@ -118,10 +126,15 @@ class CapacityPlanView(ObjectView):
     def get_context_data(self, **kwargs):
         context = super().get_context_data(**kwargs)
         plan = self.object
+        # The plan's own changes and those of its workloads and bill-of-materials lines, in one table.
+        history = [*context["history"], *line_history_rows(PlanWorkload, plan_id=plan.pk),
+                   *line_history_rows(PlanItem, plan_id=plan.pk)]
+        history.sort(key=lambda row: row["record"].history_date, reverse=True)
         context.update(
             **section_context(plan, self.request.user),
             events=plan.events.all(),
             actions=workflow_actions(plan, self.request.user),
+            history=history[:HISTORY_LIMIT],
         )
         return context
 

@@ -18,6 +18,7 @@ from django.http import HttpResponseRedirect
 from django.shortcuts import render
 from django.urls import path, reverse
 from django.utils.http import urlencode
+from django.utils.text import capfirst
 from django.views import View
 from django.views.generic import DeleteView, DetailView, UpdateView
 from django_filters.views import FilterView
@@ -189,6 +190,25 @@ def history_rows(obj):
             changes = [(c.field, shown(obj, c.field, c.old), shown(obj, c.field, c.new)) for c in delta.changes]
         rows.append({"record": newer, "changes": changes})
     return rows
+
+
+def line_history_rows(model, limit=HISTORY_LIMIT, **parent):
+    """The change records of an object's lines (a plan's workloads, say: ``plan_id=7``), deleted lines
+    included, as ``history_rows`` makes them, each change named after its line; newest first."""
+    records = model.history.filter(**parent).select_related("history_user").order_by("-history_date")[:limit]
+    records = sorted(records, key=lambda r: (r.history_date, r.history_id))
+    rows, previous = [], {}
+    for record in records:
+        older, previous[record.id] = previous.get(record.id), record
+        line = f"{capfirst(model._meta.verbose_name)} “{record.history_object}”"
+        if older is not None and record.history_type == "~":
+            delta = record.diff_against(older)
+            changes = [(f"{line}: {c.field}", shown(record.history_object, c.field, c.old),
+                        shown(record.history_object, c.field, c.new)) for c in delta.changes]
+        else:
+            changes = [(line, "", "added" if record.history_type == "+" else "removed")]
+        rows.append({"record": record, "changes": changes})
+    return rows[::-1]
 
 
 def shown(obj, field_name, value):

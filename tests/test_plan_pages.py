@@ -216,6 +216,14 @@ def test_add_edit_delete_workload_with_plain_forms(manager_client, manager):
     assert response.status_code == 302 and "Deleted workload MoE v2." in messages_of(response)
     assert not plan.workloads.filter(pk=added.pk).exists() and plan.workloads.count() == 1
 
+    # The plan's history shows each line's changes, the deleted workload's included, newest first.
+    rows = manager_client.get(url(plan)).context["history"]
+    assert rows[0]["changes"] == [("Plan workload “MoE v2”", "", "removed")]
+    edited = {change[0]: change[1:] for change in rows[1]["changes"]}
+    assert edited["Plan workload “MoE v2”: name"] == ("8x22B MoE", "MoE v2")
+    assert "Plan workload “MoE v2”: inputs" in edited
+    assert rows[2]["changes"] == [("Plan workload “8x22B MoE”", "", "added")]
+
 
 def test_workload_with_htmx_redraws_the_section(manager_client, manager):
     plan = make_plan(owner=manager)
@@ -390,7 +398,7 @@ def test_plan_page_queries_are_constant(manager_client, manager, count, django_a
                      inputs={"params_billion": 7 + i, "tokens_billion": 1000}) for i in range(count - 1))
     PlanItem.objects.bulk_create(PlanItem(plan=plan, description=f"part {i}", quantity=1, unit_cost=Decimal(1))
                                  for i in range(count))
-    with django_assert_max_num_queries(14):
+    with django_assert_max_num_queries(16):  # the history of the workloads and lines: one query each
         response = manager_client.get(url(plan))
     assert response.status_code == 200 and len(response.context["workloads"]) == count
     with django_assert_max_num_queries(12):
