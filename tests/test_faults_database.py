@@ -9,10 +9,12 @@ the very same portal process serves again. A CSV import cut by the stop halfway 
 
 import os
 import re
+import socket
 import subprocess
 import sys
 import threading
 import time
+from contextlib import contextmanager
 from pathlib import Path
 
 import psycopg
@@ -127,6 +129,13 @@ def portal(postgres, tmp_path_factory):
         f"u = User.objects.create_user('faults', password='{PASSWORD}'); "
         "u.groups.add(Group.objects.get(name='manager')); print(APIToken.issue(u, 'faults')[1])"
     )).strip().splitlines()[-1]
+    with gunicorn(env, var) as (base, process):
+        yield Portal(base, process, token)
+
+
+@contextmanager
+def gunicorn(env, var):
+    """The portal under gunicorn, as in production; yields its base URL and the master process."""
     port = free_port()
     log = open(var / "gunicorn.log", "w")  # noqa: SIM115 (closed below, after the process)
     # Several threads, each with its own persistent connection (CONN_MAX_AGE): every one must recover.
@@ -146,7 +155,7 @@ def portal(postgres, tmp_path_factory):
             except requests.ConnectionError:
                 assert time.monotonic() < deadline, "gunicorn did not start"
                 time.sleep(0.3)
-        yield Portal(base, process, token)
+        yield base, process
     finally:
         process.terminate()
         process.wait(timeout=30)
@@ -268,3 +277,68 @@ def test_an_import_cut_by_the_stop_leaves_no_rows(postgres, portal):
     with postgres.connect() as conn:
         assert conn.execute("SELECT count(*) FROM inventory_site WHERE name LIKE 'cut-%'").fetchone()[0] == 200
         assert conn.execute("SELECT location FROM inventory_site WHERE name = 'last-row'").fetchone()[0] == "Geneva"
+
+
+def test_a_database_host_that_does_not_answer_gives_a_503_within_the_connect_timeout(tmp_path):
+    """A host that accepts the connection and never answers (hung, or a half-open failover): without a connect
+    timeout each request would wait for the kernel's TCP timeout (minutes); with DATABASE_CONNECT_TIMEOUT=3 the
+    request gets the 503 within seconds."""
+    listener = socket.create_server(("127.0.0.1", 0))
+    held = []
+    threading.Thread(target=lambda: held.extend(listener.accept() for _ in range(100)), daemon=True).start()
+    env = {**os.environ, "DATABASE_URL": f"postgres://postgres@127.0.0.1:{listener.getsockname()[1]}/portal",
+           "PORTAL_VAR_DIR": str(tmp_path), "DEBUG": "1", "LOG_LEVEL": "WARNING", "DATABASE_CONNECT_TIMEOUT": "3"}
+    try:
+        with gunicorn(env, tmp_path) as (base, _):
+            answer, seconds = timed(lambda: requests.get(base + "/api/inventory/sites/", timeout=60,
+                                                         headers={"Authorization": "Token not-checked-yet"}))
+            assert_clean_503(answer, seconds, json_body=True)
+            assert seconds >= 2  # it did wait for the server, up to the connect timeout
+    finally:
+        listener.close()
+
+
+def test_the_celery_worker_recovers_without_a_restart_too(postgres, portal, tmp_path):
+    """A Celery worker (the other long-running process of the portal) runs a task while PostgreSQL is down (the
+    task fails and is logged), then runs the next one once PostgreSQL is back, in the same process."""
+    from portal.celery import app
+
+    broker = tmp_path / "broker"
+    for folder in ("queue", "control"):
+        (broker / folder).mkdir(parents=True)
+    options = {"data_folder_in": str(broker / "queue"), "data_folder_out": str(broker / "queue"),
+               "control_folder": str(broker / "control"), "store_processed": False}
+    env = {**os.environ, "DATABASE_URL": postgres.url, "PORTAL_VAR_DIR": str(tmp_path), "DEBUG": "1",
+           "CELERY_BROKER_URL": "filesystem://", "DATABASE_CONNECT_TIMEOUT": "3"}
+
+    def heartbeat():
+        with app.connection_for_write("filesystem://", transport_options=options) as conn:
+            app.send_task("portal.tasks.record_heartbeat", connection=conn)
+
+    def last_seen():
+        with postgres.connect() as conn:
+            return conn.execute("SELECT max(last_seen) FROM portal_workerheartbeat").fetchone()[0]
+
+    log = tmp_path / "worker.log"
+    with open(log, "w") as out:
+        worker = subprocess.Popen(
+            [sys.executable, "-m", "celery", "-A", "portal", "worker", "--pool=solo", "--loglevel=WARNING",
+             "--without-mingle", "--without-gossip", "--hostname=faults-worker@%h"],
+            cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT,
+        )
+        try:
+            heartbeat()
+            first = wait_until(last_seen, seconds=60)
+            postgres.stop()
+            try:
+                heartbeat()
+                wait_until(lambda: "OperationalError" in log.read_text(), seconds=60)  # ran, and failed
+                assert worker.poll() is None
+            finally:
+                postgres.start()
+            heartbeat()
+            wait_until(lambda: last_seen() > first, seconds=60)
+            assert worker.poll() is None  # the same worker process
+        finally:
+            worker.terminate()
+            worker.wait(timeout=30)
