@@ -1,5 +1,7 @@
 """The change log across every model with history (django-simple-history): who changed what, when."""
 
+from collections import defaultdict
+
 from simple_history.models import registered_models
 
 from .roles import ROLE_APPS
@@ -31,4 +33,27 @@ def recent_changes(models, *, username=None, request_id=None, limit=200):
             record.model_opts = model._meta
             records.append(record)
     records.sort(key=lambda r: r.history_date, reverse=True)
-    return records[:limit]
+    return with_objects(records[:limit])
+
+
+def with_objects(records):
+    """Set ``record.shown``: the object as of that change, with what its foreign keys point at loaded in one
+    query per related model. A GPU's name includes its node's, an attachment's its node's and fabric's: without
+    this, each row of the change log cost a query (250 queries, 0.4 s on the demo)."""
+    wanted = defaultdict(set)
+    for record in records:
+        record.shown = record.history_object  # a property that builds a new instance on every access
+        for field in foreign_keys(record.shown):
+            if (value := getattr(record.shown, field.attname)) is not None:
+                wanted[field.related_model].add(value)
+    loaded = {model: model._base_manager.in_bulk(ids) for model, ids in wanted.items()}
+    for record in records:
+        for field in foreign_keys(record.shown):
+            target = loaded.get(field.related_model, {}).get(getattr(record.shown, field.attname))
+            if target is not None:  # a target deleted since stays unloaded, as before
+                field.set_cached_value(record.shown, target)
+    return records
+
+
+def foreign_keys(obj):
+    return [field for field in obj._meta.concrete_fields if field.many_to_one]

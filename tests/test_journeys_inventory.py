@@ -19,6 +19,8 @@ from datetime import timedelta
 
 import pytest
 import requests
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 from django.utils import timezone
 from playwright.sync_api import expect
@@ -396,3 +398,30 @@ def test_main_pages_fit_the_window(every_page, browser_page, viewport):
     if viewport is PHONE:
         session.screenshot("phone-dashboard")
     session.assert_clean()
+
+
+# --- Slow pages found by bench/page_times.py --------------------------------------------------------
+
+
+def test_change_log_queries_do_not_grow_with_its_rows():
+    # A GPU's name includes its node's: the change log once loaded each row's node on its own (247 queries
+    # and 0.4 s for the demo's 200 rows). Now one query per related model, whatever the number of rows.
+    from django.test import Client
+
+    client = Client()
+    client.force_login(make_user("max", MANAGER))
+    node = make_node(hostname="chg-node")
+
+    def page_queries():
+        with CaptureQueriesContext(connection) as queries:
+            response = client.get(reverse("changelog"))
+        assert response.status_code == 200
+        return len(queries), response.content.decode()
+
+    make_gpu(node=node)
+    few, _ = page_queries()
+    for _ in range(15):
+        make_gpu(node=make_node(), gpu_model=node.gpus.get().gpu_model)
+    many, html = page_queries()
+    assert many == few
+    assert html.count("/gpu0 (GPU-SN-") == 16  # every GPU named with its node, as before
