@@ -108,6 +108,10 @@ def convert(series, value):
     return SAMPLE_FIELDS[series][1](number)
 
 
+class SourceUnreachable(SourceError):
+    """The source did not answer at all (refused, timed out): not worth asking it anything else in this pull."""
+
+
 def http_get(source, url, params=None):
     """GET ``url`` for ``source``: bounded by its timeout (``portal.http.fetch``), with its bearer token if
     it has one. Returns the response of a 2xx answer; anything else raises ``SourceError`` saying what
@@ -119,9 +123,9 @@ def http_get(source, url, params=None):
     try:
         response = http.fetch("GET", url, params=params, headers=headers, timeout=timeout)
     except requests.Timeout as error:
-        raise SourceError(f"{url}: no answer within {timeout} s") from error
+        raise SourceUnreachable(f"{url}: no answer within {timeout} s") from error
     except requests.ConnectionError as error:
-        raise SourceError(f"{url}: cannot connect ({reason(error)})") from error
+        raise SourceUnreachable(f"{url}: cannot connect ({reason(error)})") from error
     except requests.RequestException as error:
         raise SourceError(f"{url}: request failed ({error})") from error
     if response.status_code >= 400:

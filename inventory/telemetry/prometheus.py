@@ -176,6 +176,8 @@ def scrape_intervals(source, base):
     url = f"{base}/api/v1/targets"
     try:
         data = answer_data(dcgm.http_json(source, url, {"state": "active"}), url)
+    except dcgm.SourceUnreachable:
+        raise  # a hanging or refusing server: the pull fails now, not after one more timeout on the queries
     except SourceError as error:
         log.info("no scrape intervals from %s (energy assumes covered hours): %s", source.name, error)
         return {}
