@@ -4,6 +4,8 @@ Everything that differs between the demo and production comes from environment v
 
 - ``DATABASE_URL``      default: SQLite file ``var/portal.sqlite3``
 - ``CELERY_BROKER_URL`` default: kombu's filesystem transport under ``var/broker`` (no server needed)
+- ``DATABASE_CONNECT_TIMEOUT``, ``CELERY_BROKER_CONNECTION_TIMEOUT``, ``EMAIL_TIMEOUT``: seconds a request waits
+  for a database, broker or mail server that does not answer (see ``docs/faults.md``)
 - ``SECRET_KEY``        required when ``DEBUG=0``
 - ``DEBUG``             default ``1`` (the embedded demo); production sets ``0``
 - ``ALLOWED_HOSTS``     comma separated; default ``127.0.0.1,localhost`` (plus ``*`` nothing else)
