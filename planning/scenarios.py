@@ -42,6 +42,8 @@ Meeting demand and the recommendation
 import math
 from dataclasses import dataclass, field
 
+from django.conf import settings
+
 HOURS = 730
 KINDS = {"expand": "Expand an existing site", "build": "Build a new cluster", "rent": "Rent",
          "hybrid": "Hybrid: rent, then expand"}
@@ -229,7 +231,7 @@ class Recommendation:
 
 
 def _money(value):
-    return f"{value:,.0f}"
+    return f"{value:,.0f} {settings.COST_CURRENCY}"  # the reasons are read on their own: say the currency
 
 
 def recommend(demand, baseline, results, a):
@@ -256,7 +258,7 @@ def recommend(demand, baseline, results, a):
                f"{peak_base:,.0f} in the fleet; without new capacity {base_unmet:,.0f} GPU-hours go unserved."]
     per_hour = best.cost_per_useful_hour
     reasons.append(f"{best.label}: {_money(best.total_cost)} over {len(demand)} months"
-                   + (f", {per_hour:,.2f} per useful GPU-hour" if per_hour is not None else "")
+                   + (f", {per_hour:,.2f} {settings.COST_CURRENCY} per useful GPU-hour" if per_hour is not None else "")
                    + (f", demand met from month {best.met_from}" if best.met_from else ", demand not fully met")
                    + (f", {best.unmet_hours:,.0f} GPU-hours unserved" if best.unmet_hours >= 1 else "") + ".")
     for other in sorted((s for s in results if s is not best), key=rank):

@@ -33,7 +33,7 @@ from .forms import (
     save_attachment,
 )
 from .models import Ticket, TicketAttachment
-from .tables import TicketTable
+from .tables import PAGE_EXCLUDE, TicketTable
 
 LIST_RELATED = ("assignee", "requester", "team", "site", "node", "gpu__node", "switch", "storage_system")
 OTHER_TICKETS_LIMIT = 10
@@ -84,7 +84,8 @@ class TicketListView(TicketAccessMixin, ObjectListView):
             empty = f"No tickets in the “{queue}” queue."
         else:
             empty = "No tickets yet. Report a problem opens one, as does the button on a node's or GPU's page."
-        return {**super().get_table_kwargs(), "empty_text": empty}
+        exclude = () if "_export" in self.request.GET else PAGE_EXCLUDE
+        return {**super().get_table_kwargs(), "empty_text": empty, "exclude": exclude}
 
     def get_context_data(self, **kwargs):
         context = super().get_context_data(**kwargs)
@@ -334,7 +335,8 @@ class TicketInlineView(StaffMixin, View):
             message = " ".join(error.messages)
         # The whole row again (the SLA and due columns follow a new priority or status); htmx picks the row out
         # of the one-row table (hx-select). A refusal is a 200 too, so that htmx shows its message.
-        table = TicketTable(Ticket.objects.filter(pk=ticket.pk).select_related(*LIST_RELATED), orderable=False)
+        table = TicketTable(Ticket.objects.filter(pk=ticket.pk).select_related(*LIST_RELATED), orderable=False,
+                            exclude=PAGE_EXCLUDE)
         table.flash = {ticket.pk: (field, message, ok)}
         RequestConfig(request, paginate=False).configure(table)
         return render(request, "support/ticket_row.html", {"table": table})

@@ -79,8 +79,8 @@ def test_recommendation_prices_unserved_hours_at_the_rental_rate():
     rec = sc.recommend(DEMAND, BASELINE, results, a)
     # rent 58,400 + 5,840 unserved × 2 = 70,080 beats hybrid 77,240 + 11,680 and expand 65,560 + 23,360.
     assert rec.kind == "rent"
-    assert "Rent: 58,400 over 6 months, 2.00 per useful GPU-hour, demand met from month 2" in rec.reasons[1]
-    assert any(r.startswith("Hybrid: rent, then expand costs 18,840 more") for r in rec.reasons)
+    assert "Rent: 58,400 USD over 6 months, 2.00 USD per useful GPU-hour, demand met from month 2" in rec.reasons[1]
+    assert any(r.startswith("Hybrid: rent, then expand costs 18,840 USD more") for r in rec.reasons)
     # Over a long horizon, owning wins: the same demand for 36 months with 48-month depreciation. Expanding
     # alone scores the same as the hybrid here (the bridged month is priced at the rental rate either way);
     # the tie goes to the one that leaves fewer hours unserved.
