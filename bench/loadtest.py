@@ -33,6 +33,7 @@ import tempfile
 import time
 import urllib.error
 import urllib.request
+from datetime import timedelta
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -46,6 +47,9 @@ def parse_args():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--users", type=int, default=50, help="Concurrent users of the main run (default 50).")
     parser.add_argument("--duration", type=int, default=60, help="Seconds each run lasts (default 60).")
+    parser.add_argument("--warmup", type=int, default=60,
+                        help="At most this many seconds before each measured window, while the users log in "
+                             "(default 60; it ends 3 s after the last log-in).")
     parser.add_argument("--spawn-rate", type=float, default=10, help="Users started per second (default 10).")
     parser.add_argument("--workers", type=int, default=4, help="gunicorn worker processes (default 4).")
     parser.add_argument("--threads", type=int, default=1, help="Threads per gunicorn worker (default 1).")
@@ -173,28 +177,76 @@ def count_pulls(start, end):
             "sources pulled": TelemetrySource.objects.filter(last_success_at__gte=start).aggregate(n=Count("pk"))["n"]}
 
 
-def run_locust(users, spawn_rate, duration, host, env, folder, label):
+def query_counts(data):
+    """SQL queries of one request of each kind (the second of two, as the manager, in this process): a
+    count that grows with the rows on the page is an N+1, which load makes expensive."""
+    from django.contrib.auth.models import User
+    from django.db import connection
+    from django.test import Client
+    from django.test.utils import CaptureQueriesContext
+
+    proxy = {"HTTP_HOST": "127.0.0.1", "HTTP_X_FORWARDED_PROTO": "https"}
+    # A page that fails is reported with its status (and its traceback is in the output), not raised.
+    browser = Client(raise_request_exception=False, **proxy)
+    api = Client(raise_request_exception=False, HTTP_AUTHORIZATION=f"Token {data['tokens'][0]}", **proxy)
+    browser.force_login(User.objects.get(username="manager"))
+    node, gpu, site = data["nodes"][0], data["gpus"][0], data["sites"][0]
+    pages = [(browser, url) for url in (
+        "/", "/inventory/utilization/?range=7d", "/inventory/utilization/?range=1y",
+        "/inventory/nodes/?sort=hostname", f"/inventory/nodes/?site={site}", "/inventory/gpus/?sort=gpu",
+        f"/inventory/nodes/{node}/", f"/inventory/gpus/{gpu}/", "/search/?q=zrh", "/planning/contracts/",
+        f"/planning/contracts/{data['contracts'][0]}/", "/planning/capacity-plans/",
+        f"/planning/capacity-plans/{data['plans'][0]}/", "/planning/uncovered/", "/support/tickets/",
+        f"/support/tickets/{data['tickets'][0]}/",
+    )] + [(api, url) for url in (
+        "/api/inventory/nodes/", f"/api/inventory/nodes/{node}/", "/api/inventory/gpus/?page_size=200",
+        f"/api/inventory/gpus/{gpu}/", "/api/inventory/utilization/?group_by=node&range=7d",
+        "/api/inventory/allocations/?group_by=partition&range=30d", "/api/inventory/slurm-jobs/",
+        "/api/inventory/telemetry-sources/", "/api/planning/contracts/",
+        f"/api/planning/contracts/{data['contracts'][0]}/", "/api/planning/plans/",
+        f"/api/planning/plans/{data['plans'][0]}/", "/api/support/tickets/",
+        f"/api/support/tickets/{data['tickets'][0]}/",
+    )]
+    counts = []
+    for client, url in pages:
+        client.get(url)
+        with CaptureQueriesContext(connection) as queries:
+            status = client.get(url).status_code
+        counts.append((url, status, len(queries)))
+    return counts
+
+
+def run_locust(users, spawn_rate, warmup, duration, host, env, folder, label):
+    """One headless locust run: the locustfile resets the figures once every user has logged in (at most
+    ``warmup`` seconds), then stops ``duration`` seconds later; the CSV holds the measured window only."""
     prefix = folder / f"locust-{label}"
     args = [str(BIN / "locust"), "-f", str(ROOT / "bench" / "locustfile.py"), "--headless", "--host", host,
-            "-u", str(users), "-r", str(spawn_rate), "-t", f"{duration}s", "--stop-timeout", "10",
+            "-u", str(users), "-r", str(spawn_rate), "-t", f"{warmup + duration + 10}s", "--stop-timeout", "10",
             "--csv", str(prefix), "--only-summary", "--loglevel", "WARNING"]
     with open(folder / f"locust-{label}.log", "w") as log:
         # locust's own exit status is 1 when a request failed; the CSV says which, so it is read below.
-        subprocess.run(args, cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT, timeout=duration + 120)
+        subprocess.run(args, cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT,
+                       timeout=warmup + duration + 60)
     with open(f"{prefix}_stats.csv") as handle:
         rows = list(csv.DictReader(handle))
+    warmup_file = Path(env["LOADTEST_WARMUP_REPORT"])
+    warmup_figures = json.loads(warmup_file.read_text()) if warmup_file.exists() else None
     failures = []
     if Path(f"{prefix}_failures.csv").exists():
         with open(f"{prefix}_failures.csv") as handle:
             failures = list(csv.DictReader(handle))
-    return rows, failures
+    return rows, failures, warmup_figures
 
 
 def figures(row):
+    """A locust CSV row in numbers; a kind with no request in the window has no percentiles (N/A)."""
+
+    def number(key):
+        return float(row[key]) if row[key] not in ("", "N/A") else float("nan")
+
     return {
-        "requests": int(row["Request Count"]), "failures": int(row["Failure Count"]),
-        "rps": float(row["Requests/s"]), "p50": float(row["50%"]), "p95": float(row["95%"]),
-        "p99": float(row["99%"]),
+        "requests": int(row["Request Count"]), "failures": int(row["Failure Count"]), "rps": number("Requests/s"),
+        "p50": number("50%"), "p95": number("95%"), "p99": number("99%"),
     }
 
 
@@ -228,16 +280,23 @@ def report(results, pulls, errors, args):
 
     print(f"\n== Per request kind, {args.users} users (1 user's p50 for comparison) ==")
     print(f"{'request':58} {'n':>6} {'fail':>5} {'p50':>6} {'p95':>6} {'p99':>6} {'1u p50':>7}")
-    for name, row in sorted(load["rows"].items(), key=lambda item: -figures(item[1])["p95"]):
-        if name == "Aggregated":
-            continue
+    kinds = [(name, row) for name, row in load["rows"].items() if name != "Aggregated" and int(row["Request Count"])]
+    for name, row in sorted(kinds, key=lambda item: -figures(item[1])["p95"]):
         f = figures(row)
         one = base["rows"].get(name)
-        one_p50 = f"{figures(one)['p50']:>7.0f}" if one else f"{'-':>7}"
+        one_p50 = f"{figures(one)['p50']:>7.0f}" if one and int(one["Request Count"]) else f"{'-':>7}"
         print(f"{row['Type'] + ' ' + name:58.58} {f['requests']:>6} {f['failures']:>5} {f['p50']:>6.0f}"
               f" {f['p95']:>6.0f} {f['p99']:>6.0f} {one_p50}")
 
     for label, result in (("1 user", base), (f"{args.users} users", load)):
+        warmup = result["warmup"]
+        if warmup:
+            print(f"warm-up, {label}: {warmup['seconds']:.0f} s, {warmup['users_started']} users started, "
+                  f"{warmup['requests']} requests, {warmup['failures']} failures, {warmup['logins']} log-ins "
+                  f"(p50 {warmup['login_p50']:.0f} ms)")
+            for error in warmup["errors"]:
+                print(f"FAILED in the warm-up ({label}): {error['method']} {error['name']}: {error['error']}"
+                      f" x{error['occurrences']}")
         for failure in result["failures"]:
             print(f"FAILED ({label}): {failure['Method']} {failure['Name']}: {failure['Error']}"
                   f" x{failure['Occurrences']}")
@@ -327,22 +386,32 @@ def measure(args, folder, processes, database_url):
     wait_for_http(f"http://127.0.0.1:{simulator_port}/", processes)
     wait_for_http(base_url + "/accounts/login/", processes, headers={"X-Forwarded-Proto": "https"})
 
-    locust_env = dict(env, LOADTEST_DATA=str(folder / "data.json"))
+    locust_env = dict(env, LOADTEST_DATA=str(folder / "data.json"), LOADTEST_WARMUP=str(args.warmup),
+                      LOADTEST_DURATION=str(args.duration))
     results, pulls = {}, {}
     for users in (1, args.users):
         label = "1 user" if users == 1 else f"{users} users"
-        step(f"locust: {label} for {args.duration} s")
-        start = timezone.now()
-        rows, failures = run_locust(users, min(args.spawn_rate, users), args.duration, base_url, locust_env,
-                                    folder, str(users))
+        step(f"locust: {label}, warm-up (log-ins, at most {args.warmup} s), then {args.duration} s measured")
+        started = timezone.now()
+        run_env = dict(locust_env, LOADTEST_WARMUP_REPORT=str(folder / f"warmup-{users}.json"))
+        rows, failures, warmup = run_locust(users, min(args.spawn_rate, users), args.warmup, args.duration,
+                                            base_url, run_env, folder, str(users))
         end = timezone.now()
         processes.check_alive()
-        results[str(users)] = {"rows": {row["Name"]: row for row in rows}, "failures": failures}
-        pulls[label] = count_pulls(start, end)
+        results[str(users)] = {"rows": {row["Name"]: row for row in rows}, "failures": failures, "warmup": warmup}
+        # The measured window began when the warm-up ended.
+        pulls[label] = count_pulls(started + timedelta(seconds=warmup["seconds"]) if warmup else started, end)
         close_connections()
+    step("SQL queries per request kind")
+    counts = query_counts(data)
+    close_connections()
     errors = server_errors(folder)
     report(results, pulls, errors, args)
-    failed = sum(figures(result["rows"]["Aggregated"])["failures"] for result in results.values())
+    print("\n== SQL queries of one request (as the manager / with the manager's token) ==")
+    for url, status, queries in counts:
+        print(f"{queries:>5}  {url}" + ("" if status == 200 else f"   HTTP {status}"))
+    failed = sum(figures(result["rows"]["Aggregated"])["failures"] + (result["warmup"] or {}).get("failures", 0)
+                 for result in results.values())
     no_pulls = [label for label, pull in pulls.items() if not pull["scrapes"]]
     if no_pulls:
         print(f"NO TELEMETRY PULL ran during: {', '.join(no_pulls)}")
@@ -354,8 +423,11 @@ def interrupted(signum, frame):
     raise KeyboardInterrupt
 
 
+STARTED = time.monotonic()
+
+
 def step(message):
-    print(f"-- {message}", flush=True)
+    print(f"-- [{time.monotonic() - STARTED:5.0f} s] {message}", flush=True)
 
 
 if __name__ == "__main__":

@@ -20,15 +20,60 @@ import json
 import os
 import random
 import re
+import time
 from urllib.parse import urlsplit
 
-from locust import HttpUser, between, task
+import gevent
+from locust import HttpUser, between, events, task
 
 DATA_FILE = os.environ.get("LOADTEST_DATA", "")
 if not DATA_FILE:
     raise RuntimeError("Set LOADTEST_DATA to the JSON file written by bench/loadtest.py (ids, tokens, filters).")
 with open(DATA_FILE) as handle:
     DATA = json.load(handle)
+
+# The warm-up, not counted: until every user has logged in (PBKDF2 costs about a CPU-second per log-in, which
+# a real user pays once a day, not every minute) and gunicorn's workers have loaded their templates and URLs,
+# at most LOADTEST_WARMUP seconds. Then LOADTEST_DURATION seconds are measured and the run stops. What
+# happened in the warm-up goes to LOADTEST_WARMUP_REPORT (JSON), so its failures are not lost.
+WARMUP = float(os.environ.get("LOADTEST_WARMUP", "0"))
+DURATION = float(os.environ.get("LOADTEST_DURATION", "0"))
+WARMUP_REPORT = os.environ.get("LOADTEST_WARMUP_REPORT", "")
+SETTLE_SECONDS = 3  # after the last log-in: let the queue it left behind drain
+started_users = 0  # users whose on_start has finished (logged in, or failed to)
+
+
+@events.test_start.add_listener
+def warm_up_then_measure(environment, **kwargs):
+    if WARMUP > 0:
+        gevent.spawn(watch_warmup, environment)
+
+
+def watch_warmup(environment):
+    runner = environment.runner
+    deadline = time.monotonic() + WARMUP
+    while time.monotonic() < deadline and started_users < max(runner.target_user_count or 0, 1):
+        gevent.sleep(0.2)
+    gevent.sleep(min(SETTLE_SECONDS, max(0, deadline - time.monotonic())))
+    end_warmup(environment.stats, time.monotonic() - (deadline - WARMUP))
+    if DURATION > 0:
+        gevent.spawn_later(DURATION, runner.quit)
+
+
+def end_warmup(stats, seconds):
+    if WARMUP_REPORT:
+        login = stats.get("login", "POST")
+        summary = {
+            "seconds": seconds, "users_started": started_users,
+            "requests": stats.total.num_requests, "failures": stats.total.num_failures,
+            "errors": [{"method": e.method, "name": e.name, "error": str(e.error), "occurrences": e.occurrences}
+                       for e in stats.errors.values()],
+            "logins": login.num_requests, "login_p50": login.get_response_time_percentile(0.5),
+        }
+        with open(WARMUP_REPORT, "w") as handle:
+            json.dump(summary, handle)
+    stats.reset_all()
+
 
 CSRF_INPUT = re.compile(r'name="csrfmiddlewaretoken" value="([^"]+)"')
 LOGIN_PATH = "/accounts/login/"
@@ -51,6 +96,10 @@ class PortalUser(HttpUser):
     def on_start(self):
         # As the TLS proxy would: the portal then treats the request as HTTPS (no redirect, secure cookies).
         self.client.headers["X-Forwarded-Proto"] = "https"
+
+    def on_ready(self):
+        global started_users
+        started_users += 1
 
     def keep_cookies(self):
         """The portal's cookies are Secure (production settings); the client talks plain HTTP to the loopback,
@@ -80,6 +129,12 @@ class BrowserUser(PortalUser):
 
     def on_start(self):
         super().on_start()
+        try:
+            self.log_in()
+        finally:
+            self.on_ready()
+
+    def log_in(self):
         page = self.get(LOGIN_PATH, name="login form")
         match = CSRF_INPUT.search(page.text or "")
         if match is None:
@@ -199,6 +254,7 @@ class ApiClient(PortalUser):
         super().on_start()
         self.client.headers["Authorization"] = f"Token {pick('tokens')}"
         self.client.headers["Accept"] = "application/json"
+        self.on_ready()
 
     @task(4)
     def nodes(self):
@@ -228,7 +284,7 @@ class ApiClient(PortalUser):
 
     @task(1)
     def allocations(self):
-        self.get(f"/api/inventory/allocations/?group_by={random.choice(['partition', 'team'])}&range=30d",
+        self.get(f"/api/inventory/allocations/?group_by={random.choice(['partition', 'account'])}&range=30d",
                  name="/api/inventory/allocations/?group_by=[g]")
 
     @task(1)
