@@ -62,7 +62,7 @@ def open_menu_item(page, section, item):
 @pytest.fixture
 def utilization_fleet():
     """Two sites, partitions train / infer, four nodes of two GPUs each, with 30 days of daily rollups and
-    48 hours of hourly ones. Within fra-1 / train the least used is ``fra-a02`` (15 %); ``fra-a03`` (5 %) is
+    7 days of hourly ones. Within fra-1 / train the least used is ``fra-a02`` (15 %); ``fra-a03`` (5 %) is
     in another partition and ``zrh-b01`` (3 %) at another site, so only the filters make ``fra-a02`` first."""
     fra, zrh = make_site(name="fra-1"), make_site(name="zrh-1")
     gpu_model, node_model = make_gpu_model(name="H200 SXM"), make_node_model(name="HGX H200", gpu_slots=8)
@@ -76,11 +76,13 @@ def utilization_fleet():
                          owner_team="vision", state=LifecycleState.IN_SERVICE)
         for slot in range(2):
             gpu = make_gpu(node=node, gpu_model=gpu_model, state=LifecycleState.IN_SERVICE)
-            # The two GPUs differ a little, and the hours vary, so the node's chart shows two lines.
-            hourly += [GPUHourly(gpu=gpu, hour=hour - timedelta(hours=h), util_mean=level + slot * 2 + h % 3,
-                                 samples=60) for h in range(1, 49)]
-            daily += [GPUDaily(gpu=gpu, day=today - timedelta(days=d), util_mean=level + slot * 2, hours=24,
-                               samples=1440) for d in range(1, 31)]
+            # The two GPUs differ a little, and days are busier than nights, so the node's chart shows two lines.
+            hourly += [GPUHourly(gpu=gpu, hour=hour - timedelta(hours=h), samples=60,
+                                 util_mean=level + slot * 2 + (8 if 8 <= (hour - timedelta(hours=h)).hour < 20 else 0))
+                       for h in range(1, 168)]
+            # A weekly rhythm (quiet weekends), so the 30-day chart has a shape.
+            daily += [GPUDaily(gpu=gpu, day=today - timedelta(days=d), util_mean=level + slot * 2 + (d % 7) * 3,
+                               hours=24, samples=1440) for d in range(1, 31)]
     GPUHourly.objects.bulk_create(hourly)
     GPUDaily.objects.bulk_create(daily)
     TelemetrySource.objects.create(name="prometheus", kind="prometheus", url="http://prometheus:9090",
@@ -110,7 +112,7 @@ def test_journey_1_review_utilization(utilization_fleet, browser_page, tmp_path)
     expect(least).to_have_count(2)  # fra-a01 and fra-a02: the other site and partition are filtered out
     expect(least.first.locator("td").first).to_have_text("fra-a02")
     page.wait_for_selector(CHART_DRAWN, timeout=CHART_TIMEOUT_MS)
-    session.screenshot("utilization-30d-filtered", docs=True)
+    session.screenshot("journey1-01-utilization", docs=True)
 
     # The least-used node's page: one line per GPU, with units on the axes.
     with page.expect_navigation():
@@ -120,7 +122,8 @@ def test_journey_1_review_utilization(utilization_fleet, browser_page, tmp_path)
     chart.locator(".main-svg").first.wait_for(timeout=CHART_TIMEOUT_MS)
     expect(chart.locator(".legendtext")).to_have_count(2)
     expect(chart.locator(".ytitle")).to_contain_text("%")
-    session.screenshot("node-gpu-utilization", docs=True)
+    chart.evaluate("el => el.scrollIntoView({block: 'center'})")  # the README's shot shows the chart
+    session.screenshot("journey1-02-node-gpus", docs=True)
 
     # The chart's CSV: a header and one row per GPU and hour of the last 7 days.
     with page.expect_download() as download_info:
@@ -133,9 +136,9 @@ def test_journey_1_review_utilization(utilization_fleet, browser_page, tmp_path)
     assert rows[0] == ["gpu", "time", "mean_utilization_percent"]
     gpu_names = {row[0] for row in rows[1:]}
     assert len(gpu_names) == 2
-    assert len(rows) - 1 == 2 * 168  # 7 days of hours per GPU; the hours without data are empty cells
+    assert len(rows) - 1 == 2 * 168  # every hour of the 7 days per GPU; the current hour has no data yet
     readings = [float(row[2]) for row in rows[1:] if row[2]]
-    assert len(readings) == 2 * 48 and 15 <= min(readings) and max(readings) <= 19
+    assert len(readings) == 2 * 167 and min(readings) == 15 and max(readings) == 25
     assert least_used.gpus.count() == 2
     session.assert_clean()
 
@@ -234,12 +237,12 @@ def test_journey_4_procurement_round_trip(approved_plan, browser_page):
     for hostname in ("zrh-b200-001", "zrh-b200-002", "zrh-b200-003"):
         row = rows.filter(has_text=hostname)
         expect(row.locator(".badge")).to_have_text("Delivered")
-    session.screenshot("inventory-delivered-nodes", docs=True)
+    session.screenshot("journey4-01-delivered-nodes")
     po = PurchaseOrder.objects.get()
     page.goto(f"/planning/purchase-orders/{po.pk}/")
     expect(page.locator("h1")).to_contain_text("PO-2027-001")
     expect(page.locator("main")).to_contain_text("Partly delivered")
-    session.screenshot("purchase-order-partial", docs=True)
+    session.screenshot("journey4-02-purchase-order")
 
     # The first delivery lists what came, each unit linked to its new node or GPU.
     with page.expect_navigation():
@@ -298,7 +301,7 @@ def test_journey_5_contracts(contracts, browser_page):
     expect(rows).to_have_count(2)
     expect(page.locator("#object-table")).not_to_contain_text("PUR-1")
     page.wait_for_selector(CHART_DRAWN, timeout=CHART_TIMEOUT_MS)  # the contracts' timeline
-    session.screenshot("contracts-expiring-90-days", docs=True)
+    session.screenshot("journey5-01-contracts-expiring", docs=True)
 
     with page.expect_navigation():
         rows.filter(has_text="SUP-2026-7").get_by_role("link").first.click()
@@ -307,7 +310,7 @@ def test_journey_5_contracts(contracts, browser_page):
     expect(coverage).to_contain_text("ber-1-r01")
     expect(coverage).to_contain_text("ber-h100-001")
     expect(coverage).to_contain_text("ber-h100-002")
-    session.screenshot("contract-detail", docs=True)
+    session.screenshot("journey5-02-contract")
 
     # Uncovered in-service nodes: one without support, one whose warranty has ended (although its rack is
     # under support).
@@ -317,7 +320,7 @@ def test_journey_5_contracts(contracts, browser_page):
     expect(uncovered).to_have_count(2)
     expect(uncovered.filter(has_text="ber-h100-101")).to_contain_text("no active support contract")
     expect(uncovered.filter(has_text="ber-h100-003")).to_contain_text("warranty ended")
-    session.screenshot("uncovered-nodes", docs=True)
+    session.screenshot("journey5-03-uncovered")
     session.assert_clean()
 
 
@@ -396,7 +399,7 @@ def test_main_pages_fit_the_window(every_page, browser_page, viewport):
         box = items.bounding_box()
         assert box["x"] >= 0 and box["x"] + box["width"] <= viewport["width"], (button.inner_text(), box)
     if viewport is PHONE:
-        session.screenshot("phone-dashboard")
+        session.screenshot("layout-phone-dashboard")
     session.assert_clean()
 
 
