@@ -324,6 +324,18 @@ def test_journey_5_contracts(contracts, browser_page):
     session.assert_clean()
 
 
+def test_source_status_refreshes_without_a_reload(browser_page):
+    # "Pull now" queues a pull in the background: the status on the page follows it, nobody has to reload.
+    session, page = browser_page, browser_page.page
+    source = TelemetrySource.objects.create(name="prometheus", kind="prometheus", url="http://prometheus:9090")
+    log_in(page, make_user("max", MANAGER), source.get_absolute_url())
+    status = page.locator("#source-status .badge")
+    expect(status).to_have_text("not pulled yet")
+    TelemetrySource.objects.filter(pk=source.pk).update(last_success_at=timezone.now())  # as the worker does
+    expect(status).to_have_text("ok", timeout=25_000)
+    session.assert_clean()
+
+
 # --- Layout: the main pages at 1280x800 and at phone width ------------------------------------------
 
 PHONE = {"width": 390, "height": 844}

@@ -69,7 +69,7 @@ class PullNowView(ModelPermissionMixin, View):
             messages.error(request, f"{source} is disabled; enable it to pull it.")
         elif queue_pull_now(source.pk):  # queued at once (nothing to commit first): the answer says if it worked
             messages.success(request, f"Pull of {source} queued; a worker runs it in the background. "
-                                      "Reload this page in a moment to see its outcome.")
+                                      "Its outcome shows below in a moment (the status refreshes itself).")
         else:
             messages.warning(request, PULL_NOT_QUEUED)
         return HttpResponseRedirect(source.get_absolute_url())
