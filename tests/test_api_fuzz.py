@@ -21,6 +21,7 @@ import schemathesis
 from django.core.signals import request_finished, request_started
 from django.core.wsgi import get_wsgi_application
 from django.db import close_old_connections, transaction
+from django.test import Client
 from django.urls import resolve
 from django.utils import timezone
 from hypothesis import HealthCheck, Phase, given, settings
@@ -34,7 +35,7 @@ from schemathesis.specs.openapi.checks import (
     status_code_conformance,
 )
 
-from inventory.telemetry.models import SlurmJob, TelemetrySource, UnknownSeries
+from inventory.telemetry.models import GPUHourly, NodeHourly, SlurmJob, TelemetrySource, UnknownSeries
 from planning.models import (
     CapacityPlan,
     Contract,
@@ -119,6 +120,9 @@ def seed_fleet():
                                             url="http://127.0.0.1:9/", site=site)
     UnknownSeries.objects.create(source=source, key="GPU-unknown", uuid="GPU-unknown")
     now = timezone.now()
+    hour = now.replace(minute=0, second=0, microsecond=0) - timedelta(hours=1)
+    GPUHourly.objects.create(gpu=nodes[0].gpus.first(), hour=hour, util_mean=42.0, samples=60)
+    NodeHourly.objects.create(node=nodes[0], hour=hour, util_mean=42.0, samples=60, gpus_reporting=1)
     SlurmJob.objects.create(source=source, job_id="42", partition="train", submit_time=now - timedelta(hours=3),
                             start_time=now - timedelta(hours=2), end_time=now, nodes=nodes[0].hostname,
                             node_count=1, gpus=1)
@@ -151,7 +155,9 @@ def ids_for(path):
     view = resolve(path.replace("{id}", "1")).func
     queryset = getattr(view.cls, "queryset", None)
     assert queryset is not None, f"{path}: no queryset on {view.cls.__name__} to draw ids from"
-    return sorted(queryset.model._default_manager.values_list("pk", flat=True))
+    ids = sorted(queryset.model._default_manager.values_list("pk", flat=True))
+    assert ids, f"{path}: seed_fleet() makes no {queryset.model.__name__}; add one so the route meets a real object"
+    return ids
 
 
 def operations(schema):
@@ -214,3 +220,20 @@ def test_fuzz_every_operation(api_schema, role):
     print(f"\nfuzz as {role}: {len(found)} operations, {sent} requests, {len(failures)} failing operations, "
           f"{time.monotonic() - started:.0f} s")
     assert not failures, f"{len(failures)} of {len(found)} operations fail:\n\n" + "\n\n".join(failures)
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("role", [MANAGER, VIEWER])
+def test_options_on_every_route(api_schema, role):
+    """OPTIONS is not in the schema (so the fuzz never sends it), but DRF answers it on every route with
+    what the route accepts; clients and browsers send it. It must never be a server error."""
+    seed_fleet()
+    _, key = APIToken.issue(make_user(f"fuzz-{role}", role), "fuzz")
+    client = Client(HTTP_AUTHORIZATION=f"Token {key}", raise_request_exception=False)
+    failures = []
+    for path in sorted({operation.path for _, operation in operations(api_schema)}):
+        url = path.replace("{id}", str(min(ids_for(path)))) if "{id}" in path else path
+        response = client.options(url)
+        if response.status_code >= 500 or response["Content-Type"] != "application/json":
+            failures.append(f"OPTIONS {url}: {response.status_code} {response['Content-Type']}")
+    assert not failures, "\n".join(failures)
