@@ -457,7 +457,9 @@ class PlanWorkload(models.Model):
         from . import sizing
 
         if self.plan_id and self.start_month and self.start_month > self.plan.horizon_months:
-            raise ValidationError({"start_month": f"The plan's horizon is {self.plan.horizon_months} months."})
+            horizon = self.plan.horizon_months
+            raise ValidationError({"start_month": f"Month {self.start_month} is past the plan's horizon of {horizon} "
+                                                  f"months: choose 1 to {horizon}, or lengthen the plan's horizon."})
         if self.gpu_model_id:
             try:
                 errors = sizing.validate(self.workload(), sizing.catalog_gpus())

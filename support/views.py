@@ -369,8 +369,9 @@ class TicketSwapView(StaffMixin, TicketActionView):
         ticket = self.get_ticket(pk)
         form = SwapForm(request.POST, ticket=ticket)
         if not form.is_valid():
-            messages.error(request, "The swap was not recorded: " + "; ".join(
-                f"{name}: {' '.join(errors)}" for name, errors in form.errors.items()))
+            messages.error(request, "The swap was not recorded: " + "; ".join(  # the fields as the form labels them
+                f"{form.fields[name].label if name in form.fields else 'swap'}: {' '.join(errors)}"
+                for name, errors in form.errors.items()))
             return self.redirect(ticket, "#rma")
         data = form.cleaned_data
         try:

@@ -238,7 +238,7 @@ def test_journey_3_a_ticket_from_a_gpu_page_worked_through_an_rma_swap(browser_p
     expect(row.locator(".badge.sla")).to_have_text("ok")
     due = row.locator("td").nth(6)
     expect(due).to_have_text(ticket.response_due.strftime("%Y-%m-%d %H:%M"))  # first response is due first
-    session.screenshot("journey3-01-queue", docs=True)
+    session.screenshot("journey3-01-queue")
 
     # On the ticket: a comment, then waiting on vendor with the RMA number in one step.
     with page.expect_navigation(url=re.compile(rf"/support/tickets/{ticket.pk}/$")):
@@ -272,6 +272,7 @@ def test_journey_3_a_ticket_from_a_gpu_page_worked_through_an_rma_swap(browser_p
     # The ticket still names the part it was about, now marked retired.
     expect(page.locator("table.fields tr", has_text="Asset").locator(".badge.state-retired")).to_have_text("Retired")
     expect(page.locator("#comments")).to_contain_text("serial 1650123009999 installed in gpu-zrh-017/gpu1")
+    page.evaluate("window.scrollTo(0, 0)")  # the README shows the ticket's head, not the #rma anchor
     session.screenshot("journey3-02-ticket", docs=True)
 
     # The inventory: the node's slot 1 holds the new serial; both GPUs' pages tell the story.
@@ -439,3 +440,29 @@ def test_the_ticket_csv_keeps_the_columns_the_queue_page_leaves_out():
     header = client.get("/support/tickets/?_export=csv").content.decode().splitlines()[0]
     for column in ("Category", "Site", "Team", "RMA number", "Due"):
         assert column in header, header
+
+
+def test_a_refused_swap_names_the_fields_as_the_form_labels_them():
+    from tests.factories import make_ticket
+
+    engineer = make_user("sam", SUPPORT)
+    ticket = make_ticket(node=make_node(hostname="gpu-zrh-030"))
+    client = Client()
+    client.force_login(engineer)
+    response = client.post(f"/support/tickets/{ticket.pk}/swap/", {"part": "gpu", "serial": ""}, follow=True)
+    text = html.unescape(response.content.decode())
+    assert "The swap was not recorded: New serial: This field is required.; GPU replaced: Choose the GPU" in text
+
+
+def test_a_workload_past_the_horizon_says_which_months_are_allowed(capacity_rec):
+    user = make_user("max", MANAGER)
+    plan = recs.accept(capacity_rec, user).plan
+    client = Client()
+    client.force_login(user)
+    gpu_model = make_gpu_model(name="B200")
+    response = client.post(f"/planning/capacity-plans/{plan.pk}/workloads/add/", {
+        "name": "late run", "start_month": 14, "gpu_model": gpu_model.pk, "params_billion": 7, "tokens_billion": 140,
+        "precision": "bf16"}, HTTP_HX_REQUEST="true")
+    text = html.unescape(response.content.decode())
+    assert "Month 14 is past the plan's horizon of 12 months: choose 1 to 12, or lengthen the plan's horizon." in text
+    assert not plan.workloads.exists()

@@ -256,7 +256,7 @@ def test_workload_with_htmx_redraws_the_section(manager_client, manager):
     ({"tokens_billion": -5}, "Must be greater than 0."),
     ({"active_params_billion": 200}, "Active parameters cannot exceed the total parameters."),
     ({"mfu": "1.5"}, "Must be at most 1."),
-    ({"start_month": 13}, "The plan&#x27;s horizon is 12 months."),
+    ({"start_month": 13}, "Month 13 is past the plan&#x27;s horizon of 12 months: choose 1 to 12"),
     ({"params_billion": ""}, "This field is required."),
     ({"num_gpus": "2.5"}, "Enter a whole number."),
 ])
