@@ -466,3 +466,42 @@ def test_a_workload_past_the_horizon_says_which_months_are_allowed(capacity_rec)
     text = html.unescape(response.content.decode())
     assert "Month 14 is past the plan's horizon of 12 months: choose 1 to 12, or lengthen the plan's horizon." in text
     assert not plan.workloads.exists()
+
+
+CLIPPED = """() => {
+  // Elements reaching past the screen's right edge outside a scrolling box (.table-wrap, the tables' container).
+  const width = document.documentElement.clientWidth, out = [];
+  for (const el of document.querySelectorAll("main *")) {
+    const box = el.getBoundingClientRect();
+    if (box.width && box.right > width + 1 && !el.closest(".table-wrap, .table-container, .chart")) {
+      const section = el.closest("section");
+      const where = section ? section.id : "";
+      out.push(`${el.tagName.toLowerCase()}.${el.className} in #${where} ends at ${Math.round(box.right)}`);
+    }
+  }
+  return out.slice(0, 5);
+}"""
+
+
+def test_planning_and_support_pages_fit_a_phone_screen(capacity_rec, browser_page):
+    """At 390 px wide the wide tables scroll inside their card; nothing else runs off the screen."""
+    from tests.factories import make_ticket
+
+    session, page = browser_page, browser_page.page
+    manager = make_user("max", MANAGER)
+    manager.groups.add(*make_user("sam", SUPPORT).groups.all())  # one user who sees both apps
+    plan = recs.accept(capacity_rec, manager).plan
+    gpu = make_gpu(node=make_node(hostname="gpu-zrh-040"), slot=0)
+    ticket = make_ticket(title="NCCL timeouts on every multi-node job", gpu=gpu, node=gpu.node)
+    log_in(page, "max", "/support/tickets/")
+    page.set_viewport_size({"width": 390, "height": 844})
+    pages = [f"/planning/recommendations/{capacity_rec.pk}/", plan.get_absolute_url(), "/planning/capacity-plans/",
+             ticket.get_absolute_url(), "/support/tickets/", "/support/metrics/"]
+    for url in pages:
+        page.goto(url)
+        if url == plan.get_absolute_url():
+            analysis_loaded(page)
+        page.wait_for_load_state("networkidle")
+        assert page.evaluate(CLIPPED) == [], url
+        assert page.evaluate("document.documentElement.scrollWidth") <= 390, url
+    assert_clean(session)
