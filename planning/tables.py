@@ -12,14 +12,36 @@ from .models import CapacityPlan, Contract
 class ContractTable(tables.Table):
     reference = tables.Column(linkify=True)
     kind = tables.Column()
+    title = tables.Column(attrs={"td": {"class": "wrap"}})
+    auto_renew = tables.BooleanColumn(verbose_name="Auto-renew")
     start = tables.DateColumn(format="Y-m-d")
     notice_deadline = tables.DateColumn(format="Y-m-d", verbose_name="Notice by", orderable=False)
     owner = tables.Column(accessor="owner__username", verbose_name="Owner")
 
     class Meta:
         model = Contract
-        fields = ("reference", "vendor", "kind", "title", "start", "end", "notice_deadline", "auto_renew", "owner",
-                  "one_off_cost", "monthly_cost", "gpu_hour_cost", "currency")
+        # What a renewal review needs first (end, notice, costs), so it shows at 1280 px; the rest scrolls.
+        fields = ("reference", "vendor", "kind", "title", "end", "notice_deadline", "monthly_cost", "one_off_cost",
+                  "gpu_hour_cost", "start", "auto_renew", "owner", "currency")
+
+    # Costs on the page: grouped digits and the contract's currency, "—" for none; the CSV keeps the plain numbers.
+    def render_monthly_cost(self, record, value):
+        return money(value, record.currency)
+
+    def render_one_off_cost(self, record, value):
+        return money(value, record.currency)
+
+    def render_gpu_hour_cost(self, record, value):
+        return money(value, record.currency)
+
+    def value_monthly_cost(self, value):
+        return value
+
+    def value_one_off_cost(self, value):
+        return value
+
+    def value_gpu_hour_cost(self, value):
+        return value
 
     def render_end(self, record, value):
         if value is None:
@@ -27,6 +49,12 @@ class ContractTable(tables.Table):
         if value < timezone.localdate():
             return format_html('<span class="expired" title="Ended">{}</span>', value.isoformat())
         return value.isoformat()
+
+
+def money(value, currency):
+    if not value:
+        return "—"
+    return f"{value:,.0f} {currency}" if value == value.to_integral_value() else f"{value:,.2f} {currency}"
 
 
 class UncoveredNodeTable(tables.Table):
