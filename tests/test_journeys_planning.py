@@ -107,7 +107,8 @@ def test_journey_2_recommendation_to_an_approved_plan_with_its_bill_of_materials
     assert plan.status == CapacityPlan.Status.DRAFT and plan.owner.username == "max"
     expect(page.locator("#bill-of-materials tbody tr")).to_have_count(1)
     expect(page.locator("#bill-of-materials")).to_contain_text("HGX H200 8-GPU")
-    expect(page.locator("#workloads tbody tr.empty")).to_contain_text("No workloads yet")
+    expect(page.locator("#workloads tbody tr.empty")).to_contain_text(
+        "No workloads yet. Add workload sizes a planned training run")
 
     # Add a planned workload with the inline form; the section and the analysis follow without a reload.
     page.evaluate("window.__marker = 1")
@@ -368,6 +369,18 @@ def test_empty_planning_and_support_lists_say_what_to_do():
     assert empty_row(client, "/support/tickets/").startswith("No tickets yet. Report a problem opens one")
     assert empty_row(client, "/support/tickets/?queue=mine") == "No tickets in the “Mine” queue."
     assert empty_row(client, "/support/tickets/?queue=mine&priority=P1") == "No tickets match these filters."
+
+
+def test_an_empty_plan_says_what_its_sections_need():
+    manager, viewer = make_user("max", MANAGER), make_user("vera", "viewer")
+    plan = CapacityPlan.objects.create(name="H2 expansion", owner=manager)
+    client = Client()
+    client.force_login(manager)
+    page = html.unescape(client.get(plan.get_absolute_url()).content.decode())
+    assert "No lines yet. Add line names what to buy" in page and "a plan needs one before it is submitted" in page
+    client.force_login(viewer)  # who cannot add anything is not told to
+    page = html.unescape(client.get(plan.get_absolute_url()).content.decode())
+    assert "No lines yet.</td>" in page and "No workloads yet.</td>" in page
 
 
 def test_support_metrics_charts_have_axis_titles_and_say_when_there_is_nothing_to_draw(browser_page):
