@@ -16,6 +16,7 @@ from portal.generic import ModelPermissionMixin, ObjectListView, ObjectView, Rel
 
 from . import procurement, webhooks
 from .models import Delivery, DeliveryItem, PurchaseOrder, Webhook, WebhookDelivery
+from .tables import money
 
 # --- Tables ---------------------------------------------------------------------------------------
 
@@ -37,10 +38,17 @@ class OrderLineTable(tables.Table):
     item = tables.Column(accessor="pk", verbose_name="Item", orderable=False)
     quantity = tables.Column("Ordered")
     delivered_count = tables.Column("Delivered")
+    remaining = tables.Column(accessor="pk", verbose_name="To come", orderable=False)
     unit_price = tables.Column()
 
     def render_item(self, record):
         return record.node_model or record.gpu_model or record.description
+
+    def render_remaining(self, record):
+        return record.quantity - record.delivered_count
+
+    def render_unit_price(self, record, value):
+        return money(value, record.order.currency) if value else f"0 {record.order.currency}"
 
 
 class DeliveryTable(tables.Table):
@@ -146,7 +154,8 @@ class ReadOnlyObjectView(ObjectView):
 class PurchaseOrderView(ReadOnlyObjectView):
     queryset = PurchaseOrder.objects.select_related("contract", "site", "created_by")
     related_tables = [
-        RelatedTable("Lines", OrderLineTable, lambda o: procurement.lines_with_counts().filter(order=o)),
+        RelatedTable("Lines", OrderLineTable,
+                     lambda o: procurement.lines_with_counts().select_related("order").filter(order=o)),
         RelatedTable("Deliveries", DeliveryTable, lambda o: deliveries().filter(order=o),
                      "planning:delivery_list", "order"),
     ]

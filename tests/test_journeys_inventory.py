@@ -242,6 +242,9 @@ def test_journey_4_procurement_round_trip(approved_plan, browser_page):
     page.goto(f"/planning/purchase-orders/{po.pk}/")
     expect(page.locator("h1")).to_contain_text("PO-2027-001")
     expect(page.locator("main")).to_contain_text("Partly delivered")
+    gpu_row = page.locator("main tr", has_text="B200 SXM")  # item, ordered, delivered, to come, unit price
+    expect(gpu_row.locator("td")).to_have_text(["B200 SXM", "6", "2", "4", "0 USD"])
+    expect(page.locator("main tr", has_text="HGX B200").locator("td").last).to_have_text("350,000 USD")
     session.screenshot("journey4-02-purchase-order")
 
     # The first delivery lists what came, each unit linked to its new node or GPU.
