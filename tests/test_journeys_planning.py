@@ -394,6 +394,8 @@ def test_support_metrics_charts_have_axis_titles_and_say_when_there_is_nothing_t
     by_category.locator(".main-svg").first.wait_for()
     expect(by_category.locator(".g-xtitle")).to_have_text("category")
     expect(by_category.locator(".g-ytitle")).to_have_text("open tickets")
+    ticks = by_category.locator(".ytick text").all_text_contents()
+    assert ticks and all(t.isdigit() for t in ticks), f"counts with fractional ticks: {ticks}"
     # Nothing resolved yet: a sentence, not an empty axis from -1 to 1.
     for source in ("mttr-by-category", "compliance-by-priority"):
         chart = page.locator(f".chart[data-source={source}]")

@@ -140,8 +140,12 @@
         empty(el, el.dataset.empty || "No data yet.");
         return;
       }
-      Plotly.newPlot(el, [{ type: "bar", x: d.x, y: d.y, marker: { color: "#2f6fdb" } }],
-        layout(el, el.dataset.xTitle ? { xaxis: axis(el.dataset.xTitle) } : {}), CONFIG);
+      var extra = el.dataset.xTitle ? { xaxis: axis(el.dataset.xTitle) } : {};
+      if (el.dataset.yInteger) {  // counts: whole-number ticks, never 0.5 of a ticket
+        var top = Math.max.apply(null, d.y);
+        extra.yaxis = axis(el.dataset.yTitle, { dtick: Math.max(1, Math.ceil(top / 5)), tickformat: "d" });
+      }
+      Plotly.newPlot(el, [{ type: "bar", x: d.x, y: d.y, marker: { color: "#2f6fdb" } }], layout(el, extra), CONFIG);
     },
     "stacked-bar": function (el, d) {
       var traces = d.series.filter(function (s) { return s.counts.some(function (c) { return c > 0; }); })
