@@ -412,14 +412,14 @@ FITS = """(selector) => {
 }"""
 
 
-def test_the_ticket_queue_and_the_sizing_page_fit_a_1280_screen(browser_page):
+def test_the_ticket_queue_and_the_sizing_page_fit_a_1280_screen(capacity_rec, browser_page):
     """The queue's columns (long titles and assets wrap; category, site, team and RMA number are on the ticket page
     and in the CSV) and the sizing page (its form in columns, explanations wrapped) need no sideways scrolling."""
     from tests.factories import make_ticket
 
     session, page = browser_page, browser_page.page
     engineer = make_user("sam", SUPPORT)
-    node = make_node(hostname="gpu-zrh-017", site=make_site(name="zrh-1"))
+    node = make_node(hostname="gpu-zrh-017", site=make_site(name="zrh-2"))
     gpu = make_gpu(node=node, slot=1, serial="1650123000002")
     for _ in range(3):
         make_ticket(title="XID 79: GPU fell off the bus during a long pre-training run", gpu=gpu, node=node,
@@ -442,6 +442,17 @@ def test_the_ticket_queue_and_the_sizing_page_fit_a_1280_screen(browser_page):
     assert form_bottom["y"] + form_bottom["height"] < 800, "the sizing form does not fit the first screen"
     table, box, page_width, screen = page.evaluate(FITS, "#sizing-result table")
     assert table <= box and page_width <= screen, f"figures table {table} px in {box} px, page {page_width} px"
+
+    # A plan whose workload has many inputs and whose scenarios have long notes: every table fits its card.
+    plan = recs.accept(capacity_rec, engineer).plan
+    plan.workloads.create(name="8x22B MoE pre-training", start_month=2, gpu_model=gpu.gpu_model, inputs={
+        "params_billion": 141, "active_params_billion": 39, "tokens_billion": 4000, "precision": "fp8", "mfu": 0.5,
+        "num_gpus": 768, "dataset_tb": 30, "seq_len": 8192, "deadline_days": 60})
+    page.goto(plan.get_absolute_url())
+    analysis_loaded(page)
+    overflowing = page.evaluate("""() => [...document.querySelectorAll(".table-wrap")]
+        .filter(w => w.scrollWidth > w.clientWidth).map(w => w.closest("section").id)""")
+    assert overflowing == []
     assert_clean(session)
 
 
