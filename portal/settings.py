@@ -138,6 +138,7 @@ LOGOUT_REDIRECT_URL = "login"
 LANGUAGE_CODE = "en-us"
 TIME_ZONE = os.environ.get("TIME_ZONE", "UTC")
 USE_I18N = True
+FORMAT_MODULE_PATH = ["portal.formats"]  # ISO dates on every page (portal/formats/en/formats.py)
 USE_TZ = True
 
 STATIC_URL = "static/"
