@@ -62,6 +62,14 @@ class ContractView(ObjectView):
     queryset = Contract.objects.select_related("owner", "rented_gpu_model")
     template_name = "planning/contract_detail.html"
 
+    @property
+    def hidden_fields(self):
+        """The rented GPUs only mean something on a rental contract; elsewhere they were a confusing "0" and "—"."""
+        hidden = ObjectView.hidden_fields
+        if self.object.kind == Contract.Kind.RENTAL:
+            return hidden
+        return (*hidden, "rented_gpus", "rented_gpu_model")
+
     def get_context_data(self, upload_form=None, **kwargs):
         context = super().get_context_data(**kwargs)
         contract, user = self.object, self.request.user

@@ -313,6 +313,7 @@ def test_journey_5_contracts(contracts, browser_page):
     expect(coverage).to_contain_text("ber-1-r01")
     expect(coverage).to_contain_text("ber-h100-001")
     expect(coverage).to_contain_text("ber-h100-002")
+    expect(page.locator("table.fields").first).not_to_contain_text("Rented")  # a support contract rents nothing
     session.screenshot("journey5-02-contract")
 
     # Uncovered in-service nodes: one without support, one whose warranty has ended (although its rack is
