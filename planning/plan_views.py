@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from django import forms
+from django.conf import settings
 from django.contrib import messages
 from django.core.exceptions import ValidationError
 from django.db import transaction
@@ -44,6 +45,12 @@ class CapacityPlanForm(forms.ModelForm):
     class Meta:
         model = CapacityPlan
         fields = ["name", "description", "horizon_months", *SCENARIO_FIELDS]
+        widgets = {"description": forms.Textarea(attrs={"rows": 4})}
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        for name in ("node_price", "rental_gpu_hour_cost"):  # money fields say their currency
+            self.fields[name].label = f"{self.fields[name].label} ({settings.COST_CURRENCY})"
 
 
 def filters_in_use(request):

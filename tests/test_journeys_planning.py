@@ -531,3 +531,10 @@ def test_planning_and_support_pages_fit_a_phone_screen(capacity_rec, browser_pag
         assert page.evaluate(CLIPPED) == [], url
         assert page.evaluate("document.documentElement.scrollWidth") <= 390, url
     assert_clean(session)
+
+
+def test_the_plan_form_says_the_currency_of_its_prices():
+    client = Client()
+    client.force_login(make_user("max", MANAGER))
+    page = client.get("/planning/capacity-plans/add/").content.decode()
+    assert "Node price (USD)" in page and "Rental cost per GPU-hour (USD)" in page
