@@ -30,6 +30,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import urllib.error
 import urllib.request
@@ -74,6 +75,22 @@ class Processes:
                                    start_new_session=True)
         self.running.append((name, process, log))
         return process
+
+    def roots(self, *names):
+        """psutil handles of the named processes (for the CPU sampler)."""
+        import psutil
+
+        def handles():
+            found = []
+            for name, process, _ in self.running:
+                if name in names and process.poll() is None:
+                    try:
+                        found.append(psutil.Process(process.pid))
+                    except psutil.Error:
+                        pass
+            return found
+
+        return handles
 
     def check_alive(self):
         for name, process, _ in self.running:
@@ -123,6 +140,80 @@ def wait_for_http(url, processes, headers=None, timeout=60):
         except OSError:
             time.sleep(0.5)
     raise RuntimeError(f"{url} did not answer within {timeout} s")
+
+
+class CPUSampler:
+    """CPU seconds used by each part of the test, sampled every second in a thread, and by the whole machine,
+    so a report can say whether the portal, the load generator or someone else's work used the cores."""
+
+    def __init__(self, groups):
+        import psutil
+
+        self.psutil, self.groups, self.samples = psutil, groups, []
+        self.stopped = threading.Event()
+        self.thread = threading.Thread(target=self.run, name="cpu-sampler", daemon=True)
+        self.thread.start()
+
+    def run(self):
+        while not self.stopped.is_set():
+            self.samples.append((time.time(), self.sample()))
+            self.stopped.wait(1)
+
+    def sample(self):
+        used = {}
+        for name, roots in self.groups.items():
+            used[name] = 0.0
+            for root in roots():
+                try:
+                    for process in [root, *root.children(recursive=True)]:
+                        times = process.cpu_times()
+                        used[name] += times.user + times.system
+                except self.psutil.Error:  # ended between listing and reading: its last seconds are lost
+                    pass
+        machine = self.psutil.cpu_times()
+        used["machine"] = machine.user + machine.nice + machine.system + machine.irq + machine.softirq + getattr(
+            machine, "steal", 0)
+        return used
+
+    def cores(self, start, end):
+        """Mean cores used per group between two times (epoch seconds), from the nearest samples."""
+        inside = [(t, used) for t, used in self.samples if start <= t <= end]
+        if len(inside) < 2:
+            return None
+        (t0, first), (t1, last) = inside[0], inside[-1]
+        cores = {name: max(0.0, last[name] - first.get(name, 0.0)) / (t1 - t0) for name in last}
+        cores["other"] = max(0.0, cores["machine"] - sum(v for k, v in cores.items() if k != "machine"))
+        return cores
+
+    def stop(self):
+        self.stopped.set()
+        self.thread.join()
+
+
+def postgres_roots(port):
+    """The throwaway server's postmaster (started with ``-p PORT``): its children are the backends."""
+    import psutil
+
+    def handles():
+        for process in psutil.process_iter(["name", "cmdline"]):
+            cmdline = process.info["cmdline"] or []
+            if process.info["name"] == "postgres" and "-p" in cmdline and str(port) in cmdline:
+                return [process]
+        return []
+
+    return handles
+
+
+def locust_roots():
+    import psutil
+
+    def handles():
+        try:
+            return [p for p in psutil.Process().children() if "locust" in " ".join(p.cmdline())]
+        except psutil.Error:
+            return []
+
+    return handles
 
 
 def prepare(simulator_url, pull_interval, data_file):
@@ -316,7 +407,7 @@ def main():
         with throwaway_postgres() as (host, port, user):
             processes = Processes(folder)
             try:
-                return measure(args, folder, processes, f"postgres://{user}@{host}:{port}/postgres")
+                return measure(args, folder, processes, f"postgres://{user}@{host}:{port}/postgres", port)
             finally:
                 # Before PostgreSQL stops: the workers and gunicorn hold connections to it.
                 processes.stop()
@@ -340,7 +431,7 @@ def close_connections():
         connections.close_all()
 
 
-def measure(args, folder, processes, database_url):
+def measure(args, folder, processes, database_url, database_port):
     from tests.pgserver import free_port
 
     env = dict(
@@ -365,9 +456,20 @@ def measure(args, folder, processes, database_url):
 
     step("migrate, collectstatic, seed_demo")
     manage = [PYTHON, "manage.py"]
-    run_command(manage + ["migrate", "--noinput", "-v", "0"], env, "migrate")
-    run_command(manage + ["collectstatic", "--noinput", "-v", "0"], env, "collectstatic")
-    run_command(manage + ["seed_demo"], env, "seed_demo")
+    # collectstatic (hashing and compressing every file, plotly.js included) takes longest and needs no
+    # database: it runs alongside migrate and seed_demo.
+    collectstatic = subprocess.Popen(manage + ["collectstatic", "--noinput", "-v", "0"], cwd=ROOT, env=env,
+                                     stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        run_command(manage + ["migrate", "--noinput", "-v", "0"], env, "migrate")
+        run_command(manage + ["seed_demo"], env, "seed_demo")
+        output, _ = collectstatic.communicate()
+    finally:
+        if collectstatic.poll() is None:
+            collectstatic.kill()
+            collectstatic.wait()
+    if collectstatic.returncode:
+        raise RuntimeError(f"collectstatic failed (status {collectstatic.returncode}):\n{output[-3000:]}")
     simulator_port, web_port = free_port(), free_port()
     data = prepare(f"http://127.0.0.1:{simulator_port}", args.pull_interval, folder / "data.json")
     close_connections()
@@ -388,11 +490,16 @@ def measure(args, folder, processes, database_url):
 
     locust_env = dict(env, LOADTEST_DATA=str(folder / "data.json"), LOADTEST_WARMUP=str(args.warmup),
                       LOADTEST_DURATION=str(args.duration))
-    results, pulls = {}, {}
+    results, pulls, cpu = {}, {}, {}
+    sampler = CPUSampler({
+        "gunicorn": processes.roots("gunicorn"), "PostgreSQL": postgres_roots(database_port),
+        "Celery": processes.roots("celery-worker", "celery-beat"), "simulator": processes.roots("simulator"),
+        "locust": locust_roots(),
+    })
     for users in (1, args.users):
         label = "1 user" if users == 1 else f"{users} users"
         step(f"locust: {label}, warm-up (log-ins, at most {args.warmup} s), then {args.duration} s measured")
-        started = timezone.now()
+        started, started_epoch = timezone.now(), time.time()
         run_env = dict(locust_env, LOADTEST_WARMUP_REPORT=str(folder / f"warmup-{users}.json"))
         rows, failures, warmup = run_locust(users, min(args.spawn_rate, users), args.warmup, args.duration,
                                             base_url, run_env, folder, str(users))
@@ -400,13 +507,23 @@ def measure(args, folder, processes, database_url):
         processes.check_alive()
         results[str(users)] = {"rows": {row["Name"]: row for row in rows}, "failures": failures, "warmup": warmup}
         # The measured window began when the warm-up ended.
-        pulls[label] = count_pulls(started + timedelta(seconds=warmup["seconds"]) if warmup else started, end)
+        warmed = warmup["seconds"] if warmup else 0
+        pulls[label] = count_pulls(started + timedelta(seconds=warmed), end)
+        cpu[label] = sampler.cores(started_epoch + warmed, time.time())
         close_connections()
+    sampler.stop()
     step("SQL queries per request kind")
     counts = query_counts(data)
     close_connections()
     errors = server_errors(folder)
     report(results, pulls, errors, args)
+    print(f"\n== CPU in the measured window, in cores (this machine has {os.cpu_count()}) ==")
+    names = ["gunicorn", "PostgreSQL", "Celery", "simulator", "locust", "other"]
+    print(f"{'run':>10} " + " ".join(f"{name:>10}" for name in names) + f" {'machine':>10}")
+    for label, cores in cpu.items():
+        if cores:
+            print(f"{label:>10} " + " ".join(f"{cores[name]:>10.2f}" for name in names) + f" {cores['machine']:>10.2f}")
+    print("('other': everything else on the machine; near the core count, the figures measure a full machine)")
     print("\n== SQL queries of one request (as the manager / with the manager's token) ==")
     for url, status, queries in counts:
         print(f"{queries:>5}  {url}" + ("" if status == 200 else f"   HTTP {status}"))
