@@ -538,3 +538,17 @@ def test_the_plan_form_says_the_currency_of_its_prices():
     client.force_login(make_user("max", MANAGER))
     page = client.get("/planning/capacity-plans/add/").content.decode()
     assert "Node price (USD)" in page and "Rental cost per GPU-hour (USD)" in page
+
+
+def test_the_ticket_form_fits_the_first_screen(browser_page):
+    """Support staff's form has a dozen fields: in columns (title and description across), Open ticket shows
+    without scrolling at 1280x800."""
+    session, page = browser_page, browser_page.page
+    make_user("sam", SUPPORT)
+    log_in(page, "sam", "/support/tickets/add/")
+    session.screenshot("support-ticket-form")
+    button = page.get_by_role("button", name="Open ticket").bounding_box()
+    assert button["y"] + button["height"] <= 800, f"Open ticket at {button['y']:.0f} px"
+    title, description = page.locator("#id_title").bounding_box(), page.locator("#id_description").bounding_box()
+    assert title["width"] > 1000 and description["width"] > 1000  # across the form
+    assert_clean(session)
