@@ -292,6 +292,9 @@ def test_journey_3_a_ticket_from_a_gpu_page_worked_through_an_rma_swap(browser_p
     expect(page.locator("#lifecycle")).to_contain_text(
         "RMA NV-RMA-2026-2201: replaced by serial 1650123009999 in gpu-zrh-017/gpu1")
     expect(page.locator("#history")).to_contain_text(f"ticket #{ticket.pk}")
+    # The long RMA reasons wrap: nothing to scroll sideways to read them.
+    assert page.evaluate("""() => [...document.querySelectorAll(".table-wrap")]
+        .filter(w => w.scrollWidth > w.clientWidth).map(w => w.closest("section").id)""") == []
     session.screenshot("journey3-03-retired-gpu")
     assert_clean(session)
 
