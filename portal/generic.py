@@ -212,8 +212,8 @@ def line_history_rows(model, limit=HISTORY_LIMIT, **parent):
 
 
 def shown(obj, field_name, value):
-    """A value from the history as a person reads it: choice labels, related objects as ``#id``, a
-    many-to-many field (its history rows) as the ids it links to."""
+    """A value from the history as a person reads it: choice labels, related objects by name (``#id``
+    once deleted), a many-to-many field (its history rows) as the ids it links to."""
     field = obj._meta.get_field(field_name)
     if field.many_to_many:
         ids = sorted(row[field.m2m_reverse_field_name()] for row in value or [])
@@ -221,7 +221,9 @@ def shown(obj, field_name, value):
     if field.choices:
         return dict(field.flatchoices).get(value, value)
     if field.is_relation and value is not None:
-        return f"#{value}"
+        # One query per changed reference; a page shows at most HISTORY_LIMIT changes.
+        target = field.related_model._default_manager.filter(pk=value).first()
+        return str(target) if target is not None else f"#{value}"
     return value
 
 

@@ -267,3 +267,21 @@ def test_history_shows_many_to_many_changes_as_ids(manager_client):
     changes = [change for row in page.context["history"] for change in row["changes"]]
     assert ("nodes", f"#{first.pk}", f"#{first.pk}, #{second.pk}") in changes
     assert ("nodes", "none", f"#{first.pk}") in changes
+
+
+def test_history_names_the_related_objects_a_change_points_at(manager_client):
+    node = make_node(rack=make_rack(name="R01"))
+    old_rack = node.rack
+    node.rack = make_rack(site=node.site, name="R02")
+    node.save()
+    old_rack_id = old_rack.pk
+    page = manager_client.get(node.get_absolute_url())
+    changes = [change for row in page.context["history"] for change in row["changes"]]
+    assert ("rack", str(old_rack), str(node.rack)) in changes
+    new_rack = str(node.rack)
+    node.rack = None
+    node.save()
+    old_rack.delete()  # gone: the history can only say which id it was
+    changes = [change for row in manager_client.get(node.get_absolute_url()).context["history"]
+               for change in row["changes"]]
+    assert ("rack", f"#{old_rack_id}", new_rack) in changes and ("rack", new_rack, None) in changes
