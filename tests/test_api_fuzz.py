@@ -237,3 +237,40 @@ def test_options_on_every_route(api_schema, role):
         if response.status_code >= 500 or response["Content-Type"] != "application/json":
             failures.append(f"OPTIONS {url}: {response.status_code} {response['Content-Type']}")
     assert not failures, "\n".join(failures)
+
+
+# --- What the fuzz found, pinned down (each was a 500) --------------------------------------------------
+
+
+@pytest.mark.django_db
+def test_hourly_rows_since_with_an_offset_postgresql_refuses(manager_api):
+    # ISO 8601 allows offsets up to ±23:59, PostgreSQL only ±15:59: the filter compares in UTC.
+    assert manager_api.get("/api/inventory/gpu-hourly/", {"since": "0342-09-05T18:49:34.2+23:58"}).status_code == 200
+    response = manager_api.get("/api/inventory/gpu-hourly/", {"until": "0001-01-01T00:00:00+01:00"})
+    assert response.status_code == 400 and "until" in response.json()
+
+
+@pytest.mark.django_db
+def test_contracts_expiring_within_is_bounded(manager_api):
+    assert manager_api.get("/api/planning/contracts/", {"expiring_within": 60}).status_code == 200
+    response = manager_api.get("/api/planning/contracts/", {"expiring_within": 1000000000})
+    assert response.status_code == 400 and "expiring_within" in response.json()
+
+
+@pytest.mark.django_db
+def test_ticket_names_with_a_nul_character_are_refused(manager_api):
+    for field in ("team", "assignee", "requester"):
+        response = manager_api.post("/api/support/tickets/", {"title": "Fan noise", field: "a\x00b"}, format="json")
+        assert response.status_code == 400 and field in response.json(), field
+
+
+@pytest.mark.django_db
+def test_plan_line_totals_beyond_sixteen_digits_are_shown(manager_api):
+    plan = CapacityPlan.objects.create(name="big plan")
+    item = {"description": "racks", "quantity": 3125207, "unit_cost": "111449044.00", "currency": "USD"}
+    response = manager_api.patch(f"/api/planning/plans/{plan.pk}/", {"items": [item]}, format="json")
+    assert response.status_code == 200, response.content
+    assert response.json()["items"][0]["total"] == "348301332452108.00"
+    CapacityPlan.objects.filter(pk=plan.pk).update(status=CapacityPlan.Status.APPROVED)  # only approved: a BOM
+    bom = manager_api.get(f"/api/planning/plans/{plan.pk}/bom/").json()
+    assert bom["lines"][0]["total"] == "348301332452108.00" and bom["totals"] == {"USD": "348301332452108.00"}

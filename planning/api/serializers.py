@@ -324,8 +324,13 @@ class PlanWorkloadSerializer(PortalModelSerializer):
             return None
 
 
+# Quantity × unit cost: up to 10 + 12 integer digits and 2 decimals; a grand total sums many lines. A narrower
+# field cannot show a large line at all (quantize fails: a 500 on the plan and its BOM).
+TOTAL_DIGITS, GRAND_TOTAL_DIGITS = 24, 28
+
+
 class PlanItemSerializer(PortalModelSerializer):
-    total = serializers.DecimalField(max_digits=16, decimal_places=2, read_only=True,
+    total = serializers.DecimalField(max_digits=TOTAL_DIGITS, decimal_places=2, read_only=True,
                                      help_text="Quantity × unit cost.")
 
     class Meta:
@@ -397,10 +402,10 @@ class BOMLineSerializer(serializers.Serializer):
     quantity = serializers.IntegerField()
     unit_cost = serializers.DecimalField(max_digits=14, decimal_places=2)
     currency = serializers.CharField()
-    total = serializers.DecimalField(max_digits=16, decimal_places=2)
+    total = serializers.DecimalField(max_digits=TOTAL_DIGITS, decimal_places=2)
 
 
 class BillOfMaterialsSerializer(serializers.Serializer):
     lines = BOMLineSerializer(many=True)
-    totals = serializers.DictField(child=serializers.DecimalField(max_digits=18, decimal_places=2),
+    totals = serializers.DictField(child=serializers.DecimalField(max_digits=GRAND_TOTAL_DIGITS, decimal_places=2),
                                    help_text="Grand total per currency.")

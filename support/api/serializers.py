@@ -9,6 +9,16 @@ from ..models import Team, Ticket, TicketComment
 STAFF_FIELDS = ("priority", "assignee", "requester", "rma_number", "site", "switch", "storage_system")
 
 
+class SlugRelatedField(serializers.SlugRelatedField):
+    """DRF's, refusing a name with a NUL character before looking it up: PostgreSQL cannot hold one, so the
+    lookup query itself would fail (a 500 instead of "no such user")."""
+
+    def to_internal_value(self, data):
+        if isinstance(data, str) and "\x00" in data:
+            self.fail("does_not_exist", slug_name=self.slug_field, value=data.replace("\x00", "\\x00"))
+        return super().to_internal_value(data)
+
+
 class TicketSerializer(PortalModelSerializer):
     """A ticket. ``status`` changes through ``POST …/transition/``; researchers set what they report (title,
     description, category, node, GPU, one of their teams), support staff everything else."""
@@ -16,12 +26,11 @@ class TicketSerializer(PortalModelSerializer):
     category = EnumChoiceField(Ticket.Category, required=False)
     priority = EnumChoiceField(Ticket.Priority, required=False)
     status = EnumChoiceField(Ticket.Status, read_only=True)
-    requester = serializers.SlugRelatedField(slug_field="username", queryset=get_user_model().objects.all(),
-                                             required=False, allow_null=True)
-    assignee = serializers.SlugRelatedField(slug_field="username", queryset=get_user_model().objects.all(),
-                                            required=False, allow_null=True)
-    team = serializers.SlugRelatedField(slug_field="name", queryset=Team.objects.all(), required=False,
-                                        allow_null=True)
+    requester = SlugRelatedField(slug_field="username", queryset=get_user_model().objects.all(), required=False,
+                                 allow_null=True)
+    assignee = SlugRelatedField(slug_field="username", queryset=get_user_model().objects.all(), required=False,
+                                allow_null=True)
+    team = SlugRelatedField(slug_field="name", queryset=Team.objects.all(), required=False, allow_null=True)
     description_html = serializers.SerializerMethodField(help_text="The description as sanitised HTML.")
     sla_state = serializers.SerializerMethodField()
     sla_contract = serializers.StringRelatedField(allow_null=True)  # null: the default SLA policy applies
