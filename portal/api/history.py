@@ -48,7 +48,7 @@ class ObjectChangeSerializer(ChangeRecordSerializer):
 class AnyChangeSerializer(ChangeRecordSerializer):
     model = serializers.SerializerMethodField()
     object_id = serializers.IntegerField(source="id", read_only=True)
-    object = serializers.CharField(source="history_object", read_only=True)
+    object = serializers.CharField(source="shown", read_only=True)  # loaded by changelog.recent_changes
 
     def get_model(self, record) -> str:
         return record.model_opts.label_lower

@@ -57,6 +57,10 @@
     if (d.y2_title) {
       extra.yaxis2 = axis(d.y2_title, { overlaying: "y", side: "right", rangemode: "tozero", showgrid: false,
         tickformat: ",.0f" });
+      // A count: below 10, a tick per whole number (plotly's own steps of 0.5 would print "2" twice).
+      var y2max = Math.max.apply(null, d.series.filter(function (s) { return s.axis === "y2"; })
+        .reduce(function (all, s) { return all.concat(s.y.filter(function (v) { return v !== null; })); }, [0]));
+      if (y2max < 10) { extra.yaxis2.dtick = 1; }
     }
     if (d.stale_from) {
       // Shade what a stale source has not delivered: missing, not idle.
