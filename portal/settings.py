@@ -237,6 +237,7 @@ REST_FRAMEWORK = {
     "DEFAULT_VERSIONING_CLASS": "portal.api.versioning.AcceptHeaderVersioning",
     "DEFAULT_VERSION": API_VERSION,
     "ALLOWED_VERSIONS": [API_VERSION],
+    "EXCEPTION_HANDLER": "portal.api.exceptions.exception_handler",
     "DEFAULT_AUTHENTICATION_CLASSES": [
         "portal.api.authentication.APITokenAuthentication",
         "rest_framework.authentication.SessionAuthentication",

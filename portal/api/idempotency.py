@@ -103,7 +103,8 @@ class IdempotentCreateMixin:
         return replay(stored)
 
     def _create_once_per_external_id(self, request, *args, **kwargs):
-        external_id = request.data.get(self.external_id_field) if self.external_id_field else None
+        one_object = isinstance(request.data, dict)  # a list (bulk create) has no single external id
+        external_id = request.data.get(self.external_id_field) if self.external_id_field and one_object else None
         if not external_id or not isinstance(external_id, str):
             return self.create_object(request, *args, **kwargs)
         key = f"{self.external_id_field}:{request.path}:{external_id}"[:MAX_KEY_LENGTH]

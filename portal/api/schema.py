@@ -2,6 +2,7 @@
 ETags and conditional requests, the change-reason header, and the bulk operations on list routes."""
 
 from drf_spectacular.openapi import AutoSchema
+from drf_spectacular.plumbing import ResolvedComponent
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter
 
@@ -39,7 +40,49 @@ def _array(items):
     return {"type": "array", "items": items, "minItems": 1, "maxItems": MAX_BULK_ITEMS}
 
 
+# DRF's validation errors: field name → messages (``non_field_errors`` for the object as a whole), or one such
+# object per item of a list.
+VALIDATION_ERROR = {
+    "oneOf": [{"type": "object", "additionalProperties": {}}, {"type": "array", "items": {}}],
+    "description": "Field name → list of messages (`non_field_errors`: the object as a whole).",
+}
+
+
 class PortalAutoSchema(AutoSchema):
+    def get_operation(self, *args, **kwargs):
+        operation = super().get_operation(*args, **kwargs)
+        if operation is not None:
+            self._add_error_responses(operation)
+        return operation
+
+    def _add_error_responses(self, operation):
+        """The errors DRF and the portal answer on their own, on every operation they can come from (an
+        operation's own description of a code wins): 401 without valid credentials, 403 without the
+        permission, 406 for an unknown API version, 404 for an object that does not exist (or a page past
+        the end), 400 for an invalid body or query parameter, 409 for a delete of an object still in use,
+        413 for a body over the size limit, 415 for a body of another media type. Undocumented, a client (or
+        schemathesis) cannot tell an answer the API promises from a bug."""
+        responses = operation["responses"]
+        has_body = "requestBody" in operation
+        has_query = any(p["in"] == "query" for p in operation.get("parameters", ()))
+        paginated = self.method == "GET" and self._is_list_view() and self._get_paginator() is not None
+        errors = {
+            "400": (has_body or has_query, "ValidationError", VALIDATION_ERROR, "Invalid request."),
+            "401": (True, "Error", DETAIL, "Missing, invalid or expired credentials."),
+            "403": (True, "Error", DETAIL, "Not allowed for your role."),
+            "404": ("{" in self.path or paginated, "Error", DETAIL, "No such object (or no such page)."),
+            "406": (True, "Error", DETAIL, "Unknown API version in the Accept header."),
+            "409": (self._portal_action() in ("destroy", "bulk_destroy"), "Error", DETAIL,
+                    "Still used by other objects (they are named); nothing was deleted."),
+            "413": (has_body, "Error", DETAIL, "The request body is over the size limit."),
+            "415": (has_body, "Error", DETAIL, "Unsupported media type of the request body."),
+        }
+        for code, (applies, name, schema, description) in errors.items():
+            if applies and code not in responses:
+                component = ResolvedComponent(name=name, type=ResolvedComponent.SCHEMA, object=name, schema=schema)
+                self.registry.register_on_missing(component)
+                responses[code] = {"description": description, "content": {JSON: {"schema": component.ref}}}
+
     def _portal_action(self):
         from .viewsets import PortalModelViewSet  # not at the top: the viewsets' classes need this module
 

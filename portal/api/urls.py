@@ -4,11 +4,11 @@ Adding an app's API: add ``(name, module)`` to ``APPS``; the module's ``urlpatte
 ``/api/<name>/`` under the namespace ``<name>-api`` and listed on the root page.
 """
 
-from django.urls import include, path
+from django.urls import include, path, re_path
 from drf_spectacular.views import SpectacularAPIView, SpectacularRedocView, SpectacularSwaggerView
 
 from .history import ChangesView
-from .views import APIRootView
+from .views import APIRootView, not_found
 
 APPS = [("inventory", "inventory.api.urls"), ("planning", "planning.api.urls"), ("support", "support.api.urls")]
 
@@ -25,4 +25,5 @@ urlpatterns = [
     path("docs/", SpectacularSwaggerView.as_view(url_name="api-schema"), name="api-docs"),
     path("redoc/", SpectacularRedocView.as_view(url_name="api-schema"), name="api-redoc"),
     *(path(f"{name}/", include((module, f"{name}-api"))) for name, module in APPS),
+    re_path(r"", not_found),  # last: any other /api/ URL is a JSON 404, not the portal's HTML page
 ]

@@ -1,5 +1,7 @@
 from collections import OrderedDict
 
+from django.http import JsonResponse
+from django.views.decorators.csrf import csrf_exempt
 from drf_spectacular.utils import extend_schema
 from rest_framework.permissions import IsAuthenticated
 from rest_framework.response import Response
@@ -28,3 +30,9 @@ class APIRootView(APIView):
         for name, url_name in (*self.apps, *self.links):
             data[name] = reverse(url_name, request=request, format=format)
         return Response(data)
+
+
+@csrf_exempt  # any method: a POST to a wrong URL is a 404 too, not a CSRF 403
+def not_found(request, *args, **kwargs):
+    """An /api/ URL that matches no endpoint (``/api/inventory/nodes/1.5/``): API clients get JSON."""
+    return JsonResponse({"detail": f"No API endpoint at {request.path}; see /api/ and /api/schema/."}, status=404)

@@ -9,6 +9,7 @@ from rest_framework.settings import api_settings
 from portal import locking
 
 from .history import HistoryPagination, ObjectChangeSerializer
+from .metadata import PortalMetadata
 from .permissions import RolePermission
 
 MAX_BULK_ITEMS = 1000
@@ -72,6 +73,7 @@ class PortalModelViewSet(viewsets.ModelViewSet):
     """
 
     ordering = ["pk"]
+    metadata_class = PortalMetadata  # OPTIONS on list routes, which take the bulk PUT too
     bulk_create = True  # a list POSTed to the list endpoint creates each item
 
     def get_ordering_fields(self):
