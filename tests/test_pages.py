@@ -285,3 +285,9 @@ def test_history_names_the_related_objects_a_change_points_at(manager_client):
     changes = [change for row in manager_client.get(node.get_absolute_url()).context["history"]
                for change in row["changes"]]
     assert ("rack", f"#{old_rack_id}", new_rack) in changes and ("rack", new_rack, None) in changes
+
+
+def test_favicon_ico_points_browsers_at_the_portals_icon(client):
+    response = client.get("/favicon.ico")
+    assert response.status_code == 301 and response["Location"].endswith("/portal/favicon.svg")
+    assert client.post("/favicon.ico").status_code == 405

@@ -44,6 +44,7 @@ PUBLIC = [
     r"^accounts/reset/",
     r"^admin/login/$",  # the admin's own login page
     r"^admin/logout/$",
+    r"^favicon\.ico$",  # a redirect to the portal's icon (a static file, public like every static file)
 ]
 
 # A viewer may send these writes: their own account (log out, change their password), their own API
