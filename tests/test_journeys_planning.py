@@ -12,7 +12,7 @@ page must run without a JS error, a failed request or a request to another host.
 
 import html
 import re
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from decimal import Decimal
 
 import pytest
@@ -21,11 +21,11 @@ from playwright.sync_api import expect
 
 from inventory.models import GPU, LifecycleState
 from planning import recommendations as recs
-from planning.models import CapacityPlan, Recommendation
+from planning.models import CapacityPlan
 from portal.roles import MANAGER, RESEARCHER, SUPPORT
 from support.models import Ticket
 from tests.conftest import make_user
-from tests.factories import make_gpu, make_gpu_model, make_node, make_node_model, make_site, make_team
+from tests.factories import make_capacity_recommendation, make_gpu, make_gpu_model, make_node, make_site, make_team
 
 pytestmark = pytest.mark.django_db(transaction=True)
 pytest_plugins = ["tests.browser"]
@@ -67,17 +67,7 @@ def capacity_rec():
     """A capacity-bound finding for partition train-h200, written as the daily analysis writes it: 32 GPUs at 91 %
     against an 80 % target and 20 GPUs waiting, so 4 nodes of 8 GPUs at the node model's list price."""
     make_gpu_model(name="H200 SXM", memory_gb=141, memory_bandwidth_tbs=Decimal("4.8"))
-    node_model = make_node_model(name="HGX H200 8-GPU", list_price=Decimal("380000.00"))
-    site = make_site(name="zrh-1")
-    hours = [START + timedelta(hours=h) for h in range(48)]
-    stats = recs.PartitionStats(
-        partition="train-h200", gpus=32, gpu_hours=32 * 168.0, util_mean=91.0, jobs_started=40, wait_p50_hours=4.5,
-        wait_p95_hours=11.0, gpus_waiting=20.0, site_id=site.pk, site_name=site.name, node_model_id=node_model.pk,
-        node_model_name=node_model.name, node_price=node_model.list_price,
-        series={"x": [h.isoformat() for h in hours], "util": [90 + h % 5 for h in range(48)]},
-    )
-    recs.write([recs.capacity_bound(stats)], START + timedelta(days=7))
-    return Recommendation.objects.get()
+    return make_capacity_recommendation(START)
 
 
 def analysis_loaded(page):

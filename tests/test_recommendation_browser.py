@@ -3,16 +3,13 @@ drawn by plotly from json_script data, with no console error under the Content-S
 into a draft capacity plan whose bill of materials holds the suggested nodes; a viewer sees no buttons."""
 
 import re
-from datetime import UTC, datetime, timedelta
-from decimal import Decimal
+from datetime import UTC, datetime
 
 import pytest
 
-from planning import recommendations as recs
-from planning.models import Recommendation
 from portal.roles import MANAGER, VIEWER
 from tests.conftest import make_user
-from tests.factories import make_node_model, make_site
+from tests.factories import make_capacity_recommendation
 
 pytestmark = pytest.mark.django_db(transaction=True)
 pytest_plugins = ["tests.browser"]  # the browser_page fixture
@@ -24,17 +21,7 @@ START = datetime(2026, 11, 23, 6, tzinfo=UTC)
 def capacity_rec():
     """A capacity-bound finding for partition train-h200, written as the analysis writes it: 20 GPUs wait on
     average and 32 GPUs run at 91 % against an 80 % target, so 4 nodes of 8 GPUs."""
-    node_model = make_node_model(name="HGX H200 8-GPU", list_price=Decimal("380000.00"))
-    site = make_site(name="zrh-1")
-    hours = [START + timedelta(hours=h) for h in range(48)]
-    stats = recs.PartitionStats(
-        partition="train-h200", gpus=32, gpu_hours=32 * 168.0, util_mean=91.0, jobs_started=40, wait_p50_hours=4.5,
-        wait_p95_hours=11.0, gpus_waiting=20.0, site_id=site.pk, site_name=site.name, node_model_id=node_model.pk,
-        node_model_name=node_model.name, node_price=node_model.list_price,
-        series={"x": [h.isoformat() for h in hours], "util": [90 + h % 5 for h in range(48)]},
-    )
-    recs.write([recs.capacity_bound(stats)], START + timedelta(days=7))
-    return Recommendation.objects.get()
+    return make_capacity_recommendation(START)
 
 
 def log_in(page, user, password, next_url):
