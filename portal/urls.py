@@ -1,17 +1,12 @@
 from django.contrib import admin
-from django.contrib.auth.decorators import login_not_required
-from django.templatetags.static import static
 from django.urls import include, path
-from django.views.decorators.http import require_safe
-from django.views.generic import RedirectView
 
 from . import views
 
 urlpatterns = [
     path("", views.HomeView.as_view(), name="home"),
     # Browsers ask for /favicon.ico where a page names no icon (the API's JSON answers, say).
-    path("favicon.ico", login_not_required(require_safe(
-        RedirectView.as_view(url=static("portal/favicon.svg"), permanent=True)))),
+    path("favicon.ico", views.favicon),
     path("search/", views.SearchView.as_view(), name="search"),
     path("changes/", views.ChangeLogView.as_view(), name="changelog"),
     path("tokens/", views.TokenListView.as_view(), name="tokens"),

@@ -3,11 +3,14 @@ from datetime import timedelta
 
 from django.conf import settings
 from django.contrib import messages
-from django.http import HttpResponseRedirect
+from django.contrib.auth.decorators import login_not_required
+from django.http import HttpResponsePermanentRedirect, HttpResponseRedirect
 from django.shortcuts import get_object_or_404, render
+from django.templatetags.static import static
 from django.urls import reverse
 from django.utils import timezone
 from django.views import View
+from django.views.decorators.http import require_safe
 from django.views.generic import TemplateView
 
 from inventory import queries as inventory_queries
@@ -109,3 +112,11 @@ class ChangeLogView(View):
             "model_choices": [(m._meta.label_lower, m._meta.verbose_name) for m in viewable],
             "chosen": chosen, "username": username, "request_id": request_id, "actions": changelog.ACTIONS,
         })
+
+
+@login_not_required
+@require_safe
+def favicon(request):
+    """Browsers ask for /favicon.ico where a page names no icon (the API's JSON answers, say). The static
+    URL is looked up per request: in production it names the hashed file, known only after collectstatic."""
+    return HttpResponsePermanentRedirect(static("portal/favicon.svg"))
