@@ -44,7 +44,8 @@ def send_digests(alerts, day):
             by_owner[owner.email].append(alert)
     for email, owned in by_owner.items():
         owned.sort(key=lambda a: a.notice_deadline)
-        context = {"alerts": [(a, (a.notice_deadline - day).days) for a in owned], "day": day}
+        context = {"alerts": [(a, (a.notice_deadline - day).days) for a in owned], "day": day,
+                   "portal_url": settings.PORTAL_URL}
         subject = f"Contract renewals: {len(owned)} notice deadline{'s' if len(owned) != 1 else ''} coming up"
         send_mail(subject, render_to_string("planning/renewal_digest.txt", context), None, [email])
     return by_owner

@@ -346,6 +346,8 @@ DJANGO_TABLES2_PAGE_RANGE = 7
 EMAIL_BACKEND = os.environ.get("EMAIL_BACKEND", "django.core.mail.backends.console.EmailBackend")
 EMAIL_TIMEOUT = int(os.environ.get("EMAIL_TIMEOUT", "10"))  # seconds; Django's default (None) waits forever on SMTP
 DEFAULT_FROM_EMAIL = os.environ.get("DEFAULT_FROM_EMAIL", "cluster-portal@localhost")
+# Where people reach the portal: mails link to pages under it (a mail has no request to take the host from).
+PORTAL_URL = os.environ.get("PORTAL_URL", "http://127.0.0.1:8000").rstrip("/")
 
 LOGGING = {
     "version": 1,

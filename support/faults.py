@@ -2,7 +2,8 @@
 
 ``detect(now)`` finds faults with a few set-based queries over the hourly rollups (never a loop over the fleet):
 
-- ``xid``: a GPU whose hours in the window count samples with an XID error;
+- ``xid``: a GPU whose hours in the window count samples with an XID error (unless they are ECC errors found now
+  or already ticketed);
 - ``ecc``: a GPU with ``SUPPORT_ECC_REPEAT`` or more samples reporting an ECC XID (48, 63, 64, 92, 94, 95) in
   the window (exporter sources keep the XID code of each sample; Prometheus sources give the count only);
 - ``gpu_missing``: an in-service GPU that reported in the last week, absent from the window while its node
@@ -79,7 +80,11 @@ def detect(now=None):
         faults.append(Fault(F.ECC, f"{ecc[gpu.pk]} samples reported an ECC XID in the last {hours} h.",
                             node=gpu.node, gpu=gpu))
 
+    # ECC errors are XIDs too: a GPU whose ECC errors are found now, or already have an open ticket, is not
+    # reported a second time as plain "XID errors".
+    ecc_ticket_open = Ticket.objects.open().filter(fault=F.ECC, gpu__isnull=False).values("gpu_id")
     xid = dict(GPUHourly.objects.filter(hour__gte=start, xid_errors__gt=0).exclude(gpu_id__in=ecc)
+               .exclude(gpu_id__in=ecc_ticket_open)
                .values("gpu_id").annotate(n=Sum("xid_errors")).values_list("gpu_id", "n"))
     for gpu in gpus.filter(pk__in=xid):
         faults.append(Fault(F.XID, f"{xid[gpu.pk]} samples reported an XID error in the last {hours} h.",

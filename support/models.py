@@ -15,7 +15,7 @@ from datetime import timedelta
 
 from django.conf import settings
 from django.db import models
-from django.db.models import Q
+from django.db.models import F, Q
 from django.urls import reverse
 from django.utils import timezone
 from simple_history.models import HistoricalRecords
@@ -54,24 +54,42 @@ class TicketQuerySet(models.QuerySet):
 
     def due_before(self, moment):
         """Open tickets whose running clock (first response, else resolution) is due before ``moment``;
-        paused tickets (waiting on the requester) are never due."""
-        return self.open().filter(paused_since__isnull=True).filter(
-            Q(first_response_at__isnull=True, response_due__lte=moment) | Q(resolution_due__lte=moment)
-        )
+        a paused clock (waiting on the requester) runs out at nothing."""
+        return self.open().filter(clock_due(moment))
 
     def breached(self, now=None):
-        return self.due_before(now or timezone.now())
+        return self.open().filter(breached(now or timezone.now()))
 
     def breaching_soon(self, now=None):
         """Due within ``SUPPORT_BREACHING_SOON_HOURS`` but not breached yet."""
         now = now or timezone.now()
-        soon = now + timedelta(hours=settings.SUPPORT_BREACHING_SOON_HOURS)
-        return self.due_before(soon).exclude(pk__in=self.breached(now).values("pk"))
+        return self.due_before(breaching_soon_limit(now)).exclude(pk__in=self.breached(now).values("pk"))
 
     def at_risk(self, now=None):
         """Breached or breaching soon: what the dashboard lists."""
         now = now or timezone.now()
-        return self.due_before(now + timedelta(hours=settings.SUPPORT_BREACHING_SOON_HOURS))
+        return self.open().filter(breached(now) | clock_due(breaching_soon_limit(now)))
+
+
+def clock_due(moment):
+    """The running clock (first response, else resolution) of a ticket not paused is due by ``moment``."""
+    return Q(paused_since__isnull=True) & (
+        Q(first_response_at__isnull=True, response_due__lte=moment) | Q(resolution_due__lte=moment)
+    )
+
+
+def breached(now):
+    """What ``sla.state`` calls breached: the running clock past due, a first response that came late, or a clock
+    already past due when it was paused."""
+    paused_late = Q(paused_since__isnull=False) & (
+        Q(first_response_at__isnull=True, response_due__lte=F("paused_since"))
+        | Q(resolution_due__lte=F("paused_since"))
+    )
+    return clock_due(now) | Q(first_response_at__gt=F("response_due")) | paused_late
+
+
+def breaching_soon_limit(now):
+    return now + timedelta(hours=settings.SUPPORT_BREACHING_SOON_HOURS)
 
 
 class TicketCategory(models.TextChoices):

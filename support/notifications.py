@@ -40,7 +40,8 @@ def notify(ticket, event, actor=None, comment=None, note=""):
         assignee=ticket.assignee.get_username() if ticket.assignee else "nobody",
         status=ticket.get_status_display().lower(),
     )
-    context = {"ticket": ticket, "event": event, "actor": actor, "comment": comment, "note": note}
+    context = {"ticket": ticket, "event": event, "actor": actor, "comment": comment, "note": note,
+               "portal_url": settings.PORTAL_URL}
     message = EmailMessage(
         subject=f"[Ticket #{ticket.pk}] {ticket.title}: {subject}",
         body=render_to_string("support/email/notice.txt", context),

@@ -85,3 +85,22 @@ def viewer_client(client, viewer):
 def manager_client(client, manager):
     client.force_login(manager)
     return client
+
+
+class RetryNow(Exception):
+    """Raised by the ``retries`` fixture in place of Celery's Retry."""
+
+
+@pytest.fixture
+def retries(monkeypatch):
+    """Run a webhook delivery's retries at once, recording the countdowns asked for (Celery would wait them out)."""
+    from planning import webhooks
+
+    countdowns = []
+
+    def retry(countdown):
+        countdowns.append(countdown)
+        return RetryNow()
+
+    monkeypatch.setattr(webhooks.send_webhook, "retry", retry)
+    return countdowns

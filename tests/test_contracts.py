@@ -348,6 +348,7 @@ def test_alerts_come_within_the_window_once_per_deadline_with_one_digest_per_own
     alice_mail = next(m for m in mailoutbox if m.to == ["alice@example.org"])
     assert str(a1) in alice_mail.body and str(a2) in alice_mail.body and "2 notice deadlines" in alice_mail.subject
     assert alice_mail.body.index(str(a2)) < alice_mail.body.index(str(a1))  # soonest first
+    assert f"{settings.PORTAL_URL}{a1.get_absolute_url()}" in alice_mail.body  # a link a mail reader can open
     assert RenewalAlert.objects.get(contract=b1).emailed_to == "bob@example.org"
 
     # The next day: nothing new, nothing mailed twice.

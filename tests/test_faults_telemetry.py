@@ -26,7 +26,7 @@ from support import notifications
 from support.models import Ticket
 from tests.conftest import make_user
 from tests.factories import make_gpu, make_node
-from tests.test_webhooks import make_hook, retries, send_until_done  # noqa: F401 (retries: a fixture)
+from tests.test_webhooks import make_hook, send_until_done
 
 ROOT = Path(__file__).resolve().parent.parent
 TIMEOUT_S = 1
@@ -114,7 +114,7 @@ def test_a_hanging_source_times_out_is_marked_stale_and_backs_off(kind, server):
 @pytest.mark.django_db
 @pytest.mark.parametrize(("server", "error"), [("refused", "ConnectionError"), ("silent", "ReadTimeout"),
                                                ("trickling", "AnswerTimeout")])
-def test_a_webhook_receiver_that_is_down_or_hangs_is_retried_then_marked_failed(server, error, retries,  # noqa: F811
+def test_a_webhook_receiver_that_is_down_or_hangs_is_retried_then_marked_failed(server, error, retries,
                                                                                   monkeypatch):
     monkeypatch.setattr(webhooks, "TIMEOUT_S", TIMEOUT_S)
     with hanging_server(server) as base:

@@ -155,6 +155,36 @@ def test_breached_and_breaching_soon_flags_and_querysets(settings):
     assert done not in Ticket.objects.at_risk(now)
 
 
+def test_querysets_agree_with_the_badge_for_late_responses_and_paused_tickets(engineer, researcher, settings):
+    """The breached / breaching-soon querysets (dashboard, queue, filters, metrics) flag exactly the tickets whose SLA
+    badge says so, including a first response that came late and a ticket paused after its clock ran out."""
+    settings.SUPPORT_BREACHING_SOON_HOURS = 4
+    settings.SUPPORT_DEFAULT_SLA = {**settings.SUPPORT_DEFAULT_SLA, "P1": (4, 24)}
+    now = timezone.now()
+    late_answer = make_ticket(priority="P1", opened=now - timedelta(hours=10))  # answered at 6 h: 2 h late
+    workflow.change_status(late_answer, S.IN_PROGRESS, engineer, now=now - timedelta(hours=4))
+    paused_late = make_ticket(requester=researcher, priority="P1", opened=now - timedelta(hours=30))
+    workflow.change_status(paused_late, S.IN_PROGRESS, engineer, now=now - timedelta(hours=29))
+    workflow.change_status(paused_late, S.WAITING_REQUESTER, engineer, now=now - timedelta(hours=2))  # due at 24 h
+    paused_in_time = make_ticket(requester=researcher, priority="P1", opened=now - timedelta(hours=30))
+    workflow.change_status(paused_in_time, S.IN_PROGRESS, engineer, now=now - timedelta(hours=29.5))
+    workflow.change_status(paused_in_time, S.WAITING_REQUESTER, engineer, now=now - timedelta(hours=29))
+    answered_soon = make_ticket(priority="P1", opened=now - timedelta(hours=21))  # resolution due in 3 h
+    workflow.change_status(answered_soon, S.IN_PROGRESS, engineer, now=now - timedelta(hours=20))
+    fine = make_ticket(priority="P1", opened=now - timedelta(hours=2))  # answered in time, resolution due in 22 h
+    workflow.change_status(fine, S.IN_PROGRESS, engineer, now=now - timedelta(hours=1))
+    tickets = [late_answer, paused_late, paused_in_time, answered_soon, fine]
+    for ticket in tickets:
+        ticket.refresh_from_db()
+    states = {ticket.title: sla.state(ticket, now) for ticket in tickets}
+    assert states == {late_answer.title: sla.BREACHED, paused_late.title: sla.BREACHED,
+                      paused_in_time.title: sla.PAUSED, answered_soon.title: sla.SOON, fine.title: sla.OK}
+    assert set(Ticket.objects.breached(now)) == {late_answer, paused_late}
+    assert set(Ticket.objects.breaching_soon(now)) == {answered_soon}
+    assert set(Ticket.objects.at_risk(now)) == {late_answer, paused_late, answered_soon}
+    assert metrics.summary(days=30, now=now)["breached"] == 2
+
+
 def test_resolved_ticket_met_or_breached_and_metrics(engineer):
     now = timezone.now()
     met = make_ticket(priority="P1", opened=now - timedelta(hours=10), category="network")
@@ -234,6 +264,8 @@ def test_notifications_on_create_assign_comment_and_status(engineer, researcher,
     ticket = make_ticket(requester=researcher, notify=True, title="NCCL hangs")
     assert [m.to for m in mail.outbox] == [["support@example.org"]]  # not to the requester who opened it
     assert "[Ticket #" in mail.outbox[0].subject and "NCCL hangs" in mail.outbox[0].subject
+    # The link works from a mail reader: the portal's address (PORTAL_URL) and the ticket's page.
+    assert f"Open the ticket: {settings.PORTAL_URL}/support/tickets/{ticket.pk}/" in mail.outbox[0].body
     workflow.assign(ticket, engineer, engineer)
     assert mail.outbox[-1].to == ["rita@example.org"] and "assigned to sam" in mail.outbox[-1].subject
     workflow.add_comment(ticket, researcher, "Any news?")
@@ -315,6 +347,18 @@ def test_xid_fault_opens_one_ticket_and_degrades_the_gpu():
     gpu.refresh_from_db()
     assert gpu.state == L.IN_SERVICE and faults.returnable_asset(ticket) is None
     assert len(faults.open_tickets(faults.detect(now))) == 1
+
+
+def test_xid_errors_of_a_gpu_with_an_open_ecc_ticket_open_nothing_more():
+    gpu = make_gpu(node=in_service_node())
+    for state in (L.BURN_IN, L.IN_SERVICE):
+        transition(gpu, state)
+    now = timezone.now()
+    GPUHourly.objects.create(gpu=gpu, hour=hour(now), xid_errors=4, samples=60, util_mean=50)
+    [ecc] = faults.open_tickets([faults.Fault(Ticket.Fault.ECC, "4 samples reported an ECC XID.", gpu.node, gpu)])
+    assert faults.detect(now) == []  # the same errors, already ticketed as ECC errors
+    workflow.change_status(ecc, S.RESOLVED)
+    assert [f.kind for f in faults.detect(now)] == [Ticket.Fault.XID]  # once it is resolved, they count again
 
 
 def test_one_open_ticket_per_fault_is_enforced_by_the_database():

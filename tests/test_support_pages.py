@@ -12,6 +12,7 @@ from django.utils import timezone
 
 from inventory.lifecycle import transition
 from inventory.models import LifecycleState
+from inventory.telemetry.models import GPUHourly
 from portal.roles import RESEARCHER, SUPPORT
 from support import workflow
 from support.models import Ticket, TicketAttachment
@@ -245,10 +246,12 @@ def test_attachment_accepted_and_served_with_its_checked_type(client, engineer):
 
 def test_hostile_markdown_on_the_ticket_page(client, engineer):
     ticket = make_ticket(description='<script>alert("x")</script><img src=x onerror=alert(1)> **fine**')
+    workflow.add_comment(ticket, engineer, '[click](javascript:alert(2)) <iframe src="//evil"></iframe> _also fine_')
     login(client, engineer)
     text = client.get(ticket.get_absolute_url()).content.decode()
-    assert "<strong>fine</strong>" in text
+    assert "<strong>fine</strong>" in text and "<em>also fine</em>" in text
     assert '<script>alert("x")' not in text and "onerror" not in text
+    assert "javascript:alert" not in text and "<iframe" not in text
 
 
 # --- Workflow on the pages -------------------------------------------------------------------------
@@ -361,6 +364,14 @@ def test_ticket_page_shows_utilization_and_other_tickets_on_the_asset(client, en
     response = client.get(ticket.get_absolute_url())
     assert response.context["utilization"]["node"] == node
     assert response.context["other_tickets"] == [other]
+    assert "No utilization reported for this node" in response.text  # nothing reported yet: said, not drawn
+    assert "Fans loud" in response.text
+    gpu = make_gpu(node=node)
+    hour = timezone.now().replace(minute=0, second=0, microsecond=0) - timedelta(hours=3)
+    GPUHourly.objects.create(gpu=gpu, hour=hour, util_mean=73.5, samples=60)
+    response = client.get(ticket.get_absolute_url())
+    assert response.context["utilization"]["has_data"]
+    assert 'data-source="ticket-utilization-data"' in response.text and "73.5" in response.text
 
 
 # --- Query counts ----------------------------------------------------------------------------------

@@ -13,6 +13,7 @@ from django.utils import timezone
 
 from planning import webhooks
 from planning.models import Webhook, WebhookDelivery
+from tests.conftest import RetryNow
 
 SECRET = "s3cret"
 
@@ -57,23 +58,6 @@ def receiver():
     yield make
     for r in made:
         r.close()
-
-
-@pytest.fixture
-def retries(monkeypatch):
-    """Run retries at once, recording the countdowns asked for (Celery would wait them out)."""
-    countdowns = []
-
-    def retry(countdown):
-        countdowns.append(countdown)
-        return RetryNow()
-
-    monkeypatch.setattr(webhooks.send_webhook, "retry", retry)
-    return countdowns
-
-
-class RetryNow(Exception):
-    pass
 
 
 @pytest.fixture
