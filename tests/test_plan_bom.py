@@ -1,0 +1,190 @@
+"""A plan's bill of materials filled from its build / expand / hybrid scenario (``planning.bom``): quantities and
+prices computed by hand on a small plan, the total equal to the scenario's capex, the refusals, the plan page's
+button and confirmation, and the API action; the approved plan's ``/bom/`` then serves the lines."""
+
+from datetime import date
+from decimal import Decimal
+
+import pytest
+from django.core.exceptions import ValidationError
+
+from inventory.models import GPUModel, LifecycleState, NodeModel
+from planning import analysis, bom, plans
+from planning.models import CapacityPlan, PlanItem, PlanWorkload
+from portal.roles import MANAGER
+from tests.conftest import make_user
+from tests.factories import make_attachment, make_fabric, make_gpu, make_node, make_node_model, make_site, make_switch
+
+pytestmark = pytest.mark.django_db
+
+TODAY = date(2026, 12, 2)
+PLANS = "/api/planning/plans/"
+
+
+@pytest.fixture(autouse=True)
+def shares(settings):
+    """The scenario's price assumptions, fixed so the hand computations below hold whatever the environment."""
+    settings.NETWORK_SHARE_OF_NODE_PRICE = 0.15
+    settings.STORAGE_SHARE_OF_NODE_PRICE = 0.10
+    settings.BUILD_COST_PER_KW = 10000.0
+    settings.COST_CURRENCY = "USD"
+
+
+@pytest.fixture
+def fleet(db):
+    """A site with two in-service nodes of 8 H100s, cabled with 8 InfiniBand ports each to QM9700 leaves that
+    have 64 ports, 32 of them up to the spine."""
+    site = make_site(name="Zurich", power_capacity_kw=Decimal("2000"))
+    model = make_node_model(name="HGX H100 test", gpu_slots=8, max_power_w=10200, height_u=8)
+    h100 = GPUModel.objects.get(name="H100 SXM 80GB")
+    fabric = make_fabric(name="ib-zurich", site=site)
+    leaf = make_switch(fabric=fabric, site=site, model="NVIDIA QM9700", ports=64, uplinks=32)
+    make_switch(fabric=fabric, site=site, model="NVIDIA QM9700", ports=64, uplinks=32)
+    for _ in range(2):
+        node = make_node(site=site, node_model=model, state=LifecycleState.IN_SERVICE)
+        for _ in range(8):
+            make_gpu(node=node, gpu_model=h100, state=LifecycleState.IN_SERVICE)
+        make_attachment(node=node, fabric=fabric, switch=leaf, ports=8, speed_gbps=400)
+    return {"site": site, "node_model": model, "h100": h100}
+
+
+def make_plan(fleet, name="2027 training", **kw):
+    fields = {"site": fleet["site"], "node_model": fleet["node_model"], "node_price": Decimal("250000"), **kw}
+    plan = CapacityPlan.objects.create(name=name, horizon_months=12, **fields)
+    PlanWorkload.objects.create(plan=plan, name="70B", start_month=2, gpu_model=fleet["h100"],
+                                inputs={"params_billion": 70, "tokens_billion": 2000, "num_gpus": 256})
+    return plan
+
+
+# The hand computation for make_plan on the fleet (no telemetry history: demand is the workload alone):
+# 6 × 70e9 parameters × 2e12 tokens = 8.4e23 FLOPs / (989.4 TFLOP/s × MFU 0.40) / 3600 = 589,583 GPU-hours;
+# on 256 GPUs 96 days: 4 months of 147,396 GPU-hours. At 80 % of 730 h that is 252.4 GPUs, against 16 in
+# service: 236.4 GPUs short at the peak → 236.4 / 8 = 29.6 → 30 nodes.
+NODES = 30
+NODE_PRICE = Decimal("250000.00")
+SWITCHES = 8  # 30 nodes × 8 ports = 240 ports / 32 node ports per leaf = 7.5 → 8
+NETWORK = Decimal("1125000.00")  # 30 × 250,000 × 15 %
+STORAGE = Decimal("750000.00")  # 30 × 250,000 × 10 %
+FACILITY = Decimal("3060000.00")  # 30 × 10.2 kW = 306 kW × 10,000 per kW
+
+
+def rows(bill):
+    return [(line.item, line.quantity, line.unit_cost, line.total) for line in bill.lines]
+
+
+def test_expand_scenario_lines_computed_by_hand(fleet):
+    plan = make_plan(fleet)
+    bill = bom.derive(plan, "expand", today=TODAY)
+    nodes, switches, storage = bill.lines
+    assert (nodes.node_model, nodes.quantity, nodes.unit_cost) == (fleet["node_model"], NODES, NODE_PRICE)
+    assert "peak shortfall 236.4 GPUs at 80% utilization / 8 per node, rounded up" in nodes.description
+    assert "8 × H100 SXM 80GB included" in nodes.description  # the node price carries its GPUs: no GPU line
+    assert not any(line.gpu_model for line in bill.lines)
+    assert (switches.quantity, switches.unit_cost, switches.total) == (SWITCHES, NETWORK / SWITCHES, NETWORK)
+    assert switches.description.startswith("Leaf switch NVIDIA QM9700, 64 ports (32 to nodes; as on ib-zurich): "
+                                           "30 nodes × 8 ports (as cabled now) = 240 / 32 → 8; 15% of the node "
+                                           "price with cables and optics")
+    # 256 GPUs × 989.4 TFLOP/s × 0.40 / (6 × 70e9) = 241,225 tokens/s × 4 bytes = 0.96 MB/s; checkpoints of
+    # 14 bytes × 70e9 = 980 GB in 5 minutes = 3.3 GB/s; 2e12 tokens × 4 bytes = 8 TB of data + 0.98 TB.
+    assert (storage.quantity, storage.unit_cost) == (1, STORAGE)
+    assert ("1.0 MB/s read at peak (1 workload(s) at once), 3.3 GB/s checkpoint writes, 9.0 TB for data and a "
+            "checkpoint each") in storage.description
+    assert bill.total == NODES * NODE_PRICE + NETWORK + STORAGE == Decimal("9375000.00")
+    assert all(len(line.description) <= bom.DESCRIPTION_LENGTH for line in bill.lines)
+
+
+@pytest.mark.parametrize("kind", ["expand", "build", "hybrid"])
+def test_total_equals_the_scenarios_capex(fleet, kind):
+    plan = make_plan(fleet)
+    an = analysis.analyse(plan, today=TODAY)
+    scenario = next(s for s in an.scenarios if s.kind == kind)
+    bill = bom.derive(plan, kind, an=an)
+    assert scenario.nodes == NODES
+    assert float(bill.total) == pytest.approx(scenario.capex, abs=0.01)
+    assert bill.capex == scenario.capex
+
+
+def test_build_adds_the_facility(fleet):
+    bill = bom.derive(make_plan(fleet), "build", today=TODAY)
+    facility = bill.lines[-1]
+    assert (facility.quantity, facility.unit_cost) == (1, FACILITY)
+    assert "30 nodes × 10.2 kW = 306.0 kW of IT load × 10,000 USD per kW" in facility.description
+    assert bill.total == Decimal("9375000.00") + FACILITY
+
+
+def test_without_recorded_cabling_one_port_per_gpu_and_a_default_switch(fleet):
+    model = make_node_model(name="Bare", gpu_slots=4, max_power_w=5000, list_price=Decimal("100000"))
+    plan = make_plan(fleet, node_model=model, site=make_site(name="Empty"))
+    bill = bom.derive(plan, "expand", today=TODAY)
+    nodes, switches, _ = bill.lines
+    # 236.4 GPUs short / 4 per node = 59.1 → 60 nodes × 4 ports (one per GPU) = 240 / 32 = 7.5 → 8 switches.
+    assert nodes.quantity == 60 and "4 GPUs included" in nodes.description
+    assert switches.quantity == 8
+    assert "64-port switch, 64 ports (32 to nodes; none recorded)" in switches.description
+    assert "(one per GPU)" in switches.description
+    assert any("No switch is recorded" in note for note in bill.notes)
+
+
+def test_recommended_scenario_by_default(fleet):
+    plan = make_plan(fleet)
+    an = analysis.analyse(plan, today=TODAY)
+    kind = an.recommendation.kind
+    if kind == "rent":
+        with pytest.raises(ValidationError, match="Renting buys nothing"):
+            bom.derive(plan, an=an)
+    else:
+        assert bom.derive(plan, an=an).kind == kind
+
+
+def test_refusals(fleet):
+    plan = make_plan(fleet)
+    with pytest.raises(ValidationError, match="Renting buys nothing"):
+        bom.derive(plan, "rent", today=TODAY)
+    with pytest.raises(ValidationError, match="Unknown scenario 'shop'"):
+        bom.derive(plan, "shop", today=TODAY)
+    idle = CapacityPlan.objects.create(name="idle", site=fleet["site"], node_model=fleet["node_model"],
+                                       node_price=Decimal("1"))
+    with pytest.raises(ValidationError, match="No new capacity is needed"):
+        bom.derive(idle, today=TODAY)
+    with pytest.raises(ValidationError, match="adds no nodes"):
+        bom.derive(idle, "expand", today=TODAY)
+    unpriced = make_plan(fleet, name="unpriced", node_model=make_node_model(list_price=None))
+    unpriced.node_price = None
+    unpriced.save()
+    with pytest.raises(ValidationError, match="No node price is known"):
+        bom.derive(unpriced, "expand", today=TODAY)
+    tight = make_plan(fleet, name="tight", site=make_site(power_capacity_kw=Decimal("100")))
+    with pytest.raises(ValidationError, match="expand scenario is not possible"):
+        bom.derive(tight, "expand", today=TODAY)
+
+
+def test_no_node_model_is_refused(db):
+    NodeModel.objects.update(list_price=None)  # no fleet, no priced catalog model: nothing to buy from
+    plan = CapacityPlan.objects.create(name="empty", horizon_months=12, node_price=Decimal("250000"))
+    PlanWorkload.objects.create(plan=plan, name="70B", start_month=1, gpu_model=GPUModel.objects.get(
+        name="H100 SXM 80GB"), inputs={"params_billion": 70, "tokens_billion": 2000, "num_gpus": 256})
+    with pytest.raises(ValidationError, match="No node model is known"):
+        bom.derive(plan, "expand", today=TODAY)
+
+
+def test_fill_replaces_every_line_and_keeps_the_history(fleet):
+    plan = make_plan(fleet)
+    hand = PlanItem.objects.create(plan=plan, description="Cables", quantity=10, unit_cost=Decimal("50"))
+    bill, replaced = bom.fill(plan, "expand", today=TODAY)
+    assert replaced == 1
+    items = list(plan.items.order_by("pk"))
+    assert [(i.what, i.quantity, i.unit_cost, i.currency) for i in items] == [
+        (line.item, line.quantity, line.unit_cost, "USD") for line in bill.lines]
+    assert sum(i.total for i in items) == Decimal("9375000.00")
+    removed = PlanItem.history.filter(id=hand.pk, history_type="-").get()
+    assert removed.history_change_reason == "Bill of materials from the expand scenario"
+    assert PlanItem.history.filter(plan_id=plan.pk, history_type="+").count() == 4  # the hand line, then 3
+
+
+def test_fill_refuses_a_plan_that_is_not_a_draft(fleet):
+    plan = make_plan(fleet)
+    PlanItem.objects.create(plan=plan, description="Cables", quantity=1, unit_cost=Decimal("1"))
+    plans.submit(plan, make_user("ana", MANAGER))
+    with pytest.raises(ValidationError, match="only a draft plan can be changed"):
+        bom.fill(plan, "expand", today=TODAY)
+    assert plan.items.count() == 1
