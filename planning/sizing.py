@@ -63,7 +63,8 @@ RULE = "Rule of thumb (stated in the module)"
 
 
 def _input(label, help_text, kind="float", minimum=0, maximum=None, inclusive=False, choices=None):
-    """Metadata of a workload input; the page's form and the API serializer are built from it."""
+    """Metadata of a workload input; the page's form and the API serializer are built from it. Values must be above
+    ``minimum`` (or equal to it when ``inclusive``) and at most ``maximum``."""
     return {"label": label, "help": help_text, "kind": kind, "min": minimum, "max": maximum,
             "inclusive": inclusive, "choices": choices}
 
@@ -88,7 +89,7 @@ class Workload:
         choices=list(PRECISIONS.items())))
     mfu: float = field(default=DEFAULT_MFU, metadata=_input(
         "MFU", f"Model FLOPs utilisation: achieved share of peak (default {DEFAULT_MFU}, Megatron-LM at scale).",
-        maximum=1, inclusive=True))
+        maximum=1))
     seq_len: int = field(default=4096, metadata=_input("Sequence length", "Tokens per sequence.", kind="int",
                                                        maximum=10_000_000))
     global_batch_tokens: int = field(default=4_194_304, metadata=_input(

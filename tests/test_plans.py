@@ -84,6 +84,10 @@ def test_invalid_workloads_are_refused(api, catalog):
     unknown = plan_body(catalog)["workloads"][0] | {"inputs": {"params": 7}}
     response = api.post(PLANS, plan_body(catalog, name="y", workloads=[unknown]), format="json")
     assert response.status_code == 400 and "Unknown sizing inputs: params" in str(response.data)
+    stalled = plan_body(catalog)["workloads"][0] | {"inputs": {"params_billion": 7, "tokens_billion": 10, "mfu": 0}}
+    response = api.post(PLANS, plan_body(catalog, name="z", workloads=[stalled]), format="json")
+    assert response.status_code == 400 and "mfu: Must be greater than 0." in str(response.data)
+    assert not CapacityPlan.objects.filter(name__in=["x", "y", "z"]).exists()  # nothing half saved
 
 
 def test_workflow_second_manager_approves(api, second, manager, catalog):

@@ -1,9 +1,12 @@
 """Workload sizing: hand-computed cases of ``planning.sizing``, the page and ``POST /api/planning/sizing/``."""
 
+import math
 from types import SimpleNamespace
 
 import pytest
 from django.urls import reverse
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from inventory.catalog import GPU_MODELS
 from planning import sizing
@@ -64,11 +67,72 @@ def test_deadline_gives_the_gpus_it_needs():
     assert sized(params_billion=7, tokens_billion=2000)["gpus_for_deadline"] is None
 
 
-def test_more_gpus_never_slower_more_params_never_less_memory():
-    days = [sized(params_billion=7, tokens_billion=100, num_gpus=n)["wall_clock_days"] for n in (8, 16, 64)]
-    assert days == sorted(days, reverse=True)
-    memory = [sized(params_billion=p, tokens_billion=100, num_gpus=8)["memory_per_gpu_gb"] for p in (1, 7, 70)]
-    assert memory == sorted(memory)
+# --- the references' worked examples -------------------------------------------------------------------------
+# Megatron-LM (Narayanan et al. 2021, §5.1) reports *hardware* FLOP/s with activation recomputation, 8·N·D per run
+# (one extra forward pass); the model's useful rate is 6/8 of it, so MFU = reported × 6/8 / peak.
+
+A100 = "A100 80GB SXM"
+
+
+def test_gpt3_and_chinchilla_training_compute():
+    # Transformer Math 101 / Brown et al. 2020: GPT-3 175B on 300B tokens, 3.14e23 FLOPs.
+    assert sized(params_billion=175, tokens_billion=300)["training_flops"] == pytest.approx(3.14e23, rel=0.01)
+    # Hoffmann et al. 2022: Chinchilla, 70B parameters on 1.4T tokens (20 per parameter), 5.76e23 FLOPs.
+    chinchilla = sized(params_billion=70, tokens_billion=1400)
+    assert chinchilla["training_flops"] == pytest.approx(5.76e23, rel=0.03)
+    assert chinchilla["chinchilla_tokens_billion"] == pytest.approx(1400)
+
+
+@pytest.mark.parametrize("params, tokens, gpus, reported_tflops, paper_days", [
+    (175, 300, 1024, 140, 34),  # GPT-3 on 1,024 A100: "34 days"
+    (1000, 450, 3072, 163, 84),  # 1T parameters on 3,072 A100: "84 days"
+])
+def test_megatron_training_times(params, tokens, gpus, reported_tflops, paper_days):
+    mfu = reported_tflops * 6 / 8 / 312
+    s = sized(gpu_model=A100, params_billion=params, tokens_billion=tokens, num_gpus=gpus, mfu=mfu)
+    assert s["wall_clock_days"] == pytest.approx(paper_days, rel=0.02)  # 33.9 and 83.2 days
+
+
+# --- properties of the model, over many inputs -------------------------------------------------------------
+
+PROPERTY_SETTINGS = settings(max_examples=200, deadline=None, derandomize=True, database=None)  # same cases each run
+params = st.floats(min_value=0.1, max_value=2000)
+tokens = st.floats(min_value=1, max_value=20_000)
+gpu_counts = st.integers(min_value=1, max_value=100_000)
+
+
+@PROPERTY_SETTINGS
+@given(params=params, tokens=tokens, fewer=gpu_counts, more=gpu_counts, model=st.sampled_from(list(CATALOG)))
+def test_more_gpus_never_raise_wall_clock_time(params, tokens, fewer, more, model):
+    fewer, more = sorted((fewer, more))
+    run = {"gpu_model": model, "params_billion": params, "tokens_billion": tokens}
+    assert sized(**run, num_gpus=more)["wall_clock_days"] <= sized(**run, num_gpus=fewer)["wall_clock_days"]
+
+
+@PROPERTY_SETTINGS
+@given(smaller=params, larger=params, gpus=gpu_counts, seq_len=st.integers(min_value=128, max_value=131_072))
+def test_more_parameters_never_lower_memory(smaller, larger, gpus, seq_len):
+    smaller, larger = sorted((smaller, larger))
+    run = {"tokens_billion": 100, "num_gpus": gpus, "seq_len": seq_len}
+    small, large = sized(**run, params_billion=smaller), sized(**run, params_billion=larger)
+    for figure in ("memory_per_gpu_gb", "min_gpus_to_fit", "inference_memory_gb", "checkpoint_size_gb"):
+        assert as_number(large[figure]) >= as_number(small[figure]), figure
+
+
+def as_number(value):
+    """``min_gpus_to_fit`` is None when one sequence's activations alone exceed a GPU: no GPU count fits."""
+    return math.inf if value is None else value
+
+
+@PROPERTY_SETTINGS
+@given(params=params, tokens=tokens, deadline=st.floats(min_value=0.5, max_value=3650))
+def test_the_gpus_for_a_deadline_meet_it(params, tokens, deadline):
+    s = sized(params_billion=params, tokens_billion=tokens, deadline_days=deadline)
+    assert s["wall_clock_days"] <= deadline * (1 + 1e-9)
+    # One GPU fewer would miss it, or not hold the training state (a count the inputs allow: at most 1,000,000).
+    if 1 < s["gpus_for_deadline"] <= 1_000_000:
+        fewer = sized(params_billion=params, tokens_billion=tokens, num_gpus=s["gpus_for_deadline"] - 1)
+        assert fewer["wall_clock_days"] > deadline or fewer["gpus"] < as_number(s["min_gpus_to_fit"])
 
 
 @pytest.mark.parametrize("gpus, expected", [(1, "single_gpu"), (2, "single_node"), (8, "single_node"),
@@ -96,6 +160,7 @@ def test_network_per_node_follows_the_ring():
     ({"params_billion": 0}, "params_billion", "greater than 0"),
     ({"tokens_billion": -5}, "tokens_billion", "greater than 0"),
     ({"mfu": 1.5}, "mfu", "at most 1"),
+    ({"mfu": 0}, "mfu", "greater than 0"),  # no work gets done: an infinite run, not a division by zero
     ({"gpu_model": "Z9000"}, "gpu_model", "Unknown GPU model"),
     ({"gpu_model": "A100 80GB SXM", "precision": "fp8"}, "precision", "no FP8"),
     ({"active_params_billion": 8}, "active_params_billion", "cannot exceed"),
@@ -155,6 +220,7 @@ def test_api_sizes_and_compares(viewer_api):
     ({**QUERY, "params_billion": -1}, "params_billion"),
     ({**QUERY, "gpu_model": "A100 40GB SXM", "precision": "fp8"}, "precision"),
     ({**QUERY, "gpu_model": "nope"}, "gpu_model"),
+    ({**QUERY, "mfu": 0}, "mfu"),
     ({"tokens_billion": 10, "gpu_model": H100}, "params_billion"),
 ])
 def test_api_refuses_invalid_inputs_by_field(manager_api, body, field):
