@@ -403,7 +403,14 @@ def test_fault_task_runs_and_is_on_the_beat_schedule(source, settings):
     from portal.celery import app
     from support.tasks import open_fault_tickets
 
-    assert open_fault_tickets() == []
+    assert open_fault_tickets() == []  # nothing reported, nothing opened
+    gpu = make_gpu(node=in_service_node())
+    for state in (L.BURN_IN, L.IN_SERVICE):
+        transition(gpu, state)
+    GPUHourly.objects.create(gpu=gpu, hour=hour(timezone.now()), xid_errors=2, samples=60, util_mean=40)
+    [opened] = open_fault_tickets()
+    assert Ticket.objects.get(pk=opened).gpu == gpu
+    assert open_fault_tickets() == []  # run again (beat every 10 min): no second ticket
     name = "support.tasks.open_fault_tickets"
     assert name in {entry["task"] for entry in settings.CELERY_BEAT_SCHEDULE.values()}
     app.loader.import_default_modules()
