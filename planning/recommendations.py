@@ -22,7 +22,11 @@ Definitions (per partition, over the window, nodes in service only)
     - *queue wait* p50/p95 of jobs started in the window (``jobstats.queue_wait_percentiles``); *GPUs
       waiting*: Σ GPUs × wait of the jobs submitted in the window (pending ones until now) / window hours.
     - *frame-buffer use*: mean of memory used / the GPU model's memory over busy hours.
-    - *job width*: GPU-hour-weighted mean node count of the jobs.
+    - *per-GPU utilization by node count*: the jobs in the window grouped by how many nodes they ran on
+      (``WIDTHS``: 1, 2, 3–4, 5–8, 9+); per group the jobs, their GPU-hours and the mean ``util_mean`` of their
+      nodes' GPUs over the full hours each job ran (``add_widths``). Only jobs holding their nodes whole
+      count: a shared node mixes other jobs' work into its GPUs, and Slurm does not say which GPUs were whose.
+      DCGM's utilization is the throughput proxy every source reports (SM and tensor activity often are not).
 
 Rules and thresholds (``Thresholds``; the defaults are ``THRESHOLDS``)
     - capacity-bound: utilization ≥ 80 % and long queue waits (p50 ≥ 1 h or p95 ≥ 4 h, over ≥ 5 started jobs)
@@ -32,11 +36,13 @@ Rules and thresholds (``Thresholds``; the defaults are ``THRESHOLDS``)
       and utilization below 80 % → fix the queue policy (limits, reservations, fragmentation), not hardware.
     - storage-bound: ≥ 70 % of GPU-hours allocated, busy-hour utilization < 50 % and stall share ≥ 35 %
       → more storage read throughput (or data loading closer to the GPUs).
-    - network-bound: ≥ 50 % of allocated GPU-hours from multi-node jobs, job width ≥ 2 nodes, allocated
-      share ≥ 50 %, steady but moderate busy-hour utilization (30–75 %, stall share < 25 %) → interconnect
-      upgrade. High severity when the partition's fabric is oversubscribed (a switch's downlink:uplink
-      ratio > 1) or gives less than 400 Gb/s per GPU; otherwise medium, and the action says to check
-      NCCL settings and placement before buying.
+    - network-bound: per-GPU utilization falls with node count, the widest group (≥ 5 jobs and ≥ 50 GPU-hours,
+      like the single-node group it is compared with) ≥ 15 % below single-node jobs, and the fast fabric
+      (InfiniBand, RoCE) of the nodes those multi-node jobs ran on is oversubscribed (a leaf switch their
+      attachments go through has a downlink:uplink ratio > 1) or gives less than 400 Gb/s per GPU
+      → interconnect upgrade of those switches. High severity when multi-node jobs carry ≥ 50 % of the
+      allocated GPU-hours, else medium. Falling utilization on a non-blocking, fast fabric is not raised
+      (NCCL settings or the model's own scaling, not hardware); nor is it without the fabric recorded.
     - memory-bound: frame-buffer use ≥ 85 % in busy hours and out-of-memory failures (a Slurm
       ``OUT_OF_MEMORY`` job, or ≥ 5 % of ≥ 10 ended jobs ``FAILED``) → larger-memory GPUs.
     - ageing (per site): nodes out of warranty, or with repeated faults: ≥ 2 days with a move to degraded
@@ -64,8 +70,6 @@ from django.db.models import (
     F,
     FloatField,
     IntegerField,
-    Max,
-    Min,
     Q,
     Sum,
     Value,
@@ -75,7 +79,7 @@ from django.db.models.functions import Cast, Coalesce, Greatest, TruncDate
 from django.utils import timezone
 
 from inventory.models import GPU, Fabric, FabricAttachment, LifecycleState, Node, StateTransition
-from inventory.telemetry import jobstats
+from inventory.telemetry import jobstats, slurm
 from inventory.telemetry.models import GPUDaily, GPUHourly, SlurmJob
 from inventory.telemetry.rollups import floor_hour
 
@@ -101,12 +105,15 @@ class Thresholds:
     storage_allocated_share: float = 0.7
     storage_busy_util: float = 50.0  # %: below
     storage_stall_share: float = 0.35  # at or above
-    network_multi_node_share: float = 0.5
-    network_width: float = 2.0
-    network_allocated_share: float = 0.5
-    network_util: tuple = (30.0, 75.0)  # busy-hour utilization in [low, high)
-    network_stall_share: float = 0.25  # below
-    fabric_gbps_per_gpu: float = 400.0  # less than this per GPU (or oversubscribed) is a weak fabric
+    # A group of jobs by node count counts with this many jobs and GPU-hours: below, a few jobs' quirks
+    # (a slow input pipeline, a small model) would decide the mean.
+    network_min_jobs: int = 5
+    network_min_gpu_hours: float = 50.0
+    # Data-parallel jobs that overlap all-reduce with compute keep ≥ 90 % per-GPU utilization to a few nodes
+    # on a non-blocking fabric, and groups of healthy jobs differ by a few %: a 15 % fall is the fabric.
+    network_util_drop: float = 0.15
+    network_multi_node_share: float = 0.5  # high severity at or above: most of the work would gain
+    fabric_gbps_per_gpu: float = 400.0  # NDR reference designs give each GPU its own 400 Gb/s rail; less is thin
     memory_share: float = 0.85  # frame-buffer use at or above
     failed_share: float = 0.05  # of ended jobs, with at least…
     min_ended_jobs: int = 10
@@ -142,12 +149,17 @@ class PartitionStats:
     wait_p50_hours: float | None = None
     wait_p95_hours: float | None = None
     gpus_waiting: float = 0.0
-    job_width: float | None = None
+    widths: list = field(default_factory=list)  # ``Width`` per node-count group with jobs, narrowest first
     ended_jobs: int = 0
     failed_jobs: int = 0
     oom_jobs: int = 0
-    oversubscription: float | None = None  # the highest downlink:uplink ratio of its fast fabric's switches
-    fabric_gbps_per_gpu: float | None = None  # the weakest node's fast-fabric bandwidth per GPU slot
+    # The fast fabric of the nodes its multi-node jobs ran on: the highest downlink:uplink ratio of the
+    # switches they attach to, those above 1 ({name: ratio}), the fabrics' names and the weakest node's
+    # bandwidth per GPU slot. None: not recorded.
+    oversubscription: float | None = None
+    oversubscribed_switches: dict = field(default_factory=dict)
+    fabrics: list = field(default_factory=list)
+    fabric_gbps_per_gpu: float | None = None
     nodes: int = 0
     site_id: int | None = None
     site_name: str = ""
@@ -160,6 +172,35 @@ class PartitionStats:
     @property
     def allocated_share(self):
         return self.allocated_gpu_hours / self.gpu_hours if self.gpu_hours else None
+
+
+WIDTHS = ((1, 1), (2, 2), (3, 4), (5, 8), (9, None))  # node-count groups: (fewest, most or None)
+
+
+@dataclass
+class Width:
+    """Jobs of one partition that ran on ``low``…``high`` nodes: their GPU-hours measured (full hours with
+    telemetry) and the sum of their GPUs' hourly mean utilization over those hours."""
+
+    low: int
+    high: int | None
+    jobs: int = 0
+    gpu_hours: float = 0.0
+    util_sum: float = 0.0
+
+    @property
+    def label(self):
+        if self.low == self.high:
+            return f"{self.low} node{'s' if self.low > 1 else ''}"
+        return f"{self.low}+ nodes" if self.high is None else f"{self.low}–{self.high} nodes"
+
+    @property
+    def util(self):
+        return self.util_sum / self.gpu_hours if self.gpu_hours else None
+
+
+def width_of(node_count):
+    return next(i for i, (low, high) in enumerate(WIDTHS) if node_count >= low and (high is None or node_count <= high))
 
 
 @dataclass
@@ -322,57 +363,63 @@ def storage_bound(p, t=THRESHOLDS):
     )
 
 
-def network_bound(p, t=THRESHOLDS, fleet=()):
-    low, high = t.network_util
-    if (p.multi_node_share is None or p.multi_node_share < t.network_multi_node_share
-            or (p.job_width or 0) < t.network_width or p.allocated_share is None
-            or p.allocated_share < t.network_allocated_share or p.busy_util is None
-            or not low <= p.busy_util < high or p.stall_share is None or p.stall_share >= t.network_stall_share):
+def network_bound(p, t=THRESHOLDS):
+    counted = [w for w in p.widths if w.jobs >= t.network_min_jobs and w.gpu_hours >= t.network_min_gpu_hours]
+    single = next((w for w in counted if w.low == 1), None)
+    widest = counted[-1] if counted else None
+    if single is None or widest is single or not single.util:
         return None
+    drop = 1 - widest.util / single.util
     oversubscribed = p.oversubscription is not None and p.oversubscription > 1
     thin = p.fabric_gbps_per_gpu is not None and p.fabric_gbps_per_gpu < t.fabric_gbps_per_gpu
-    if oversubscribed or thin:
-        severity = SEV.HIGH
-        action = (f"Upgrade the interconnect of partition {p.partition or '(none)'}: "
-                  + ("a non-blocking fabric (more spine uplinks) " if oversubscribed else "")
-                  + ("and " if oversubscribed and thin else "")
-                  + (f"one {t.fabric_gbps_per_gpu:.0f} Gb/s rail per GPU " if thin else "")
-                  + "so that gradient all-reduce stops holding the GPUs back.")
-    elif p.oversubscription is None and p.fabric_gbps_per_gpu is None:
-        severity = SEV.MEDIUM
-        action = ("Record the partition's fabric (attachments and switches) to confirm; then upgrade the "
-                  "interconnect (non-blocking, one 400 Gb/s rail per GPU) if it is oversubscribed or thin.")
-    else:
-        severity = SEV.LOW
-        action = ("The fabric is non-blocking with enough bandwidth per GPU: check NCCL settings (rails, "
-                  "SHARP), topology-aware placement of jobs and per-job communication overlap before an "
-                  "interconnect upgrade.")
-    rows = sorted((q for q in fleet if q.busy_util is not None), key=lambda q: q.partition)
-    best = max((q.busy_util for q in rows), default=None)
+    if drop < t.network_util_drop or not (oversubscribed or thin):
+        return None
+    name = p.partition or "(none)"
+    fabrics = ", ".join(p.fabrics)
+    switches = ", ".join(f"{switch} ({ratio:.2f}:1)" for switch, ratio in p.oversubscribed_switches.items())
+    fixes = []
+    if oversubscribed:
+        fixes.append(f"add spine uplinks to {switches} for a non-blocking (1:1) fat tree")
+    if thin:
+        fixes.append(f"give each GPU its own {t.fabric_gbps_per_gpu:.0f} Gb/s rail "
+                     f"(now {p.fabric_gbps_per_gpu:.0f} Gb/s per GPU)")
+    weakness = " and ".join(
+        ([f"oversubscribed up to {p.oversubscription:.2f}:1"] if oversubscribed else [])
+        + ([f"gives only {p.fabric_gbps_per_gpu:.0f} Gb/s per GPU"] if thin else []))
+    multi = p.multi_node_share or 0.0
+    figures = []
+    for w in p.widths:
+        figures += [
+            figure(f"Jobs on {w.label}", w.jobs, "", f"≥ {t.network_min_jobs} to count"),
+            figure(f"GPU-hours of jobs on {w.label}", w.gpu_hours, "GPU-h",
+                   f"≥ {t.network_min_gpu_hours:.0f} to count"),
+            figure(f"Per-GPU utilization on {w.label}", w.util, "%",
+                   "the reference" if w is single else ("compared" if w is widest else "")),
+        ]
     return Finding(
-        kind=K.NETWORK, key=f"{K.NETWORK}:partition={p.partition}", severity=severity,
-        title=f"Partition {p.partition or '(none)'} is network-bound",
-        summary=(f"{pct(p.multi_node_share):.0f} % of its GPU-hours came from multi-node jobs ({p.job_width:.1f} "
-                 f"nodes wide on average) whose GPUs ran a steady {p.busy_util:.0f} %"
-                 + (f" (the busiest partition's: {best:.0f} %)" if best and best > p.busy_util else "")
-                 + ", neither stalled on data nor short of work: the signature of waiting on gradient "
-                   "synchronisation between nodes."
-                 + (f" The fabric is oversubscribed {p.oversubscription:.2f}:1." if oversubscribed else "")),
-        action=action,
+        kind=K.NETWORK, key=f"{K.NETWORK}:partition={p.partition}",
+        severity=SEV.HIGH if multi >= t.network_multi_node_share else SEV.MEDIUM,
+        title=f"Partition {name} is network-bound",
+        summary=(f"Per-GPU utilization falls with the nodes a job spans: {single.util:.0f} % on one node, "
+                 f"{widest.util:.0f} % on {widest.label} ({pct(drop):.0f} % lower, {widest.jobs} jobs), while "
+                 f"multi-node jobs carry {pct(multi):.0f} % of the partition's GPU-hours. The fabric between "
+                 f"their nodes ({fabrics}) is {weakness}: their GPUs wait on gradient all-reduce."),
+        action=(f"Upgrade the interconnect of partition {name} ({fabrics}): {'; '.join(fixes)}. Until then, "
+                "place multi-node jobs under as few leaf switches as possible (Slurm topology/tree)."),
         figures=[
+            *figures,
+            figure(f"Per-GPU utilization lost on {widest.label}", pct(drop), "%",
+                   f"≥ {pct(t.network_util_drop):.0f} % below single-node jobs"),
             figure("GPU-hours from multi-node jobs", pct(p.multi_node_share), "%",
-                   f"≥ {pct(t.network_multi_node_share):.0f} %"),
-            figure("Mean job width", p.job_width, "nodes", f"≥ {t.network_width:.0f}"),
-            figure("Utilization of busy GPUs", p.busy_util, "%", f"{low:.0f}–{high:.0f} %"),
-            figure("Stall share", pct(p.stall_share), "%", f"< {pct(t.network_stall_share):.0f} % (steady)"),
-            figure("Fabric oversubscription", p.oversubscription, ":1", "> 1 is oversubscribed"),
-            figure("Fabric bandwidth per GPU", p.fabric_gbps_per_gpu, "Gb/s", f"< {t.fabric_gbps_per_gpu:.0f} is thin"),
+                   f"≥ {pct(t.network_multi_node_share):.0f} % for high severity"),
+            figure("Fabric oversubscription (worst switch)", p.oversubscription, ":1", "> 1 is oversubscribed"),
+            figure("Oversubscribed switches", switches or None),
+            figure("Fabric bandwidth per GPU (weakest node)", p.fabric_gbps_per_gpu, "Gb/s",
+                   f"< {t.fabric_gbps_per_gpu:.0f} is thin"),
         ],
-        chart={"type": "hbar", "title": "Per-GPU utilization and multi-node share by partition", "data": {
-            "labels": [q.partition or "(none)" for q in rows], "x_title": "share (%)", "x_range": [0, 100],
-            "series": [{"name": "utilization of busy GPUs (%)", "values": [round(q.busy_util, 1) for q in rows]},
-                       {"name": "GPU-hours from multi-node jobs (%)",
-                        "values": [pct(q.multi_node_share) for q in rows]}],
+        chart={"type": "hbar", "title": f"Per-GPU utilization by node count, partition {name}", "data": {
+            "labels": [w.label for w in p.widths], "x_title": "mean per-GPU utilization (%)", "x_range": [0, 100],
+            "series": [{"name": "mean per-GPU utilization (%)", "values": [round(w.util, 1) for w in p.widths]}],
         }},
         partition=p.partition, site_id=p.site_id,
     )
@@ -463,7 +510,7 @@ def ageing(nodes, today, t=THRESHOLDS):
     return findings
 
 
-PARTITION_RULES = (capacity_bound, scheduling_bound, storage_bound, memory_bound)
+PARTITION_RULES = (capacity_bound, scheduling_bound, storage_bound, network_bound, memory_bound)
 
 
 def analyse(partitions, nodes, today, t=THRESHOLDS):
@@ -471,8 +518,6 @@ def analyse(partitions, nodes, today, t=THRESHOLDS):
     findings = []
     for p in partitions:
         findings += [f for rule in PARTITION_RULES if (f := rule(p, t))]
-        if f := network_bound(p, t, partitions):
-            findings.append(f)
     return findings + ageing(nodes, today, t)
 
 
@@ -517,8 +562,9 @@ def partition_stats(now, t=THRESHOLDS):
         return []
     add_series(stats, rows, busy, memory)
     add_jobs(stats, start, end, now)
+    multi_node = add_widths(stats, start, end, now)
     add_nodes(stats)
-    add_fabric(stats)
+    add_fabric(stats, multi_node)
     return [stats[name] for name in sorted(stats)]
 
 
@@ -543,7 +589,7 @@ def add_series(stats, rows, busy, memory):
 
 
 def add_jobs(stats, start, end, now):
-    """Allocated GPU-hours and multi-node share, queue waits, GPUs waiting, width, failures (four queries)."""
+    """Allocated GPU-hours and multi-node share, queue waits, GPUs waiting, failures (four queries)."""
     jobs = SlurmJob.objects.filter(partition__in=list(stats))
     for row in jobstats.multi_node_share(jobs, start, end, now=now):
         if p := stats.get(row["partition"]):
@@ -562,13 +608,11 @@ def add_jobs(stats, start, end, now):
             p.gpus_waiting = jobstats.hours(row["wait_time"] or timedelta(0)) / ((end - start).total_seconds() / 3600)
     for row in (jobs.filter(Q(end_time__isnull=True) | Q(end_time__gte=start), start_time__lt=end, gpus__gt=0)
                 .values("partition")
-                .annotate(width=Sum(F("node_count") * F("gpus"), output_field=FloatField()), gpu_sum=Sum("gpus"),
-                          ended_jobs=Count("pk", filter=ended),
+                .annotate(ended_jobs=Count("pk", filter=ended),
                           failed=Count("pk", filter=ended & Q(state__in=FAILED_STATES)),
                           oom=Count("pk", filter=ended & Q(state="OUT_OF_MEMORY")))
                 .order_by()):
         if p := stats.get(row["partition"]):
-            p.job_width = row["width"] / row["gpu_sum"] if row["gpu_sum"] else None
             p.ended_jobs, p.failed_jobs, p.oom_jobs = row["ended_jobs"], row["failed"], row["oom"]
 
 
@@ -607,20 +651,81 @@ def add_nodes(stats):
         p.node_price = prices.get(model_id)
 
 
-def add_fabric(stats):
-    """Per partition: the highest oversubscription of its fast fabric's switches and the weakest node's
-    fast-fabric bandwidth per GPU slot (one query)."""
-    for row in (FabricAttachment.objects.filter(node__state=LifecycleState.IN_SERVICE, node__partition__in=list(stats),
-                                                fabric__kind__in=FAST_FABRICS)
-                .values(partition=F("node__partition"))
-                .annotate(ratio=Max("switch__oversubscription_ratio"),
-                          per_gpu=Min(ExpressionWrapper(
-                              Cast(F("ports") * F("speed_gbps"), FloatField())
-                              / Cast("node__node_model__gpu_slots", FloatField()), output_field=FloatField())))
-                .order_by()):
-        p = stats[row["partition"]]
-        p.oversubscription = float(row["ratio"]) if row["ratio"] is not None else None
-        p.fabric_gbps_per_gpu = row["per_gpu"]
+def add_widths(stats, start, end, now):
+    """Per partition: its jobs grouped by node count (``WIDTHS``) with their GPU-hours and mean per-GPU
+    utilization; returns {partition: ids of the nodes its measured multi-node jobs ran on} (three queries).
+
+    Slurm keeps a job's nodes only as a compressed host list (gpu-[001-004]), which SQL cannot expand
+    portably. So the jobs are read in one query and their host lists expanded here; the nodes' ids come in a
+    second; in the third the database reduces those nodes' GPU-hours to node-hours (Σ utilization and GPUs
+    reporting per node and hour, 8× fewer rows than GPU-hours); each job then adds up its nodes' hours.
+    Only full hours inside the job's run count: in the hours it starts and ends the GPUs did other things.
+    """
+    jobs = []
+    for partition, hostlist, gpus, started, ended in (
+            jobstats.in_window(SlurmJob.objects.filter(partition__in=list(stats)), start, end)
+            .values_list("partition", "nodes", "gpus", "start_time", "end_time").order_by()):
+        try:
+            hosts = slurm.expand_hostlist(hostlist)
+        except ValueError:  # a host list the pull let through but nobody can read: the job cannot be placed
+            continue
+        if hosts:
+            jobs.append((partition, hosts, gpus, started, ended))
+    names = {host for _, hosts, *_ in jobs for host in hosts}
+    nodes = {hostname: (pk, slots) for hostname, pk, slots in Node.objects.filter(hostname__in=names)
+             .values_list("hostname", "pk", "node_model__gpu_slots")} if names else {}
+    node_hours = {(node_id, hour): (util, gpus) for node_id, hour, util, gpus in (
+        GPUHourly.objects.filter(gpu__node_id__in=[pk for pk, _ in nodes.values()], hour__gte=start,
+                                 hour__lt=end, util_mean__isnull=False)
+        .values_list("gpu__node_id", "hour").annotate(util=Sum("util_mean"), gpus=Count("pk")).order_by())
+    } if nodes else {}
+    widths = {name: [Width(low, high) for low, high in WIDTHS] for name in stats}
+    multi_node = defaultdict(set)
+    for partition, hosts, gpus, started, ended in jobs:
+        placed = [nodes[host] for host in hosts if host in nodes]
+        if len(placed) < len(hosts) or gpus < sum(slots for _, slots in placed):
+            continue  # a node not in the inventory, or nodes shared with other jobs: no clean measurement
+        first = floor_hour(max(started, start))
+        if first < started:
+            first += timedelta(hours=1)
+        last = min(ended or now, end)
+        hours = [first + timedelta(hours=k) for k in range(int((last - first).total_seconds() // 3600))]
+        cells = [node_hours[(pk, hour)] for pk, _ in placed for hour in hours if (pk, hour) in node_hours]
+        if not cells:
+            continue
+        w = widths[partition][width_of(len(placed))]
+        w.jobs += 1
+        w.util_sum += sum(util for util, _ in cells)
+        w.gpu_hours += sum(count for _, count in cells)
+        if len(placed) > 1:
+            multi_node[partition].update(pk for pk, _ in placed)
+    for name, p in stats.items():
+        p.widths = [w for w in widths[name] if w.jobs]
+    return multi_node
+
+
+def add_fabric(stats, multi_node):
+    """Per partition, over the nodes its multi-node jobs ran on (``multi_node``: {partition: node ids}): the
+    fast fabrics they attach to, the highest oversubscription of those attachments' switches, the switches
+    above 1:1 and the weakest node's fast-fabric bandwidth per GPU slot (one query)."""
+    node_ids = set().union(*multi_node.values()) if multi_node else set()
+    if not node_ids:
+        return
+    attachments = defaultdict(list)
+    for node_id, *row in (FabricAttachment.objects.filter(node_id__in=node_ids, fabric__kind__in=FAST_FABRICS)
+                          .values_list("node_id", "fabric__name", "switch__name", "switch__oversubscription_ratio",
+                                       "ports", "speed_gbps", "node__node_model__gpu_slots")):
+        attachments[node_id].append(row)
+    for name, ids in multi_node.items():
+        rows = [row for node_id in sorted(ids) for row in attachments[node_id]]
+        if not rows:
+            continue
+        p = stats[name]
+        ratios = {switch: float(ratio) for _, switch, ratio, *_ in rows if switch is not None and ratio is not None}
+        p.fabrics = sorted({fabric for fabric, *_ in rows})
+        p.oversubscription = max(ratios.values(), default=None)
+        p.oversubscribed_switches = {switch: ratio for switch, ratio in sorted(ratios.items()) if ratio > 1}
+        p.fabric_gbps_per_gpu = min(float(ports * speed) / max(slots, 1) for *_, ports, speed, slots in rows)
 
 
 def node_health(now, t=THRESHOLDS):

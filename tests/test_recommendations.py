@@ -14,6 +14,7 @@ from django.test.utils import CaptureQueriesContext
 
 from inventory.models import GPU, LifecycleState, Node, StateTransition, TelemetrySource
 from inventory.telemetry import simulator, slurm
+from inventory.telemetry.models import GPUHourly, SlurmJob
 from inventory.telemetry.pull import store
 from inventory.telemetry.records import Collected
 from planning import recommendations as recs
@@ -195,26 +196,160 @@ def test_storage_bound_evidence(db, scenarios):
 
 
 @pytest.mark.parametrize("partition", SCENARIO_PARTITIONS)
-def test_network_bound_only_where_multi_node_jobs_run_steady_and_slow(db, scenarios, partition):
-    fleet = list(scenarios.values())
-    assert (recs.network_bound(scenarios[partition], recs.THRESHOLDS, fleet) is not None) == (partition == "train-h100")
+def test_network_bound_only_where_per_gpu_utilization_falls_with_node_count(db, scenarios, partition):
+    assert fired(recs.network_bound, scenarios[partition]) == (partition == "train-h100")
 
 
-def test_network_bound_severity_follows_the_fabric(db, scenarios):
+def util_by_width(p):
+    return {w.label: w.util for w in p.widths}
+
+
+def test_the_simulators_network_bound_scenario_slows_down_with_width_and_no_other_does(db, scenarios):
+    network = scenarios["train-h100"]
+    widths = util_by_width(network)
+    assert list(widths) == ["1 node", "2 nodes", "3–4 nodes"]
+    assert widths["1 node"] > widths["2 nodes"] > widths["3–4 nodes"]
+    assert 1 - widths["3–4 nodes"] / widths["1 node"] > 0.25
+    assert all(w.jobs >= 5 for w in network.widths)
+    for name in ("train-h200", "a100-legacy"):  # multi-node jobs too, at the same per-GPU utilization
+        widths = util_by_width(scenarios[name])
+        assert list(widths) == ["1 node", "2 nodes"]
+        assert abs(1 - widths["2 nodes"] / widths["1 node"]) < 0.05
+    assert list(util_by_width(scenarios["research"])) == ["1 node"]
+
+
+def test_network_bound_evidence_names_the_oversubscribed_switches(db, scenarios):
     p = scenarios["train-h100"]
-    assert (p.oversubscription, p.fabric_gbps_per_gpu) == (2.0, 400.0)
-    oversubscribed = recs.network_bound(p)
-    assert oversubscribed.severity == "high" and "non-blocking fabric" in oversubscribed.action
-    non_blocking = recs.network_bound(replace(p, oversubscription=1.0))
-    assert non_blocking.severity == "low" and "NCCL" in non_blocking.action
-    thin = recs.network_bound(replace(p, oversubscription=1.0, fabric_gbps_per_gpu=200.0))
-    assert thin.severity == "high" and "400 Gb/s rail per GPU" in thin.action
-    unknown = recs.network_bound(replace(p, oversubscription=None, fabric_gbps_per_gpu=None))
-    assert unknown.severity == "medium"
+    assert (p.oversubscription, p.fabric_gbps_per_gpu, p.fabrics) == (2.0, 400.0, ["zrh-ib"])
+    (switch,) = p.oversubscribed_switches
+    finding = recs.network_bound(p)
+    assert finding.severity == "high" and p.multi_node_share > 0.5
+    assert f"{switch} (2.00:1)" in finding.action and "non-blocking" in finding.action and "zrh-ib" in finding.action
+    figures = {f["label"]: f["value"] for f in finding.figures}
+    for w in p.widths:
+        assert figures[f"Jobs on {w.label}"] == w.jobs
+        assert figures[f"Per-GPU utilization on {w.label}"] == round(w.util, 2)
+    assert figures["Oversubscribed switches"] == f"{switch} (2.00:1)"
+    chart = finding.chart
+    assert chart["type"] == "hbar" and chart["data"]["labels"] == ["1 node", "2 nodes", "3–4 nodes"]
+    assert chart["data"]["series"][0]["values"] == [round(w.util, 1) for w in p.widths]
 
 
-def test_network_bound_not_when_single_node_jobs_dominate(db, scenarios):
-    assert recs.network_bound(replace(scenarios["train-h100"], multi_node_share=0.2, job_width=1.2)) is None
+def test_network_bound_needs_a_weak_fabric(db, scenarios):
+    p = replace(scenarios["train-h100"], oversubscription=1.0, oversubscribed_switches={})
+    assert recs.network_bound(p) is None  # falling, but non-blocking and 400 Gb/s per GPU: not the hardware
+    thin = recs.network_bound(replace(p, fabric_gbps_per_gpu=200.0))
+    assert thin is not None and "400 Gb/s rail" in thin.action and "now 200 Gb/s" in thin.action
+    assert recs.network_bound(replace(p, oversubscription=None, fabric_gbps_per_gpu=None, fabrics=[])) is None
+
+
+def test_network_bound_not_when_utilization_is_flat_with_width(db, scenarios):
+    # train-h200's 2-node jobs run as fast per GPU as its single-node ones: an oversubscribed fabric is no cause.
+    flat = replace(scenarios["train-h200"], oversubscription=2.0, oversubscribed_switches={"leaf": 2.0},
+                   fabrics=["ib"], fabric_gbps_per_gpu=400.0)
+    assert recs.network_bound(flat) is None
+
+
+def test_network_bound_not_with_too_few_multi_node_jobs(db, scenarios):
+    p = scenarios["train-h100"]
+    few = [p.widths[0]] + [replace(w, jobs=4) for w in p.widths[1:]]
+    assert recs.network_bound(replace(p, widths=few)) is None
+    thin = [p.widths[0]] + [replace(w, gpu_hours=49.0, util_sum=w.util * 49.0) for w in p.widths[1:]]
+    assert recs.network_bound(replace(p, widths=thin)) is None
+    # Without single-node jobs to compare with, there is no fall to measure.
+    assert recs.network_bound(replace(p, widths=p.widths[1:])) is None
+
+
+def test_network_bound_severity_follows_the_multi_node_share(db, scenarios):
+    p = scenarios["train-h100"]
+    assert recs.network_bound(replace(p, multi_node_share=0.3)).severity == "medium"
+
+
+# --- Per-GPU utilization by node count on a small hand-made data set ---------------------------------------
+
+
+def hand_fleet():
+    """Partition ``hand``: four 2-GPU nodes under one 1.5:1 leaf switch, GPU hours and Slurm jobs written
+    directly, so that every figure can be worked out by hand (see the test)."""
+    site = make_site(name="Hand")
+    model = make_node_model(name="2-GPU node", gpu_slots=2)
+    nodes = add_partition(site, "hnd", "hand", 4, model, make_gpu_model(name="hand GPU"))
+    fabric = make_fabric(name="hand-ib")
+    switch = make_switch(fabric=fabric, site=site, name="hand-leaf-01", oversubscription_ratio=Decimal("1.50"))
+    for node in nodes:
+        make_attachment(node=node, fabric=fabric, switch=switch, ports=2, speed_gbps=400)
+    source = TelemetrySource.objects.create(name="slurm", kind="slurm", url="http://sim:9400/jobs")
+    return nodes, source
+
+
+def hours_of(nodes, day, utils):
+    """GPU hours: ``utils`` maps an hour of ``day`` to the utilization of each GPU of each node."""
+    gpus = {node.pk: list(node.gpus.order_by("slot")) for node in nodes}
+    GPUHourly.objects.bulk_create(
+        GPUHourly(gpu=gpu, hour=day + timedelta(hours=hour), util_mean=util, util_max=util)
+        for hour, values in utils.items() for node in nodes for gpu, util in zip(gpus[node.pk], values, strict=True))
+
+
+def job(source, job_id, nodes, start, end, gpus=None, node_count=None):
+    hosts = nodes.split(",") if "[" not in nodes else slurm.expand_hostlist(nodes)
+    return SlurmJob.objects.create(
+        source=source, job_id=job_id, partition="hand", state="COMPLETED" if end else "RUNNING",
+        submit_time=start - timedelta(minutes=5), start_time=start, end_time=end, nodes=nodes,
+        node_count=node_count or len(hosts), gpus=2 * len(hosts) if gpus is None else gpus)
+
+
+DAY = END - timedelta(days=2) - timedelta(hours=6)  # midnight, two days before END
+
+
+def test_per_gpu_utilization_by_node_count_on_a_hand_made_data_set(db):
+    nodes, source = hand_fleet()
+    n1, n2, n3, n4 = nodes
+    # Single-node job on hnd-001 from 10:30 to 13:10: its full hours are 11:00 and 12:00 (2 × 2 GPU-hours);
+    # 10:00 and 13:00 are partly someone else's and do not count.
+    hours_of([n1], DAY, {10: (5, 5), 11: (80, 90), 12: (70, 80), 13: (5, 5)})
+    job(source, "1", "hnd-001", DAY + timedelta(hours=10, minutes=30), DAY + timedelta(hours=13, minutes=10))
+    # Two-node job on hnd-[003-004] from 10:00 to 12:00 sharp: hours 10:00 and 11:00 (2 nodes × 2 h × 2 GPUs).
+    hours_of([n3, n4], DAY, {10: (50, 50), 11: (50, 40)})
+    job(source, "2", "hnd-[003-004]", DAY + timedelta(hours=10), DAY + timedelta(hours=12))
+    # Not measured: a 1-GPU job on a 2-GPU node (shared), a node missing from the inventory, a job in no full
+    # hour, and a job of another partition.
+    hours_of([n2], DAY, {10: (99, 0)})
+    job(source, "3", "hnd-002", DAY + timedelta(hours=10), DAY + timedelta(hours=11), gpus=1)
+    job(source, "4", "hnd-001,gone-001", DAY + timedelta(hours=11), DAY + timedelta(hours=13))
+    job(source, "5", "hnd-001", DAY + timedelta(hours=13, minutes=10), DAY + timedelta(hours=13, minutes=50))
+    SlurmJob.objects.create(source=source, job_id="6", partition="other", submit_time=DAY, start_time=DAY,
+                            end_time=DAY + timedelta(hours=14), nodes="hnd-001", node_count=1, gpus=2)
+
+    (p,) = recs.gather(END)[0]
+    assert [(w.label, w.jobs, w.gpu_hours, w.util) for w in p.widths] == [
+        ("1 node", 1, 4.0, (80 + 90 + 70 + 80) / 4),  # 80.0
+        ("2 nodes", 1, 8.0, (50 + 50 + 50 + 40 + 50 + 50 + 50 + 40) / 8),  # 47.5
+    ]
+    assert (p.oversubscription, p.oversubscribed_switches, p.fabric_gbps_per_gpu) == (1.5, {"hand-leaf-01": 1.5}, 400.0)
+    assert recs.network_bound(p) is None  # one job per group is too few
+    loose = replace(recs.THRESHOLDS, network_min_jobs=1, network_min_gpu_hours=4.0)
+    finding = recs.network_bound(p, loose)
+    figures = {f["label"]: f["value"] for f in finding.figures}
+    assert figures["Per-GPU utilization lost on 2 nodes"] == round(100 * (1 - 47.5 / 80), 1)  # 40.6 %
+    assert (figures["GPU-hours of jobs on 2 nodes"], figures["Jobs on 1 node"]) == (8.0, 1)
+    assert figures["Fabric oversubscription (worst switch)"] == 1.5
+    assert "hand-leaf-01 (1.50:1)" in finding.action and "hand-ib" in finding.action
+    assert finding.chart["data"]["series"][0]["values"] == [80.0, 47.5]
+
+
+def test_per_gpu_utilization_by_node_count_reads_the_same_queries_for_more_jobs(db, django_assert_max_num_queries):
+    nodes, source = hand_fleet()
+    hours_of(nodes, DAY, {hour: (60, 60) for hour in range(24)})
+    job(source, "a1", "hnd-001", DAY, DAY + timedelta(hours=2))
+    job(source, "a2", "hnd-[001-002]", DAY + timedelta(hours=2), DAY + timedelta(hours=4))
+    with CaptureQueriesContext(connection) as few:
+        recs.gather(END)
+    for k in range(200):
+        hosts = ("hnd-[001-004]", "hnd-[001-002]", "hnd-003", "hnd-004")[k % 4]
+        job(source, f"b{k}", hosts, DAY + timedelta(minutes=6 * k), DAY + timedelta(minutes=6 * k + 150))
+    with django_assert_max_num_queries(len(few)):
+        (p,) = recs.gather(END)[0]
+    assert sum(w.jobs for w in p.widths) == 202
 
 
 @pytest.mark.parametrize("partition", SCENARIO_PARTITIONS)

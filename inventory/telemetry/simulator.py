@@ -6,7 +6,8 @@ records (``jobs``) tell one consistent story, and tests can check what each scen
 
 How it works. Each partition follows a named ``Scenario``. Its nodes are grouped into blocks of
 ``job_nodes`` consecutive hostnames (zrh-h100-001…004), and time into slots of ``slot_hours``; in every
-slot a block runs one multi-node job or one job per node (or nothing), chosen by a hash of (block, slot).
+slot a block runs one multi-node job (or, in ``train-h100``, one on each half of it) or one job per node
+(or nothing), chosen by a hash of (block, slot).
 A GPU's utilization is its node's current job's level, plus noise; between jobs it idles. Busy
 probability and the inference traffic follow the day (Central European time), so nights and weekends are
 quieter.
@@ -16,7 +17,8 @@ Scenarios, by the partitions ``seed_demo`` creates:
 - ``train-h200``: saturated: 2-node LLM jobs back to back, GPUs ~90 % busy and more, queue waits of hours;
 - ``a100-legacy``: storage-starved: GPUs allocated around the clock but waiting on I/O (bursts of work
   between stalls: mean ~25–40 %, max high);
-- ``train-h100``: network-bound: 4-node data-parallel jobs, ~50–60 % busy (all-reduce over InfiniBand);
+- ``train-h100``: network-bound: data-parallel jobs on 1, 2 or 4 nodes whose per-GPU utilization falls with
+  the node count (~80 % on one node, ~67 % on two, ~55 % on four: all-reduce waits over InfiniBand);
 - ``inference``: model serving, utilization follows user traffic: busy by day, quiet at night;
 - idle nodes (``IDLE_NODES``) and drained (degraded) nodes sit near 0 %; nodes in burn-in run stress
   tests at ~100 %; nodes not in use (delivered, in repair, retired) and GPUs in repair report nothing;
@@ -75,7 +77,7 @@ class Scenario:
     name: str
     description: str
     job_nodes: int  # nodes per block: the width of a multi-node job
-    multi_node_share: float  # chance that a slot's job spans the whole block
+    multi_node_share: float  # chance that a slot's job spans the whole block (or two halves: ``half_share``)
     slot_hours: int
     busy_day: float  # chance that a slot has a job, by day and at night
     busy_night: float
@@ -85,6 +87,10 @@ class Scenario:
     wait_minutes: tuple  # queue wait: low, high
     bursty: bool = False  # work comes in bursts between I/O stalls
     traffic: bool = False  # utilization follows daytime traffic (serving)
+    half_share: float = 0.0  # chance that a multi-node slot runs two half-block jobs instead of one (width ≥ 4)
+    # Share of a job's per-GPU utilization lost per doubling of its nodes (waiting on all-reduce over the
+    # fabric): ``util`` is what a single-node job runs at; 0 scales perfectly.
+    scaling_loss: float = 0.0
 
 
 SCENARIOS = {
@@ -97,9 +103,9 @@ SCENARIOS = {
         job_nodes=2, multi_node_share=0.3, slot_hours=4, busy_day=1.0, busy_night=0.95, util=(30, 42),
         tensor_ratio=0.35, memory=(0.55, 0.8), wait_minutes=(1, 15), bursty=True),
     "train-h100": Scenario(
-        "network-bound", "Network-bound: 4-node data-parallel jobs waiting on all-reduce over InfiniBand.",
-        job_nodes=4, multi_node_share=0.85, slot_hours=6, busy_day=1.0, busy_night=0.8, util=(54, 64),
-        tensor_ratio=0.5, memory=(0.7, 0.9), wait_minutes=(10, 90)),
+        "network-bound", "Network-bound: data-parallel jobs slower per GPU the more nodes they span (all-reduce).",
+        job_nodes=4, multi_node_share=0.85, slot_hours=6, busy_day=1.0, busy_night=0.8, util=(76, 86),
+        tensor_ratio=0.5, memory=(0.7, 0.9), wait_minutes=(10, 90), half_share=0.35, scaling_loss=0.17),
     "inference": Scenario(
         "day-night serving", "Model serving: utilization follows user traffic, busy by day, quiet at night.",
         job_nodes=1, multi_node_share=0.0, slot_hours=24, busy_day=1.0, busy_night=1.0, util=(10, 80),
@@ -258,7 +264,11 @@ def slot_jobs(block, start):
     slot = int(start // HOUR)
     busy = scenario.busy_night + (scenario.busy_day - scenario.busy_night) * daylight(start + length / 2)
     if block.width > 1 and unit(key, slot, 1) < scenario.multi_node_share:
-        groups = [tuple(range(block.width))]
+        half = block.width // 2
+        if block.width >= 4 and unit(key, slot, 10) < scenario.half_share:
+            groups = [tuple(range(half)), tuple(range(half, block.width))]
+        else:
+            groups = [tuple(range(block.width))]
     else:
         groups = [(position,) for position in range(block.width)]
     prefix_code = seed(block.prefix) % 100
@@ -288,7 +298,8 @@ def slot_jobs(block, start):
             job_id=1_000_000 + (slot - int(EPOCH // HOUR)) * 10_000 + prefix_code * 100
             + (block.number * block.width + first) % 100,
             positions=group, submit=begin - wait, start=begin, end=finish, state=state,
-            level=between(scenario.util, u(8)), memory=between(scenario.memory, u(9)),
+            level=between(scenario.util, u(8)) * (1 - scenario.scaling_loss) ** math.log2(len(group)),
+            memory=between(scenario.memory, u(9)),
         ))
     return tuple(jobs)
 
