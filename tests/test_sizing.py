@@ -228,6 +228,21 @@ def test_api_refuses_invalid_inputs_by_field(manager_api, body, field):
     assert response.status_code == 400 and field in response.json()
 
 
+def test_api_refuses_a_boolean_for_a_number(manager_api):
+    response = manager_api.post(API, {**QUERY, "params_billion": True}, format="json")
+    assert response.status_code == 400 and "A valid number is required." in response.json()["params_billion"]
+
+
+def test_schema_states_the_inputs_limits(viewer_api):
+    schema = viewer_api.get("/api/schema/", {"format": "json"}).json()
+    ref = schema["paths"][API]["post"]["requestBody"]["content"]["application/json"]["schema"]["$ref"]
+    inputs = schema["components"]["schemas"][ref.rsplit("/", 1)[1]]["properties"]
+    assert {key: inputs["mfu"][key] for key in ("minimum", "exclusiveMinimum", "maximum")} == {
+        "minimum": 0, "exclusiveMinimum": True, "maximum": 1}
+    assert inputs["pue"]["minimum"] == 1 and inputs["pue"]["exclusiveMinimum"] is False
+    assert "maximum" not in inputs["precision"]
+
+
 def test_api_refuses_anonymous(db):
     from rest_framework.test import APIClient
 

@@ -249,7 +249,32 @@ def sizing_input_field(spec):
         return serializers.ChoiceField(choices=meta["choices"], **options)
     if meta["kind"] == "gpu":
         return serializers.CharField(**options)
-    return (serializers.IntegerField if meta["kind"] == "int" else serializers.FloatField)(**options)
+    # The limits ``sizing.validate`` enforces, for the schema (``PortalAutoSchema``) to tell clients.
+    limits = {"minimum": meta["min"], "exclusiveMinimum": not meta["inclusive"]}
+    if meta["max"] is not None:
+        limits["maximum"] = meta["max"]
+    return (SizingIntegerField if meta["kind"] == "int" else SizingNumberField)(schema_limits=limits, **options)
+
+
+class SchemaLimitsMixin:
+    """Keeps ``schema_limits`` through DRF's copy of declared fields (it re-creates them from their arguments)."""
+
+    def __init__(self, *, schema_limits=None, **kwargs):
+        self.schema_limits = schema_limits or {}
+        super().__init__(**kwargs)
+
+
+class SizingIntegerField(SchemaLimitsMixin, serializers.IntegerField):
+    pass
+
+
+class SizingNumberField(SchemaLimitsMixin, serializers.FloatField):
+    """A number; ``true`` is not 1 (DRF's ``FloatField`` would read it as 1.0)."""
+
+    def to_internal_value(self, data):
+        if isinstance(data, bool):
+            self.fail("invalid")
+        return super().to_internal_value(data)
 
 
 class SizingInputBase(serializers.Serializer):

@@ -83,6 +83,12 @@ class PortalAutoSchema(AutoSchema):
                 self.registry.register_on_missing(component)
                 responses[code] = {"description": description, "content": {JSON: {"schema": component.ref}}}
 
+    def _map_serializer_field(self, field, direction, bypass_extensions=False):
+        """A field's ``schema_limits`` (minimum, maximum, ... that its serializer checks in ``validate``) join its
+        schema."""
+        schema = super()._map_serializer_field(field, direction, bypass_extensions)
+        return {**schema, **getattr(field, "schema_limits", {})}
+
     def _portal_action(self):
         from .viewsets import PortalModelViewSet  # not at the top: the viewsets' classes need this module
 
