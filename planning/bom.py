@@ -50,6 +50,7 @@ class Line:
     quantity: int
     unit_cost: Decimal
     description: str  # what it is and how the quantity was derived
+    label: str  # short: Nodes, Leaf switches, Storage, Facility
     node_model: object = None
     gpu_model: object = None
 
@@ -223,7 +224,7 @@ def derive(plan, kind=None, today=None, an=None):
     lines = [Line(n, price, _fit(
         f"{n} nodes: peak shortfall {peak:,.1f} GPUs at {a.target_utilization:.0%} utilization / "
         f"{a.gpus_per_node} per node, rounded up; {price:,.0f} {currency} each ({price_source}), "
-        f"{gpus} included"), node_model=node_model)]
+        f"{gpus} included"), "Nodes", node_model=node_model)]
 
     site = analysis.site_for(plan)
     net = network_layout(site, node_model, a.gpus_per_node)
@@ -233,7 +234,7 @@ def derive(plan, kind=None, today=None, an=None):
     lines.append(Line(switches, money(network / switches), _fit(
         f"Leaf switch {net.switch_model}, {net.switch_ports} ports ({net.downlinks} to nodes; {net.fabric}): "
         f"{n} nodes × {net.ports_per_node} ports ({net.ports_source}) = {ports} / {net.downlinks} → {switches}; "
-        f"{a.network_share:.0%} of the node price with cables and optics")))
+        f"{a.network_share:.0%} of the node price with cables and optics"), "Leaf switches"))
 
     need = storage_need(an)
     if need.workloads:
@@ -243,14 +244,15 @@ def derive(plan, kind=None, today=None, an=None):
     else:
         sized = "no sized workloads to name a throughput or capacity"
     lines.append(Line(1, money(n * a.node_price * a.storage_share), _fit(
-        f"Storage for the planned workloads: {sized}; at {a.storage_share:.0%} of the node price per node")))
+        f"Storage for the planned workloads: {sized}; at {a.storage_share:.0%} of the node price per node"),
+        "Storage"))
 
     notes = [f"Capex of the {kind} scenario: {scenario.capex:,.2f} {currency}."]
     if kind == "build":
         kw = n * a.node_kw
         lines.append(Line(1, money(kw * a.build_cost_per_kw), _fit(
             f"New cluster facility (power, cooling, space): {n} nodes × {a.node_kw:g} kW = {kw:,.1f} kW of IT "
-            f"load × {a.build_cost_per_kw:,.0f} {currency} per kW")))
+            f"load × {a.build_cost_per_kw:,.0f} {currency} per kW"), "Facility"))
     if kind == "hybrid" and scenario.rental:
         notes.append(f"The rented bridge until the nodes arrive ({scenario.rental:,.0f} {currency}) is a rental "
                      "contract, not part of the bill of materials.")

@@ -33,7 +33,7 @@ from portal.generic import (
     object_urls,
 )
 
-from . import filters, plans, sizing, tables
+from . import bom, filters, plans, sizing, tables
 from .forms import PlanItemForm, PlanWorkloadForm
 from .models import SCENARIO_FIELDS, CapacityPlan, PlanItem, PlanWorkload
 from .sizing_views import display
@@ -200,6 +200,45 @@ class CapacityPlanTransitionView(ModelPermissionMixin, View):
         return HttpResponseRedirect(plan.get_absolute_url())
 
 
+class PlanBOMFillView(ModelPermissionMixin, View):
+    """The bill of materials from a scenario (``planning.bom``): GET shows what ``?scenario=`` (default: the
+    recommended one) would write and which lines it replaces; POST writes it. Refusals (not a draft, rent, no
+    gap, no node model or price) come back as a message on the plan page."""
+
+    permission_action = "change"
+
+    def get_queryset(self):
+        return CapacityPlan.objects.all()
+
+    def back(self, plan, error=None):
+        if error is not None:
+            messages.error(self.request, " ".join(error.messages))
+        return HttpResponseRedirect(f"{plan.get_absolute_url()}#bill-of-materials")
+
+    def get(self, request, pk):
+        plan = get_object_or_404(CapacityPlan.objects.select_related("site", "node_model"), pk=pk)
+        try:
+            plans.check_editable(plan)
+            bill = bom.derive(plan, request.GET.get("scenario") or None)
+        except ValidationError as error:
+            return self.back(plan, error)
+        return render(request, "planning/plan_bom_fill.html", {
+            "object": plan, "bill": bill, "current": plans.bill_of_materials(plan), "opts": CapacityPlan._meta,
+            "form_action": reverse("planning:capacityplan_bom_fill", args=[plan.pk]),
+        })
+
+    def post(self, request, pk):
+        plan = get_object_or_404(CapacityPlan, pk=pk)
+        try:
+            bill, replaced = bom.fill(plan, request.POST.get("scenario") or None)
+        except ValidationError as error:
+            return self.back(plan, error)
+        messages.success(request, f"Filled the bill of materials from the {bill.kind} scenario: {len(bill.lines)} "
+                                  f"lines, {bill.total:,.2f} {bill.currency} (the scenario's capex)"
+                         + (f"; replaced {replaced} line(s), which stay in the history." if replaced else "."))
+        return self.back(plan)
+
+
 # --- workloads and bill-of-materials lines, on the plan page ---------------------------------------------
 
 
@@ -360,5 +399,5 @@ plan_urls = [
     *object_urls(CapacityPlan, CapacityPlanListView, CapacityPlanView, CapacityPlanForm, extra=[
         (f"<int:pk>/{action}/", CapacityPlanTransitionView.as_view(action=action), action)
         for action in plans.TRANSITIONS
-    ] + part_urls()),
+    ] + part_urls() + [("<int:pk>/bom/fill/", PlanBOMFillView.as_view(), "bom_fill")]),
 ]

@@ -7,12 +7,13 @@ from decimal import Decimal
 
 import pytest
 from django.core.exceptions import ValidationError
+from django.test import Client
 
 from inventory.models import GPUModel, LifecycleState, NodeModel
 from planning import analysis, bom, plans
 from planning.models import CapacityPlan, PlanItem, PlanWorkload
 from portal.roles import MANAGER
-from tests.conftest import make_user
+from tests.conftest import make_user, token_client
 from tests.factories import make_attachment, make_fabric, make_gpu, make_node, make_node_model, make_site, make_switch
 
 pytestmark = pytest.mark.django_db
@@ -188,3 +189,122 @@ def test_fill_refuses_a_plan_that_is_not_a_draft(fleet):
     with pytest.raises(ValidationError, match="only a draft plan can be changed"):
         bom.fill(plan, "expand", today=TODAY)
     assert plan.items.count() == 1
+
+
+# --- the plan page ----------------------------------------------------------------------------------------
+
+
+def page(plan, suffix=""):
+    return f"/planning/capacity-plans/{plan.pk}/{suffix}"
+
+
+def messages_of(response):
+    return " ".join(str(m) for m in response.context["messages"])
+
+
+def test_page_buttons_confirmation_and_fill(fleet, manager_client, manager):
+    plan = make_plan(fleet, owner=manager)
+    PlanItem.objects.create(plan=plan, description="Cables", quantity=10, unit_cost=Decimal("50"))
+    analysis_part = manager_client.get(page(plan, "analysis/"), HTTP_HX_REQUEST="true").content.decode()
+    fill = page(plan, "bom/fill/")
+    for kind in ("expand", "build", "hybrid"):
+        assert f'href="{fill}?scenario={kind}">Fill the bill of materials from the {kind} scenario</a>' in analysis_part
+    assert "?scenario=rent" not in analysis_part
+
+    confirm = manager_client.get(f"{fill}?scenario=expand")
+    assert confirm.status_code == 200
+    text = confirm.content.decode()
+    assert ("This replaces all 1 line of the bill of materials, hand-entered ones included, with the 3 lines "
+            "below; the replaced lines stay in the plan's history.") in text
+    assert "9,375,000.00" in text and "10 × Cables" in text and 'value="expand"' in text
+    assert plan.items.count() == 1  # GET only shows
+
+    response = manager_client.post(fill, {"scenario": "expand"}, follow=True)
+    assert response.redirect_chain[-1][0].endswith(f"{page(plan)}#bill-of-materials")
+    assert ("Filled the bill of materials from the expand scenario: 3 lines, 9,375,000.00 USD (the scenario's "
+            "capex); replaced 1 line(s), which stay in the history.") in messages_of(response)
+    assert sum(i.total for i in plan.items.all()) == Decimal("9375000.00")
+    text = response.content.decode()
+    assert "30 nodes: peak shortfall 236.4 GPUs" in text  # the derivation is shown with the line
+    assert "Bill of materials from the expand scenario" in text  # the history table names the change
+
+
+def test_page_refusals(fleet, manager_client, manager, viewer):
+    plan = make_plan(fleet, owner=manager)
+    fill = page(plan, "bom/fill/")
+    response = manager_client.post(fill, {"scenario": "rent"}, follow=True)
+    assert "Renting buys nothing" in messages_of(response)
+    response = manager_client.get(f"{fill}?scenario=rent", follow=True)
+    assert "Renting buys nothing" in messages_of(response)
+
+    viewer_client = Client()
+    viewer_client.force_login(viewer)
+    assert viewer_client.get(f"{fill}?scenario=expand").status_code == 403
+    assert viewer_client.post(fill, {"scenario": "expand"}).status_code == 403
+    assert "bom-fill-buttons" not in viewer_client.get(page(plan, "analysis/"), HTTP_HX_REQUEST="true").content.decode()
+
+    PlanItem.objects.create(plan=plan, description="Cables", quantity=1, unit_cost=Decimal("1"))
+    plans.submit(plan, manager)
+    response = manager_client.post(fill, {"scenario": "expand"}, follow=True)
+    assert "only a draft plan can be changed" in messages_of(response)
+    assert [i.what for i in plan.items.all()] == ["Cables"]
+    analysis_part = manager_client.get(page(plan, "analysis/"), HTTP_HX_REQUEST="true").content.decode()
+    assert "bom-fill-buttons" not in analysis_part
+
+
+def test_page_needs_csrf(fleet, manager):
+    plan = make_plan(fleet, owner=manager)
+    client = Client(enforce_csrf_checks=True)
+    client.force_login(manager)
+    assert client.post(page(plan, "bom/fill/"), {"scenario": "expand"}).status_code == 403
+    assert not plan.items.exists()
+
+
+# --- the API ----------------------------------------------------------------------------------------------
+
+
+def test_api_fill_then_approved_plan_serves_the_lines(fleet, manager, manager_api):
+    plan = make_plan(fleet, owner=manager)
+    response = manager_api.post(f"{PLANS}{plan.pk}/bom/fill/", {"scenario": "build"}, format="json")
+    assert response.status_code == 200, response.data
+    data = response.json()
+    assert data["scenario"] == "build" and data["replaced_lines"] == 0
+    assert data["scenario_capex"] == pytest.approx(12_435_000)
+    assert data["totals"] == {"USD": "12435000.00"}
+    assert [(line["item"][:11], line["quantity"], line["unit_cost"]) for line in data["lines"]] == [
+        ("HGX H100 te", 30, "250000.00"), ("Leaf switch", 8, "140625.00"), ("Storage for", 1, "750000.00"),
+        ("New cluster", 1, "3060000.00")]
+
+    plans.submit(plan, manager)
+    second = make_user("mia", MANAGER)
+    plans.approve(plan, second, "go")
+    served = token_client(second).get(f"{PLANS}{plan.pk}/bom/")
+    assert served.status_code == 200
+    assert served.json()["lines"] == data["lines"] and served.json()["totals"] == {"USD": "12435000.00"}
+
+
+def test_api_refusals(fleet, manager, manager_api, viewer_api):
+    plan = make_plan(fleet, owner=manager)
+    url = f"{PLANS}{plan.pk}/bom/fill/"
+    assert viewer_api.post(url, {"scenario": "expand"}, format="json").status_code == 403
+    response = manager_api.post(url, {"scenario": "rent"}, format="json")
+    assert response.status_code == 400 and response.json()["detail"].startswith("Renting buys nothing")
+    response = manager_api.post(url, {"scenario": "shop"}, format="json")
+    assert response.status_code == 400
+    assert response.json()["scenario"] == ['"shop" is not a scenario: choose expand, build or hybrid.']
+    idle = CapacityPlan.objects.create(name="idle", site=fleet["site"], node_model=fleet["node_model"],
+                                       node_price=Decimal("1"))
+    response = manager_api.post(f"{PLANS}{idle.pk}/bom/fill/", {"scenario": "expand"}, format="json")
+    assert response.status_code == 400 and "adds no nodes" in response.json()["detail"]
+    PlanItem.objects.create(plan=plan, description="Cables", quantity=1, unit_cost=Decimal("1"))
+    plans.submit(plan, manager)
+    response = manager_api.post(url, {"scenario": "expand"}, format="json")
+    assert response.status_code == 400 and "only a draft plan can be changed" in response.json()["detail"]
+    assert not PlanItem.objects.filter(plan=idle).exists()
+
+
+def test_api_schema_documents_the_action(viewer_api):
+    schema = viewer_api.get("/api/schema/", {"format": "json"}).json()
+    operation = schema["paths"]["/api/planning/plans/{id}/bom/fill/"]["post"]
+    assert set(operation["responses"]) >= {"200", "400"}
+    assert "requestBody" in operation

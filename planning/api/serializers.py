@@ -15,7 +15,7 @@ from rest_framework import serializers
 from inventory.api.serializers import COMMON, TIMESTAMPS
 from portal.api.serializers import EnumChoiceField, PortalModelSerializer
 
-from .. import plans, sizing
+from .. import plans, scenarios, sizing
 from ..coverage import purchase_conflicts
 from ..models import (
     SCENARIO_FIELDS,
@@ -434,3 +434,20 @@ class BillOfMaterialsSerializer(serializers.Serializer):
     lines = BOMLineSerializer(many=True)
     totals = serializers.DictField(child=serializers.DecimalField(max_digits=GRAND_TOTAL_DIGITS, decimal_places=2),
                                    help_text="Grand total per currency.")
+
+
+class BOMFillSerializer(serializers.Serializer):
+    scenario = serializers.ChoiceField(
+        choices=scenarios.SCENARIO_KINDS, required=False,
+        error_messages={"invalid_choice": '"{input}" is not a scenario: choose expand, build or hybrid.'},
+        help_text="The scenario to buy for: expand, build or hybrid (rent buys nothing and is refused). "
+                  "Default: the recommended one.")
+
+
+class BOMFillResultSerializer(BillOfMaterialsSerializer):
+    scenario = serializers.ChoiceField(choices=scenarios.SCENARIO_KINDS)
+    scenario_capex = serializers.FloatField(help_text="The scenario's capex, which the lines add up to (to the "
+                                                      "cent of each unit cost).")
+    replaced_lines = serializers.IntegerField(help_text="Lines removed (hand-entered ones too); kept in the "
+                                                        "history.")
+    notes = serializers.ListField(child=serializers.CharField())

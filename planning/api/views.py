@@ -13,7 +13,7 @@ from rest_framework.views import APIView
 from portal.api.idempotency import KEY_PARAMETER, IdempotentCreateMixin
 from portal.api.viewsets import ChangePermission, Conflict, PortalModelViewSet
 
-from .. import analysis, filters, plans, procurement, sizing
+from .. import analysis, bom, filters, plans, procurement, sizing
 from ..models import CapacityPlan, Contract, Delivery
 from . import serializers as api
 from .analysis import PlanAnalysisSerializer
@@ -104,6 +104,32 @@ class CapacityPlanViewSet(PortalModelViewSet):
             raise Conflict(f"The plan is {plan.get_status_display().lower()}; only an approved plan has a bill "
                            "of materials to order from.")
         return Response(api.BillOfMaterialsSerializer(plans.bill_of_materials(plan)).data)
+
+    @extend_schema(
+        summary="Fill a draft plan's bill of materials from a scenario",
+        description="Replaces every line (hand-entered ones too; the old lines stay in the history) with the "
+                    "scenario's: nodes at the node price the analysis uses, leaf switches for their fabric "
+                    "ports, storage named from the workloads' sizing, and for build the facility; each line's "
+                    "description says how its quantity was derived, and the lines add up to the scenario's "
+                    "capex (`planning/bom.py`).",
+        request=api.BOMFillSerializer,
+        responses={200: api.BOMFillResultSerializer,
+                   400: OpenApiResponse(description="Refused: not a draft, rent (buys nothing), an unknown "
+                                                    "scenario, no gap to fill, or no node model or price; "
+                                                    "`detail` (or `scenario`) says why.")})
+    @action(detail=True, methods=["post"], url_path="bom/fill", url_name="bom-fill",
+            permission_classes=[ChangePermission])
+    def fill_bom(self, request, pk=None):
+        plan = self.get_object()
+        body = api.BOMFillSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        try:
+            bill, replaced = bom.fill(plan, body.validated_data.get("scenario"))
+        except DjangoValidationError as error:
+            return Response({"detail": " ".join(error.messages)}, status=status.HTTP_400_BAD_REQUEST)
+        answer = {**plans.bill_of_materials(plan), "scenario": bill.kind, "scenario_capex": bill.capex,
+                  "replaced_lines": replaced, "notes": bill.notes}
+        return Response(api.BOMFillResultSerializer(answer).data)
 
     @extend_schema(summary="Demand forecast, capacity month by month, the build / expand / rent / hybrid "
                            "scenarios and the recommendation", request=None,
