@@ -247,7 +247,7 @@ def derive(plan, kind=None, today=None, an=None):
         f"Storage for the planned workloads: {sized}; at {a.storage_share:.0%} of the node price per node"),
         "Storage"))
 
-    notes = [f"Capex of the {kind} scenario: {scenario.capex:,.2f} {currency}."]
+    notes = [f"Capex of the {kind} scenario: {scenario.capex:,.2f} {currency}.", *scenario.notes]
     if kind == "build":
         kw = n * a.node_kw
         lines.append(Line(1, money(kw * a.build_cost_per_kw), _fit(
