@@ -381,7 +381,7 @@ def network_bound(p, t=THRESHOLDS):
     if oversubscribed:
         fixes.append(f"add spine uplinks to {switches} for a non-blocking (1:1) fat tree")
     if thin:
-        fixes.append(f"give each GPU its own {t.fabric_gbps_per_gpu:.0f} Gb/s rail "
+        fixes.append(f"give each GPU its own {t.fabric_gbps_per_gpu:.0f} Gb/s rail on {fabrics} "
                      f"(now {p.fabric_gbps_per_gpu:.0f} Gb/s per GPU)")
     weakness = " and ".join(
         ([f"oversubscribed up to {p.oversubscription:.2f}:1"] if oversubscribed else [])
@@ -404,7 +404,7 @@ def network_bound(p, t=THRESHOLDS):
                  f"{widest.util:.0f} % on {widest.label} ({pct(drop):.0f} % lower, {widest.jobs} jobs), while "
                  f"multi-node jobs carry {pct(multi):.0f} % of the partition's GPU-hours. The fabric between "
                  f"their nodes ({fabrics}) is {weakness}: their GPUs wait on gradient all-reduce."),
-        action=(f"Upgrade the interconnect of partition {name} ({fabrics}): {'; '.join(fixes)}. Until then, "
+        action=(f"Upgrade the interconnect of partition {name}: {'; '.join(fixes)}. Until then, "
                 "place multi-node jobs under as few leaf switches as possible (Slurm topology/tree)."),
         figures=[
             *figures,

@@ -224,7 +224,7 @@ def test_network_bound_evidence_names_the_oversubscribed_switches(db, scenarios)
     (switch,) = p.oversubscribed_switches
     finding = recs.network_bound(p)
     assert finding.severity == "high" and p.multi_node_share > 0.5
-    assert f"{switch} (2.00:1)" in finding.action and "non-blocking" in finding.action and "zrh-ib" in finding.action
+    assert f"{switch} (2.00:1)" in finding.action and "non-blocking" in finding.action and "zrh-ib" in finding.summary
     figures = {f["label"]: f["value"] for f in finding.figures}
     for w in p.widths:
         assert figures[f"Jobs on {w.label}"] == w.jobs
@@ -239,7 +239,7 @@ def test_network_bound_needs_a_weak_fabric(db, scenarios):
     p = replace(scenarios["train-h100"], oversubscription=1.0, oversubscribed_switches={})
     assert recs.network_bound(p) is None  # falling, but non-blocking and 400 Gb/s per GPU: not the hardware
     thin = recs.network_bound(replace(p, fabric_gbps_per_gpu=200.0))
-    assert thin is not None and "400 Gb/s rail" in thin.action and "now 200 Gb/s" in thin.action
+    assert thin is not None and "400 Gb/s rail on zrh-ib (now 200 Gb/s per GPU)" in thin.action
     assert recs.network_bound(replace(p, oversubscription=None, fabric_gbps_per_gpu=None, fabrics=[])) is None
 
 
@@ -333,7 +333,7 @@ def test_per_gpu_utilization_by_node_count_on_a_hand_made_data_set(db):
     assert figures["Per-GPU utilization lost on 2 nodes"] == round(100 * (1 - 47.5 / 80), 1)  # 40.6 %
     assert (figures["GPU-hours of jobs on 2 nodes"], figures["Jobs on 1 node"]) == (8.0, 1)
     assert figures["Fabric oversubscription (worst switch)"] == 1.5
-    assert "hand-leaf-01 (1.50:1)" in finding.action and "hand-ib" in finding.action
+    assert "hand-leaf-01 (1.50:1)" in finding.action and "(hand-ib)" in finding.summary
     assert finding.chart["data"]["series"][0]["values"] == [80.0, 47.5]
 
 

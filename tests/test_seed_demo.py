@@ -122,9 +122,24 @@ def test_network_and_storage(seeded):
         assert (ib.ports, ib.speed_gbps, ib.fabric.site_id) == (8, 400, node.site_id)
         assert ib.switch.fabric_id == ib.fabric_id
         assert 1 <= by_kind[Fabric.Kind.ETHERNET].ports <= 2
-    leaf = Switch.objects.get(name="zrh-ib-leaf-01")
+    leaf = Switch.objects.get(name="zrh-ib-leaf-05")
     assert (leaf.ports, leaf.uplinks, leaf.oversubscription_ratio) == (64, 32, 1)
     assert leaf.attachments.count() == 4  # 4 nodes x 8 ports = the 32 downlinks
+    # The H100 pod's leaves have half the uplinks: 2:1, what makes train-h100 network-bound.
+    pod = Switch.objects.get(name="zrh-ib-leaf-01")
+    assert (pod.uplinks, pod.oversubscription_ratio) == (16, 2)
+    assert set(pod.attachments.values_list("node__partition", flat=True)) == {"train-h100"}
+
+
+def test_the_demo_recommends_an_interconnect_upgrade_for_the_h100_pod(seeded):
+    from planning.models import Recommendation
+
+    rec = Recommendation.objects.get(key="network_bound:partition=train-h100", status="open")
+    labels = rec.evidence["chart"]["data"]["labels"]
+    utils = rec.evidence["chart"]["data"]["series"][0]["values"]
+    assert labels == ["1 node", "2 nodes", "3–4 nodes"] and utils == sorted(utils, reverse=True)
+    assert "zrh-ib-leaf-01 (2.00:1)" in rec.action and "lys-ib-leaf" not in rec.action
+    assert not Recommendation.objects.filter(kind="network_bound").exclude(pk=rec.pk).exists()
 
 
 def test_lifecycle_events_recorded(seeded):

@@ -89,6 +89,9 @@ class SiteNet:
     eth_leaf_model: str
     eth_spine_model: str
     rack_budgets: dict  # rack name → power budget (kW); "N01" holds the switches
+    # The first leaves of the InfiniBand fabric cabled with half the uplinks (2:1 oversubscribed): Zurich's
+    # H100 pod, where the network-bound scenario (train-h100) runs.
+    ib_blocking_leaves: int = 0
 
 
 @dataclass(frozen=True)
@@ -108,7 +111,7 @@ class NodeGroup:
 NETWORKS = [
     SiteNet("Zurich DC1", "zrh", 200, "NVIDIA SN3700", "NVIDIA SN4700",
             {"R01": D("44.0"), "R02": D("44.0"), "R03": D("44.0"), "R04": D("44.0"), "R05": D("44.0"),
-             "R06": D("44.0"), "N01": D("15.0")}),
+             "R06": D("44.0"), "N01": D("15.0")}, ib_blocking_leaves=4),
     SiteNet("Lyon DC2", "lys", 100, "NVIDIA SN2700", "NVIDIA SN2700",
             {"R01": D("30.0"), "R02": D("30.0"), "R03": D("44.0"), "R04": D("44.0"), "N01": D("12.0")}),
 ]
@@ -356,7 +359,9 @@ class Command(BaseCommand):
     def fabrics(net, site):
         return [
             {"name": f"{net.code}-ib-ndr", "kind": Fabric.Kind.INFINIBAND, "link_speed_gbps": 400, "site": site,
-             "description": "Compute fabric: NDR 400 Gb/s two-level fat tree, non-blocking, 8 rails per node."},
+             "description": "Compute fabric: NDR 400 Gb/s two-level fat tree, 8 rails per node, "
+                            + (f"2:1 oversubscribed under leaves 01–{net.ib_blocking_leaves:02d} (the H100 pod), "
+                               "non-blocking elsewhere." if net.ib_blocking_leaves else "non-blocking.")},
             {"name": f"{net.code}-eth-{net.eth_gbps}g", "kind": Fabric.Kind.ETHERNET,
              "link_speed_gbps": net.eth_gbps, "site": site,
              "description": f"Front-end and storage network: {net.eth_gbps} GbE leaf/spine, 2 bonded ports per node."},
@@ -383,7 +388,9 @@ class Command(BaseCommand):
             serial += 1
 
         for i in range(1, ib_leaves + 1):
-            add(f"{code}-ib-leaf-{i:02d}", f"{code}-ib-ndr", "NVIDIA QM9700", 64, ib_leaf_uplinks, D("1.00"))
+            blocking = i <= net.ib_blocking_leaves
+            add(f"{code}-ib-leaf-{i:02d}", f"{code}-ib-ndr", "NVIDIA QM9700", 64,
+                ib_leaf_uplinks // 2 if blocking else ib_leaf_uplinks, D("2.00") if blocking else D("1.00"))
         for i in range(1, ib_spines + 1):
             add(f"{code}-ib-spine-{i:02d}", f"{code}-ib-ndr", "NVIDIA QM9700", 64, 0, D("1.00"))
         eth = f"{code}-eth-{net.eth_gbps}g"
