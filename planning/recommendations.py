@@ -24,8 +24,9 @@ Definitions (per partition, over the window, nodes in service only)
     - *frame-buffer use*: mean of memory used / the GPU model's memory over busy hours.
     - *per-GPU utilization by node count*: the jobs in the window grouped by how many nodes they ran on
       (``WIDTHS``: 1, 2, 3–4, 5–8, 9+); per group the jobs, their GPU-hours and the mean ``util_mean`` of their
-      nodes' GPUs over the full hours each job ran (``add_widths``). Only jobs holding their nodes whole
-      count: a shared node mixes other jobs' work into its GPUs, and Slurm does not say which GPUs were whose.
+      nodes' GPUs (in whatever state the nodes are now) over the full hours each job ran (``add_widths``).
+      Only jobs holding their nodes whole count: a shared node mixes other jobs' work into its GPUs, and
+      Slurm does not say which GPUs were whose.
       DCGM's utilization is the throughput proxy every source reports (SM and tensor activity often are not).
 
 Rules and thresholds (``Thresholds``; the defaults are ``THRESHOLDS``)

@@ -268,6 +268,12 @@ def test_network_bound_severity_follows_the_multi_node_share(db, scenarios):
 # --- Per-GPU utilization by node count on a small hand-made data set ---------------------------------------
 
 
+def test_node_count_groups():
+    assert [recs.Width(low, high).label for low, high in recs.WIDTHS] == [
+        "1 node", "2 nodes", "3–4 nodes", "5–8 nodes", "9+ nodes"]
+    assert [recs.width_of(n) for n in (1, 2, 3, 4, 5, 8, 9, 512)] == [0, 1, 2, 2, 3, 3, 4, 4]
+
+
 def hand_fleet():
     """Partition ``hand``: four 2-GPU nodes under one 1.5:1 leaf switch, GPU hours and Slurm jobs written
     directly, so that every figure can be worked out by hand (see the test)."""
