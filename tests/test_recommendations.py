@@ -235,6 +235,13 @@ def test_network_bound_evidence_names_the_oversubscribed_switches(db, scenarios)
     assert chart["data"]["series"][0]["values"] == [round(w.util, 1) for w in p.widths]
 
 
+def test_network_bound_page_shows_the_groups_and_the_chart(viewer_client, scenarios):
+    recs.write([replace(recs.network_bound(scenarios["train-h100"]), site_id=None)], END)  # the site was rolled back
+    text = viewer_client.get(Recommendation.objects.get().get_absolute_url()).content.decode()
+    assert "Per-GPU utilization on 3–4 nodes" in text and "Oversubscribed switches" in text
+    assert 'data-chart="hbar"' in text and "Per-GPU utilization by node count, partition train-h100" in text
+
+
 def test_network_bound_needs_a_weak_fabric(db, scenarios):
     p = replace(scenarios["train-h100"], oversubscription=1.0, oversubscribed_switches={})
     assert recs.network_bound(p) is None  # falling, but non-blocking and 400 Gb/s per GPU: not the hardware
