@@ -2,7 +2,7 @@
 
 Everything that differs between the demo and production comes from environment variables:
 
-- ``DATABASE_URL``      default: SQLite file ``var/portal.sqlite3``
+- ``DATABASE_URL``      default: SQLite file ``var/portal.sqlite3`` (``SQLITE_TIMEOUT``: seconds a write waits)
 - ``CELERY_BROKER_URL`` default: kombu's filesystem transport under ``var/broker`` (no server needed)
 - ``DATABASE_CONNECT_TIMEOUT``, ``CELERY_BROKER_CONNECTION_TIMEOUT``, ``EMAIL_TIMEOUT``: seconds a request waits
   for a database, broker or mail server that does not answer (see ``docs/faults.md``)
@@ -123,6 +123,13 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
     # seconds (a 503, portal.middleware) instead of holding it for the kernel's TCP timeout.
     DATABASES["default"].setdefault("OPTIONS", {}).setdefault(
         "connect_timeout", int(os.environ.get("DATABASE_CONNECT_TIMEOUT", "5")))
+elif DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
+    # The demo runs the web server, a Celery worker, beat and the simulator on one file. WAL lets readers go on
+    # beside a writer; IMMEDIATE transactions take the write lock when they begin, so a writer waits (up to the
+    # timeout) for another instead of failing with "database is locked" when a read turns into a write.
+    DATABASES["default"].setdefault("OPTIONS", {}).update(
+        init_command="PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;", transaction_mode="IMMEDIATE",
+        timeout=int(os.environ.get("SQLITE_TIMEOUT", "30")))
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 AUTH_PASSWORD_VALIDATORS = [

@@ -17,7 +17,7 @@ def django_db_modify_db_settings(django_db_modify_db_settings_parallel_suffix):
     def use(config):
         # Update in place (Django's connection handler holds this very dict) and drop the connection
         # object made at start-up so the next access builds one with the PostgreSQL backend.
-        settings.DATABASES["default"].update(config)
+        settings.DATABASES["default"].update({"OPTIONS": {}, **config})  # none of SQLite's options
         connections["default"].close()
         del connections["default"]
 

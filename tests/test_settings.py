@@ -43,6 +43,39 @@ def test_embedded_defaults_need_no_server(tmp_path):
     assert out.stdout.split() == ["django.db.backends.sqlite3", "filesystem://"], out.stderr
 
 
+WRITER = """
+import time
+import django
+django.setup()
+from django.db import connection, transaction
+for _ in range(200):
+    with transaction.atomic(), connection.cursor() as cursor:  # read, then write: the demo's tasks do this
+        cursor.execute("SELECT n FROM counter WHERE id = 1")
+        (n,) = cursor.fetchone()
+        time.sleep(0.002)  # work between the read and the write
+        cursor.execute("UPDATE counter SET n = %s WHERE id = 1", [n + 1])
+"""
+
+
+def test_the_embedded_sqlite_database_takes_concurrent_writers(tmp_path):
+    """The demo runs the web server, a Celery worker, beat and the simulator on one SQLite file: concurrent
+    read-then-write transactions wait for each other instead of failing with "database is locked", and none is
+    lost."""
+    import sqlite3
+
+    with sqlite3.connect(tmp_path / "portal.sqlite3") as db:
+        db.execute("CREATE TABLE counter (id INTEGER PRIMARY KEY, n INTEGER)")
+        db.execute("INSERT INTO counter VALUES (1, 0)")
+    env = {k: v for k, v in os.environ.items() if k != "DATABASE_URL"}
+    env.update(DJANGO_SETTINGS_MODULE="portal.settings", PORTAL_VAR_DIR=str(tmp_path))
+    writers = [subprocess.Popen([sys.executable, "-c", WRITER], cwd=ROOT, env=env, stderr=subprocess.PIPE, text=True)
+               for _ in range(4)]
+    errors = [writer.communicate(timeout=120)[1] for writer in writers]
+    assert [writer.returncode for writer in writers] == [0] * 4, "\n".join(errors)
+    with sqlite3.connect(tmp_path / "portal.sqlite3") as db:
+        assert db.execute("SELECT n FROM counter").fetchone() == (800,)
+
+
 def test_a_task_is_queued_on_the_filesystem_broker(tmp_path):
     """``delay()`` with the default broker writes the message to a folder a worker reads."""
     code = "import django; django.setup(); from portal.tasks import record_heartbeat; record_heartbeat.delay()"
