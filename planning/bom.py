@@ -5,8 +5,9 @@ writes them into a draft plan in place of its lines. The lines price exactly wha
 (``planning.scenarios``), so the bill's total is the scenario's capex (to the cent of each unit price):
 
 - *Nodes*: the scenario's node count × the plan's node model at the node price the analysis uses. The
-  catalog prices a node with its GPUs (``NodeModel.list_price``) and so does the scenario, so the GPUs get no
-  line of their own: the node line names the GPUs they carry and says they are included.
+  catalog prices a node with its GPUs (``NodeModel.list_price``) and so does the scenario, so the GPUs' line
+  (the nodes' GPU model: as installed in such nodes, else the plan's workloads') costs nothing: it is there for
+  the order, whose deliveries record each GPU by serial and UUID.
 - *Network*: leaf switches for the new nodes' fabric ports: nodes × ports per node (as the site's nodes of
   this model are cabled, else one port per GPU) / the ports a switch gives to nodes (the site's switch model
   on that fabric: ports − uplinks; else a 64-port switch with half its ports up), rounded up. Priced at the
@@ -31,7 +32,7 @@ from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.db.models import Count, Q, Sum
 
-from inventory.models import GPU, Fabric, FabricAttachment, LifecycleState, Switch
+from inventory.models import GPU, Fabric, FabricAttachment, GPUModel, LifecycleState, Switch
 
 from . import analysis, plans, scenarios, sizing
 from .models import CapacityPlan, PlanItem
@@ -99,11 +100,15 @@ def check_kind(kind):
         raise ValidationError(f"Unknown scenario {kind!r}: choose expand, build or hybrid.")
 
 
-def carried_gpu_model(node_model):
-    """The GPU model most often installed in nodes of ``node_model`` (None when none has GPUs recorded)."""
-    row = (GPU.objects.filter(node__node_model=node_model).values("gpu_model__name")
-           .annotate(n=Count("pk")).order_by("-n", "gpu_model__name").first())
-    return row["gpu_model__name"] if row else None
+def carried_gpu_model(node_model, plan):
+    """The GPU model the new nodes carry: the one most often installed in nodes of ``node_model``, else the one
+    most of the plan's workloads are sized for (None when neither says)."""
+    for rows in (GPU.objects.filter(node__node_model=node_model).values("gpu_model"),
+                 plan.workloads.values("gpu_model")):
+        top = rows.annotate(n=Count("pk")).order_by("-n", "gpu_model").first()
+        if top:
+            return GPUModel.objects.get(pk=top["gpu_model"])
+    return None
 
 
 @dataclass
@@ -219,12 +224,16 @@ def derive(plan, kind=None, today=None, an=None):
     n = scenario.nodes
     price = money(a.node_price)
     peak = max(scenarios.shortfall_gpus(an.demand, an.capacity.hours, a.target_utilization))
-    gpu = carried_gpu_model(node_model)
-    gpus = f"{a.gpus_per_node} × {gpu}" if gpu else f"{a.gpus_per_node} GPUs"
+    gpu_model = carried_gpu_model(node_model, plan)
+    gpus = f"{a.gpus_per_node} × {gpu_model}" if gpu_model else f"{a.gpus_per_node} GPUs"
     lines = [Line(n, price, _fit(
         f"{n} nodes: peak shortfall {peak:,.1f} GPUs at {a.target_utilization:.0%} utilization / "
         f"{a.gpus_per_node} per node, rounded up; {price:,.0f} {currency} each ({price_source}), "
         f"{gpus} included"), "Nodes", node_model=node_model)]
+    if gpu_model:  # priced in the nodes; a line of its own so that an order built from the bill can receive them
+        lines.append(Line(n * a.gpus_per_node, money(0), _fit(
+            f"The GPUs of the {n} nodes ({n} × {a.gpus_per_node}): in the node price above, listed so that "
+            "deliveries record each GPU's serial and UUID"), "GPUs", gpu_model=gpu_model))
 
     site = analysis.site_for(plan)
     net = network_layout(site, node_model, a.gpus_per_node)

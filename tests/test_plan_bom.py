@@ -76,11 +76,13 @@ def rows(bill):
 def test_expand_scenario_lines_computed_by_hand(fleet):
     plan = make_plan(fleet)
     bill = bom.derive(plan, "expand", today=TODAY)
-    nodes, switches, storage = bill.lines
+    nodes, gpus, switches, storage = bill.lines
     assert (nodes.node_model, nodes.quantity, nodes.unit_cost) == (fleet["node_model"], NODES, NODE_PRICE)
     assert "peak shortfall 236.4 GPUs at 80% utilization / 8 per node, rounded up" in nodes.description
-    assert "8 × H100 SXM 80GB included" in nodes.description  # the node price carries its GPUs: no GPU line
-    assert not any(line.gpu_model for line in bill.lines)
+    assert "8 × H100 SXM 80GB included" in nodes.description
+    # The node price carries its GPUs: their line costs nothing, and is there for the order's deliveries.
+    assert (str(gpus.gpu_model), gpus.quantity, gpus.unit_cost) == ("H100 SXM 80GB", NODES * 8, Decimal("0.00"))
+    assert "serial and UUID" in gpus.description
     assert (switches.quantity, switches.unit_cost, switches.total) == (SWITCHES, NETWORK / SWITCHES, NETWORK)
     assert switches.description.startswith("Leaf switch NVIDIA QM9700, 64 ports (32 to nodes; as on ib-zurich): "
                                            "30 nodes × 8 ports (as cabled now) = 240 / 32 → 8; 15% of the node "
@@ -117,9 +119,11 @@ def test_without_recorded_cabling_one_port_per_gpu_and_a_default_switch(fleet):
     model = make_node_model(name="Bare", gpu_slots=4, max_power_w=5000, list_price=Decimal("100000"))
     plan = make_plan(fleet, node_model=model, site=make_site(name="Empty"))
     bill = bom.derive(plan, "expand", today=TODAY)
-    nodes, switches, _ = bill.lines
+    nodes, gpus, switches, _ = bill.lines
     # 236.4 GPUs short / 4 per node = 59.1 → 60 nodes × 4 ports (one per GPU) = 240 / 32 = 7.5 → 8 switches.
-    assert nodes.quantity == 60 and "4 GPUs included" in nodes.description
+    # No node of this model has GPUs yet: they are the GPU model the plan's workload is sized for.
+    assert nodes.quantity == 60 and "4 × H100 SXM 80GB included" in nodes.description
+    assert (str(gpus.gpu_model), gpus.quantity, gpus.total) == ("H100 SXM 80GB", 240, 0)
     assert switches.quantity == 8
     assert "64-port switch, 64 ports (32 to nodes; none recorded)" in switches.description
     assert "(one per GPU)" in switches.description
@@ -179,7 +183,7 @@ def test_fill_replaces_every_line_and_keeps_the_history(fleet):
     assert sum(i.total for i in items) == Decimal("9375000.00")
     removed = PlanItem.history.filter(id=hand.pk, history_type="-").get()
     assert removed.history_change_reason == "Bill of materials from the expand scenario"
-    assert PlanItem.history.filter(plan_id=plan.pk, history_type="+").count() == 4  # the hand line, then 3
+    assert PlanItem.history.filter(plan_id=plan.pk, history_type="+").count() == 5  # the hand line, then 4
 
 
 def test_fill_refuses_a_plan_that_is_not_a_draft(fleet):
@@ -214,14 +218,14 @@ def test_page_buttons_confirmation_and_fill(fleet, manager_client, manager):
     confirm = manager_client.get(f"{fill}?scenario=expand")
     assert confirm.status_code == 200
     text = confirm.content.decode()
-    assert ("This replaces all 1 line of the bill of materials, hand-entered ones included, with the 3 lines "
+    assert ("This replaces all 1 line of the bill of materials, hand-entered ones included, with the 4 lines "
             "below; the replaced lines stay in the plan's history.") in text
     assert "9,375,000.00" in text and "10 × Cables" in text and 'value="expand"' in text
     assert plan.items.count() == 1  # GET only shows
 
     response = manager_client.post(fill, {"scenario": "expand"}, follow=True)
     assert response.redirect_chain[-1][0].endswith(f"{page(plan)}#bill-of-materials")
-    assert ("Filled the bill of materials from the expand scenario: 3 lines, 9,375,000.00 USD (the scenario's "
+    assert ("Filled the bill of materials from the expand scenario: 4 lines, 9,375,000.00 USD (the scenario's "
             "capex); replaced 1 line(s), which stay in the history.") in messages_of(response)
     assert sum(i.total for i in plan.items.all()) == Decimal("9375000.00")
     text = response.content.decode()
@@ -272,8 +276,8 @@ def test_api_fill_then_approved_plan_serves_the_lines(fleet, manager, manager_ap
     assert data["scenario_capex"] == pytest.approx(12_435_000)
     assert data["totals"] == {"USD": "12435000.00"}
     assert [(line["item"][:11], line["quantity"], line["unit_cost"]) for line in data["lines"]] == [
-        ("HGX H100 te", 30, "250000.00"), ("Leaf switch", 8, "140625.00"), ("Storage for", 1, "750000.00"),
-        ("New cluster", 1, "3060000.00")]
+        ("HGX H100 te", 30, "250000.00"), ("H100 SXM 80", 240, "0.00"), ("Leaf switch", 8, "140625.00"),
+        ("Storage for", 1, "750000.00"), ("New cluster", 1, "3060000.00")]
 
     plans.submit(plan, manager)
     second = make_user("mia", MANAGER)
