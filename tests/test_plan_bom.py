@@ -9,10 +9,10 @@ import pytest
 from django.core.exceptions import ValidationError
 from django.test import Client
 
-from inventory.models import GPUModel, LifecycleState, NodeModel
+from inventory.models import GPU, GPUModel, LifecycleState, NodeModel
 from planning import analysis, bom, plans
 from planning.models import CapacityPlan, PlanItem, PlanWorkload
-from portal.roles import MANAGER
+from portal.roles import MANAGER, PROCUREMENT
 from tests.conftest import make_user, token_client
 from tests.factories import make_attachment, make_fabric, make_gpu, make_node, make_node_model, make_site, make_switch
 
@@ -285,6 +285,23 @@ def test_api_fill_then_approved_plan_serves_the_lines(fleet, manager, manager_ap
     served = token_client(second).get(f"{PLANS}{plan.pk}/bom/")
     assert served.status_code == 200
     assert served.json()["lines"] == data["lines"] and served.json()["totals"] == {"USD": "12435000.00"}
+
+    # Procurement orders the bill as it is, and the vendor's delivery records a node and one of its GPUs by UUID.
+    procurement = token_client(make_user("pat", PROCUREMENT))
+    lines = [{key: line[key] for key in ("node_model", "gpu_model", "description", "quantity")}
+             | {"unit_price": line["unit_cost"]} for line in served.json()["lines"]]
+    order = procurement.post("/api/planning/purchase-orders/", {
+        "plan": plan.pk, "vendor": "Supermicro", "reference": "PO-BOM", "site": plan.site_id, "lines": lines,
+    }, format="json")
+    assert order.status_code == 201, order.data
+    node_line, gpu_line = order.data["lines"][0]["id"], order.data["lines"][1]["id"]
+    delivery = procurement.post("/api/planning/deliveries/", {"order": order.data["id"], "items": [
+        {"line": node_line, "serial": "N-1", "hostname": "zrh-new-001"},
+        {"line": gpu_line, "serial": "G-1", "uuid": "GPU-0000-0001", "node": "zrh-new-001", "slot": 0},
+    ]}, format="json")
+    assert delivery.status_code == 201, delivery.data
+    gpu = GPU.objects.get(uuid="GPU-0000-0001")
+    assert (gpu.node.hostname, str(gpu.gpu_model), gpu.state) == ("zrh-new-001", "H100 SXM 80GB", "delivered")
 
 
 def test_api_refusals(fleet, manager, manager_api, viewer_api):
