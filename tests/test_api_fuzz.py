@@ -265,6 +265,16 @@ def test_ticket_names_with_a_nul_character_are_refused(manager_api):
 
 
 @pytest.mark.django_db
+def test_an_order_external_id_with_a_nul_character_is_refused(manager_api):
+    # The retry lookup by external id ran before validation, and PostgreSQL cannot search for a NUL.
+    plan = CapacityPlan.objects.create(name="approved", status=CapacityPlan.Status.APPROVED)
+    response = manager_api.post("/api/planning/purchase-orders/", {
+        "plan": plan.pk, "vendor": "Acme", "reference": "PO-1", "external_id": "erp\x001",
+        "lines": [{"description": "cables", "quantity": 1, "unit_price": "10.00"}]}, format="json")
+    assert response.status_code == 400 and "external_id" in response.json()
+
+
+@pytest.mark.django_db
 def test_plan_line_totals_beyond_sixteen_digits_are_shown(manager_api):
     plan = CapacityPlan.objects.create(name="big plan")
     item = {"description": "racks", "quantity": 3125207, "unit_cost": "111449044.00", "currency": "USD"}

@@ -105,7 +105,8 @@ class IdempotentCreateMixin:
     def _create_once_per_external_id(self, request, *args, **kwargs):
         one_object = isinstance(request.data, dict)  # a list (bulk create) has no single external id
         external_id = request.data.get(self.external_id_field) if self.external_id_field and one_object else None
-        if not external_id or not isinstance(external_id, str):
+        if not external_id or not isinstance(external_id, str) or "\x00" in external_id:
+            # Nothing to look up (a NUL cannot be stored, nor searched in PostgreSQL): the serializer says why.
             return self.create_object(request, *args, **kwargs)
         key = f"{self.external_id_field}:{request.path}:{external_id}"[:MAX_KEY_LENGTH]
         existing = self.get_queryset().filter(
