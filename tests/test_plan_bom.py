@@ -29,6 +29,7 @@ def shares(settings):
     settings.STORAGE_SHARE_OF_NODE_PRICE = 0.10
     settings.BUILD_COST_PER_KW = 10000.0
     settings.COST_CURRENCY = "USD"
+    settings.RENTAL_GPU_HOUR_COST = 2.50
 
 
 @pytest.fixture
@@ -131,14 +132,16 @@ def test_without_recorded_cabling_one_port_per_gpu_and_a_default_switch(fleet):
 
 
 def test_recommended_scenario_by_default(fleet):
+    # Rented GPUs at the default 2.50 per GPU-hour beat buying 30 nodes for a four-month run: nothing to buy.
     plan = make_plan(fleet)
-    an = analysis.analyse(plan, today=TODAY)
-    kind = an.recommendation.kind
-    if kind == "rent":
-        with pytest.raises(ValidationError, match="Renting buys nothing"):
-            bom.derive(plan, an=an)
-    else:
-        assert bom.derive(plan, an=an).kind == kind
+    assert analysis.analyse(plan, today=TODAY).recommendation.kind == "rent"
+    with pytest.raises(ValidationError, match="Renting buys nothing"):
+        bom.derive(plan, today=TODAY)
+    # At 20 per GPU-hour renting loses and expanding the site is recommended: the bill is the expand scenario's.
+    dear = make_plan(fleet, name="dear rental", rental_gpu_hour_cost=Decimal("20"))
+    assert analysis.analyse(dear, today=TODAY).recommendation.kind == "expand"
+    bill = bom.derive(dear, today=TODAY)
+    assert bill.kind == "expand" and bill.total == Decimal("9375000.00")
 
 
 def test_refusals(fleet):
@@ -221,6 +224,7 @@ def test_page_buttons_confirmation_and_fill(fleet, manager_client, manager):
     assert ("This replaces all 1 line of the bill of materials, hand-entered ones included, with the 4 lines "
             "below; the replaced lines stay in the plan's history.") in text
     assert "9,375,000.00" in text and "10 × Cables" in text and 'value="expand"' in text
+    assert "<td>H100 SXM 80GB</td>" in text  # the GPU line names its catalog model
     assert plan.items.count() == 1  # GET only shows
 
     response = manager_client.post(fill, {"scenario": "expand"}, follow=True)

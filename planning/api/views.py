@@ -108,8 +108,9 @@ class CapacityPlanViewSet(PortalModelViewSet):
     @extend_schema(
         summary="Fill a draft plan's bill of materials from a scenario",
         description="Replaces every line (hand-entered ones too; the old lines stay in the history) with the "
-                    "scenario's: nodes at the node price the analysis uses, leaf switches for their fabric "
-                    "ports, storage named from the workloads' sizing, and for build the facility; each line's "
+                    "scenario's: nodes at the node price the analysis uses, their GPUs (at 0: in the node "
+                    "price; listed for the order's deliveries), leaf switches for their fabric ports, storage "
+                    "named from the workloads' sizing, and for build the facility; each line's "
                     "description says how its quantity was derived, and the lines add up to the scenario's "
                     "capex (`planning/bom.py`).",
         request=api.BOMFillSerializer,
