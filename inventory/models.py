@@ -445,11 +445,14 @@ class StorageSystem(PortalModel):
             raise ValidationError({"used_tb": f"Used ({self.used_tb} TB) exceeds capacity ({self.capacity_tb} TB)."})
 
 from .telemetry.models import (  # noqa: E402,F401  (telemetry models live in their own package)
+    AllocationExcess,
     GPUDaily,
     GPUHourly,
     NodeDaily,
     NodeHourly,
+    PullReport,
     SlurmJob,
+    SlurmJobNode,
     TelemetrySample,
     TelemetrySource,
     UnknownSeries,

@@ -316,6 +316,10 @@ CELERY_BEAT_SCHEDULE = {
 # --- Telemetry ---------------------------------------------------------------------------------
 TELEMETRY_HOURLY_RETENTION_DAYS = int(os.environ.get("TELEMETRY_HOURLY_RETENTION_DAYS", "400"))
 TELEMETRY_DAILY_RETENTION_DAYS = int(os.environ.get("TELEMETRY_DAILY_RETENTION_DAYS", str(5 * 366)))
+# The largest answer a telemetry source or webhook receiver may send (bytes, decompressed); past it the pull fails.
+OUTBOUND_MAX_ANSWER_BYTES = int(os.environ.get("OUTBOUND_MAX_ANSWER_BYTES", str(50 * 1024 * 1024)))
+# Pull reports (the source page's data-quality panel) kept per source.
+TELEMETRY_PULL_REPORTS_KEPT = int(os.environ.get("TELEMETRY_PULL_REPORTS_KEPT", "100"))
 # What an idle GPU-hour costs when no contract says (the contracts work replaces it per node and site).
 IDLE_GPU_HOUR_COST = float(os.environ.get("IDLE_GPU_HOUR_COST", "2.50"))
 COST_CURRENCY = os.environ.get("COST_CURRENCY", "USD")

@@ -455,14 +455,16 @@ def runs(db):
 
 
 def test_allocated_gpu_hours_clipped_to_the_window(runs):
+    # At 13:00 nothing counts past the clock: H (9:00-18:00 by Slurm's clock) 3 h × 16 = 48, E (from 13:30) 0.
     now = T0 + 13 * H
     assert jobstats.allocated_gpu_hours(runs, *WINDOW, now=now) == [
-        {"account": "bio", "gpu_hours": pytest.approx(66.5)}, {"account": "llm", "gpu_hours": pytest.approx(18.0)}]
+        {"account": "bio", "gpu_hours": pytest.approx(50.0)}, {"account": "llm", "gpu_hours": pytest.approx(18.0)}]
     assert jobstats.allocated_gpu_hours(runs, *WINDOW, by="partition", now=now) == [
-        {"partition": "a100", "gpu_hours": pytest.approx(64.5)}, {"partition": "h100", "gpu_hours": pytest.approx(20)}]
-    # Later, the running job C counts to the window's end (2 h × 2), not beyond it.
+        {"partition": "a100", "gpu_hours": pytest.approx(48)}, {"partition": "h100", "gpu_hours": pytest.approx(20)}]
+    # Later, the running job C counts to the window's end (2 h × 2), not beyond it; H and E to the window's end.
     later = jobstats.allocated_gpu_hours(runs, *WINDOW, by="partition", now=T0 + 20 * H)
-    assert later[1] == {"partition": "h100", "gpu_hours": pytest.approx(22)}
+    assert later == [{"partition": "a100", "gpu_hours": pytest.approx(64.5)},
+                     {"partition": "h100", "gpu_hours": pytest.approx(22)}]
 
 
 def test_allocated_gpu_hours_match_the_model_for_whole_runs(runs):
@@ -473,15 +475,15 @@ def test_allocated_gpu_hours_match_the_model_for_whole_runs(runs):
 
 
 def test_multi_node_share(runs):
-    assert jobstats.multi_node_share(runs, *WINDOW, now=T0 + 13 * H) == [
+    assert jobstats.multi_node_share(runs, *WINDOW, now=T0 + 20 * H) == [
         {"partition": "a100", "gpu_hours": pytest.approx(64.5), "multi_node_gpu_hours": pytest.approx(64),
          "share": pytest.approx(64 / 64.5)},
-        {"partition": "h100", "gpu_hours": pytest.approx(20), "multi_node_gpu_hours": pytest.approx(16),
-         "share": pytest.approx(0.8)},
+        {"partition": "h100", "gpu_hours": pytest.approx(22), "multi_node_gpu_hours": pytest.approx(16),
+         "share": pytest.approx(16 / 22)},
     ]
 
 
 def test_multi_node_share_without_multi_node_jobs(runs):
-    rows = jobstats.multi_node_share(runs.filter(node_count=1), *WINDOW, now=T0 + 13 * H)
+    rows = jobstats.multi_node_share(runs.filter(node_count=1), *WINDOW, now=T0 + 20 * H)
     assert [(row["partition"], row["multi_node_gpu_hours"], row["share"]) for row in rows] == [
         ("a100", 0.0, 0.0), ("h100", 0.0, 0.0)]

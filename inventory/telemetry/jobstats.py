@@ -8,7 +8,9 @@ Definitions:
 - *queue wait* of a job: ``start_time - submit_time`` (negative clock skew counts as 0). Only jobs that
   started count: a pending job's wait is not known yet.
 - *allocated GPU-hours* of a job in a window [start, end]: allocated GPUs × the hours of the job's run,
-  [start_time, end_time — or now while it runs], that lie inside the window. Jobs that never started count 0.
+  [start_time, end_time — or, while it runs, the last moment the source saw it running], that lie inside the
+  window. Jobs that never started count 0. Per node, the jobs' GPU-hours are clipped to the node's GPUs ×
+  the window's hours (``allocation``), so no total exceeds what the hardware could give.
 - *multi-node share* of a partition: the part of its allocated GPU-hours in the window that come from jobs
   spanning more than one node.
 """
@@ -17,9 +19,11 @@ from datetime import timedelta
 from itertools import groupby
 
 from django.db import connections
-from django.db.models import Aggregate, Count, DurationField, ExpressionWrapper, F, IntegerField, Q, Sum, Value
-from django.db.models.functions import Cast, Coalesce, Greatest, Least
+from django.db.models import Aggregate, Count, DurationField, ExpressionWrapper, F, Value
+from django.db.models.functions import Greatest
 from django.utils import timezone
+
+from . import allocation
 
 GROUPS = ("partition", "account", "user", "cluster")
 ZERO = timedelta(0)
@@ -87,13 +91,12 @@ def percentile(ordered, fraction):
 def allocated_gpu_hours(queryset, start, end, by="account", now=None):
     """Per ``by`` group (``account`` = team, or ``partition``…): allocated GPU-hours inside [start, end].
 
-    ``[{"account": "llm", "gpu_hours": 123.5}, …]``, ordered by group; jobs still running count until ``now``.
+    ``[{"account": "llm", "gpu_hours": 123.5}, …]``, ordered by group; jobs still running count until the
+    source last saw them running (at most ``now``); clipped per node to its GPUs (``allocation``).
     """
     check_group(by)
-    rows = (in_window(queryset, start, end).values(by)
-            .annotate(gpu_time=Sum(gpu_time_in_window(start, end, now or timezone.now())))
-            .order_by(by))
-    return [{by: row[by], "gpu_hours": hours(row["gpu_time"])} for row in rows]
+    totals = allocation.clipped_gpu_time(queryset, start, end, now or timezone.now(), by)
+    return [{by: group, "gpu_hours": totals[group]["gpu_hours"]} for group in sorted(totals, key=str)]
 
 
 def multi_node_share(queryset, start, end, now=None):
@@ -102,32 +105,18 @@ def multi_node_share(queryset, start, end, now=None):
     ``[{"partition": "h100", "gpu_hours": 96.0, "multi_node_gpu_hours": 64.0, "share": 0.667}, …]``;
     ``share`` is None for a partition without GPU-hours in the window.
     """
-    gpu_time = gpu_time_in_window(start, end, now or timezone.now())
-    rows = (in_window(queryset, start, end).values("partition")
-            .annotate(gpu_time=Sum(gpu_time), multi_node=Sum(gpu_time, filter=Q(node_count__gt=1)))
-            .order_by("partition"))
+    totals = allocation.clipped_gpu_time(queryset, start, end, now or timezone.now(), "partition")
     result = []
-    for row in rows:
-        total, multi = hours(row["gpu_time"]), hours(row["multi_node"]) or 0.0
-        result.append({"partition": row["partition"], "gpu_hours": total, "multi_node_gpu_hours": multi,
+    for partition in sorted(totals, key=str):
+        total, multi = totals[partition]["gpu_hours"], totals[partition]["multi_node_gpu_hours"]
+        result.append({"partition": partition, "gpu_hours": total, "multi_node_gpu_hours": multi,
                        "share": multi / total if total else None})
     return result
 
 
 def in_window(queryset, start, end):
     """Jobs with GPUs whose run may overlap [start, end] (the overlap itself is clipped at zero)."""
-    return queryset.filter(Q(end_time__isnull=True) | Q(end_time__gt=start), start_time__lt=end, gpus__gt=0)
-
-
-def gpu_time_in_window(start, end, now):
-    """GPUs × the part of the job's run inside [start, end], as a duration (set-based: one SQL expression).
-
-    The GPU count is cast to a plain integer because SQLite's duration arithmetic refuses other field types.
-    """
-    run_start = Greatest(F("start_time"), Value(start))
-    run_end = Least(Coalesce(F("end_time"), Value(now)), Value(end))
-    overlap = Greatest(ExpressionWrapper(run_end - run_start, output_field=DurationField()), Value(ZERO))
-    return ExpressionWrapper(Cast("gpus", IntegerField()) * overlap, output_field=DurationField())
+    return allocation.in_window(queryset, start, end)
 
 
 def hours(duration):

@@ -218,6 +218,11 @@ class SlurmJob(models.Model):
     nodes = models.TextField(blank=True, help_text="Slurm node list, e.g. gpu-[001-004].")
     node_count = models.PositiveIntegerField(default=0)
     gpus = models.PositiveIntegerField(default=0, help_text="Allocated GPUs (TRES gres/gpu).")
+    running_until = models.DateTimeField(
+        null=True, blank=True,
+        help_text="While the job runs: the moment the source last said it was running (start + elapsed, or the "
+        "answer's time). It counts up to here, not up to the portal's clock.",
+    )
 
     class Meta:
         ordering = ["-submit_time"]
@@ -231,8 +236,75 @@ class SlurmJob(models.Model):
     def queue_wait(self):
         return self.start_time - self.submit_time if self.start_time else None
 
+    def counted_until(self, now=None):
+        """Where the job's run ends for the figures: its end, else the last moment the source saw it running,
+        never past ``now``."""
+        now = now or timezone.now()
+        return min(self.end_time or self.running_until or now, now)
+
     def gpu_hours(self, now=None):
         if not self.start_time:
             return 0.0
-        end = self.end_time or now or timezone.now()
-        return self.gpus * max(end - self.start_time, timedelta(0)).total_seconds() / 3600
+        return self.gpus * max(self.counted_until(now) - self.start_time, timedelta(0)).total_seconds() / 3600
+
+
+class SlurmJobNode(models.Model):
+    """One node of a job's allocation, with the GPUs the job holds there (its GPUs spread evenly over its
+    nodes: accounting does not say more). ``node`` is the inventory node the Slurm host name matches
+    (FQDN or short name, any case), None for a host the inventory does not know. Allocated GPU-hours are
+    clipped per node to the node's GPUs (``allocation.py``)."""
+
+    job = models.ForeignKey(SlurmJob, on_delete=models.CASCADE, related_name="allocations")
+    host = models.CharField(max_length=100, help_text="The host name as Slurm lists it.")
+    node = models.ForeignKey(Node, on_delete=models.SET_NULL, null=True, blank=True, related_name="+")
+    gpus = models.PositiveIntegerField(default=0)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["job", "host"], name="slurm_job_node_unique")]
+        indexes = [models.Index(fields=["node"])]
+
+    def __str__(self):
+        return f"job {self.job_id} on {self.host}"
+
+
+class AllocationExcess(models.Model):
+    """While a node's jobs held more GPUs than it has, the part of one job's GPUs there that the node could not
+    have given: during [start, end) the job held ``gpus`` GPUs beyond its share (its GPUs × (held − the node's
+    GPUs) / held). Allocated GPU-hours subtract these, so no node gives more than its GPUs × hours in any window
+    (``allocation.py``)."""
+
+    allocation = models.ForeignKey(SlurmJobNode, on_delete=models.CASCADE, related_name="excess")
+    node = models.ForeignKey(Node, on_delete=models.CASCADE, related_name="+")
+    start = models.DateTimeField()
+    end = models.DateTimeField()
+    gpus = models.FloatField()
+
+    class Meta:
+        indexes = [models.Index(fields=["node", "end"]), models.Index(fields=["start"])]
+
+    def __str__(self):
+        return f"{self.allocation} over by {self.gpus:g} GPUs {self.start:%Y-%m-%d %H:%M}–{self.end:%H:%M}"
+
+
+class PullReport(models.Model):
+    """One pull of a source: when, its outcome and what it counted, left out, corrected or clipped
+    (``records.Quality``): the data-quality panel of the source's page. The newest
+    ``TELEMETRY_PULL_REPORTS_KEPT`` per source are kept."""
+
+    source = models.ForeignKey(TelemetrySource, on_delete=models.CASCADE, related_name="pull_reports")
+    started_at = models.DateTimeField()
+    finished_at = models.DateTimeField()
+    ok = models.BooleanField()
+    error = models.TextField(blank=True)
+    window_start = models.DateTimeField(null=True, blank=True)
+    window_end = models.DateTimeField(null=True, blank=True)
+    counts = models.JSONField(default=dict, blank=True, help_text="What was read and written, e.g. jobs, samples.")
+    quality = models.JSONField(default=dict, blank=True, help_text="Data-quality kind → count.")
+    examples = models.JSONField(default=dict, blank=True, help_text="Data-quality kind → the first examples.")
+
+    class Meta:
+        ordering = ["-started_at", "-pk"]
+        indexes = [models.Index(fields=["source", "-started_at"])]
+
+    def __str__(self):
+        return f"{self.source} pull at {self.started_at:%Y-%m-%d %H:%M:%S}"

@@ -8,18 +8,24 @@
 4. Write with upserts: GPU hours (or scraped samples rolled up into hours), then node hours and days;
    Slurm jobs by (source, job id). A retried or overlapping pull replaces rows, it never adds to them.
 5. Record the outcome: on success ``last_success_at``, ``synced_until`` and the next pull; on failure the
-   error, ``stale_since`` (kept from the first failure) and an exponentially growing delay.
+   error, ``stale_since`` (kept from the first failure) and an exponentially growing delay. Any answer the
+   portal cannot read ends the pull as failed with the reason, whatever the parser raised: a source never
+   keeps showing "ok" after a crash.
+6. Keep a ``PullReport``: counts and the data-quality notes (jobs clipped or skipped and why, unknown
+   series, MIG instances, values that are not numbers, warnings), shown on the source's page.
 """
 
 import logging
 from datetime import timedelta
 
+from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
+from . import allocation, slurm
 from .matching import GPUMatcher
-from .models import SlurmJob, TelemetrySample, TelemetrySource, UnknownSeries
-from .records import SourceError
+from .models import PullReport, SlurmJob, TelemetrySample, TelemetrySource, UnknownSeries
+from .records import Collected, SourceError
 from .rollups import floor_hour, refresh, rollup_samples, upsert_gpu_hours
 
 log = logging.getLogger(__name__)
@@ -49,17 +55,42 @@ def pull(source, now=None):
     now = now or timezone.now()
     start = source.synced_until or floor_hour(now - timedelta(hours=source.backfill_hours))
     TelemetrySource.objects.filter(pk=source.pk).update(last_attempt_at=now)
+    collected = Collected()
     try:
         collected = collectors()[source.kind](source, start, now)
+        with transaction.atomic():
+            summary = store(source, collected, now)
+            record_success(source, collected.synced_until or now, now)
+            save_report(source, now, start, collected, summary)
     except SourceError as error:
-        record_failure(source, str(error), now)
+        fail(source, str(error), now, start, collected)
         raise
-    with transaction.atomic():
-        summary = store(source, collected, now)
-        record_success(source, collected.synced_until or now, now)
+    except Exception as error:  # a parser or a write that choked on the answer: a failed pull, said why
+        log.exception("telemetry source %s: pull failed on an unexpected answer", source.name)
+        message = f"the answer could not be read ({type(error).__name__}: {str(error)[:300]})"
+        fail(source, message, now, start, collected)
+        raise SourceError(message) from error
     for warning in collected.warnings:
         log.warning("telemetry source %s: %s", source.name, warning)
     return summary
+
+
+def fail(source, message, now, start, collected):
+    record_failure(source, message, now)
+    save_report(source, now, start, collected, {}, error=message)
+
+
+def save_report(source, now, start, collected, summary, error=""):
+    """One ``PullReport`` for this pull; older ones past ``TELEMETRY_PULL_REPORTS_KEPT`` are deleted."""
+    quality = collected.quality
+    for warning in collected.warnings:
+        quality.add("warning", warning)
+    PullReport.objects.create(
+        source=source, started_at=now, finished_at=timezone.now(), ok=not error, error=error[:2000],
+        window_start=start, window_end=now, counts=summary, quality=quality.counts, examples=quality.examples,
+    )
+    old = PullReport.objects.filter(source=source).values_list("pk", flat=True)[settings.TELEMETRY_PULL_REPORTS_KEPT:]
+    PullReport.objects.filter(pk__in=list(old)).delete()
 
 
 def store(source, collected, now):
@@ -71,10 +102,12 @@ def store(source, collected, now):
         pairs = []
         for record in records:
             if record_time(record) > now + FUTURE_TOLERANCE:
-                collected.warnings.append(f"dropped a sample from the future ({record_time(record):%Y-%m-%d %H:%M})")
+                collected.quality.add("future", f"{record.series.key} at {record_time(record):%Y-%m-%d %H:%M}")
                 continue
             gpu_id = matcher.gpu_id(record.series)
             if gpu_id is None:
+                if record.series.key not in unknown:
+                    collected.quality.add("unknown_series", record.series.key)
                 unknown[record.series.key] = record.series
             else:
                 pairs.append((gpu_id, record))
@@ -91,7 +124,7 @@ def store(source, collected, now):
         hours |= rollup_samples(floor_hour(first), floor_hour(now) + timedelta(hours=1), source.interval_seconds,
                                 new_since=first)
     refresh(hours)
-    save_jobs(source, collected.jobs)
+    save_jobs(source, collected.jobs, now, collected.quality)
     save_unknown(source, unknown.values(), now)
     return {"hours": len(hours), "samples": len(samples), "jobs": len(collected.jobs), "unknown": len(unknown)}
 
@@ -106,15 +139,39 @@ def sample_fields(record):
         "energy_mj")}
 
 
-def save_jobs(source, jobs):
+def save_jobs(source, jobs, now, quality):
+    """Upsert the jobs by (source, job id), then their per-node rows; note the jobs whose run had to be cut
+    (running past the pull's clock, or counted up to the pull) and those on over-allocated nodes."""
     if not jobs:
         return
     fields = ["cluster", "name", "user", "account", "partition", "state", "submit_time", "start_time", "end_time",
-              "nodes", "node_count", "gpus"]
-    SlurmJob.objects.bulk_create(
+              "nodes", "node_count", "gpus", "running_until"]
+    for job in jobs:
+        if job.start_time and job.end_time is None:
+            if job.running_until is None:
+                quality.add("job_running_at_pull", f"{job.job_id} {job.state}")
+                job.running_until = now
+            elif job.running_until > now + FUTURE_TOLERANCE:
+                quality.add("job_clock_skew", f"{job.job_id}: seen running until {job.running_until:%Y-%m-%d %H:%M}")
+                job.running_until = now
+    # Where these jobs ran before this answer (a requeued job may have moved, or started at another time):
+    # those nodes and times are rebalanced too, so no excess is left from a run the answer replaced.
+    earlier = allocation.earlier_runs(source, [job.job_id for job in jobs])
+    saved = SlurmJob.objects.bulk_create(
         [SlurmJob(source=source, job_id=job.job_id, **{name: getattr(job, name) for name in fields}) for job in jobs],
         update_conflicts=True, unique_fields=["source", "job_id"], update_fields=fields, batch_size=2000,
     )
+    hosts_of = {}
+    for job in jobs:
+        try:
+            hosts_of[job.job_id] = slurm.expand_hostlist(job.nodes)
+        except ValueError as error:
+            quality.add("warning", f"job {job.job_id}: host list not read ({error})")
+    node_ids = allocation.save_allocations(saved, hosts_of, quality) | set(earlier)
+    started = [job.start_time for job in jobs if job.start_time] + [start for start in earlier.values() if start]
+    if node_ids and started:
+        for job_id, host, held, gpus in allocation.rebalance(node_ids, min(started), now).values():
+            quality.add("job_overbooked", f"{job_id} on {host}: jobs held {held} GPUs, the node has {gpus}")
 
 
 def save_unknown(source, series, now):

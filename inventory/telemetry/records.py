@@ -73,6 +73,43 @@ class JobRecord:
     nodes: str = ""
     node_count: int = 0
     gpus: int = 0
+    # A job still running counts up to this moment, never up to whenever the answer is read: start + elapsed,
+    # or the answer's own time. None when the answer says neither (the pull then uses the time it asked).
+    running_until: datetime | None = None
+
+
+class Quality:
+    """What a pull left out, corrected or clipped, counted per kind with the first examples of each: the
+    source page's data-quality panel. ``KINDS`` names each kind as the panel shows it."""
+
+    KINDS = {
+        "job_skipped": "Jobs counted as 0 GPU-hours (ended, but no end or elapsed time)",
+        "job_end_inferred": "Ended jobs without an end time (end = start + elapsed)",
+        "job_running_at_pull": "Running jobs without elapsed time (counted up to the pull)",
+        "job_clock_skew": "Running jobs ahead of the portal's clock (counted up to the pull)",
+        "job_overbooked": "Jobs on over-allocated nodes (allocations clipped to the node's GPUs)",
+        "job_unknown_host": "Jobs on hosts not in the inventory (allocations not checked)",
+        "unknown_series": "Series that match no GPU",
+        "mig_instances": "MIG instances (summed into their GPU)",
+        "not_finite": "Samples that are not finite numbers (NaN, Inf)",
+        "future": "Samples from the future (left out)",
+        "warning": "Parse warnings",
+    }
+    EXAMPLES = 50  # per kind; the count says how many in all
+
+    def __init__(self):
+        self.counts, self.examples = {}, {}
+
+    def add(self, kind, example=None, count=1):
+        if kind not in self.KINDS:
+            raise ValueError(f"unknown data-quality kind {kind!r}")
+        self.counts[kind] = self.counts.get(kind, 0) + count
+        examples = self.examples.setdefault(kind, [])
+        if example is not None and len(examples) < self.EXAMPLES:
+            examples.append(str(example)[:500])
+
+    def __bool__(self):
+        return bool(self.counts)
 
 
 @dataclass
@@ -84,6 +121,7 @@ class Collected:
     jobs: list = field(default_factory=list)
     synced_until: datetime | None = None
     warnings: list = field(default_factory=list)  # bad data that was skipped, said in the source's log
+    quality: Quality = field(default_factory=Quality)  # counted per kind, for the source page
 
 
 class SourceError(Exception):

@@ -29,19 +29,29 @@ the parser reads every shape rather than one:
   left out: its id changes each time a task starts, so storing it would leave a stale pending row per pull;
   each task is stored once it starts, with the array's submit time, so its queue wait is still counted.
 
+Time a job is counted for, so that the same answer gives the same totals whenever it is read:
+
+- a job still running counts up to the moment of the answer, never up to the portal's clock: its start +
+  ``time.elapsed`` (sacct and slurmdb compute it when they answer), else the answer's own ``last_update``
+  (the /slurm/ endpoint), else the time of the pull (said on the source's page). A saved ``sacct --json``
+  read a day later adds nothing; a live source moves the job on at the next pull;
+- a job in a terminal state without an end (Slurm writes ``end: 0`` for some NODE_FAIL, REQUEUED and
+  CANCELLED jobs) ends at start + elapsed; where the answer gives no elapsed time it ends at its start
+  (0 GPU-hours). Both are counted on the source's data-quality panel, with the jobs' ids.
+
 A job that cannot be read is skipped with a warning; the rest of the pull goes on. A document that is not
 JSON or has no ``"jobs"`` list is a ``SourceError``.
 """
 
 import json
 import re
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 
 import requests
 
 from portal import http
 
-from .records import Collected, JobRecord, SourceError, finite
+from .records import Collected, JobRecord, Quality, SourceError, finite
 
 # Slurm's NO_VAL (0xfffffffe) and INFINITE (0xffffffff), and their 64-bit forms, in plain-integer output.
 NO_VAL = 0xFFFFFFFE
@@ -61,13 +71,15 @@ FIELD_LIMITS = {"job_id": 50, "cluster": 100, "name": 200, "user": 100, "account
                 "state": 40}
 
 
-def parse_jobs(document, warnings=None):
+def parse_jobs(document, warnings=None, quality=None):
     """``sacct --json`` / slurmrestd jobs document (str, bytes or already-decoded dict) → ``JobRecord`` list.
 
     Jobs that cannot be read are skipped, each with a line appended to ``warnings`` (when given); errors the
-    document itself reports (slurmrestd's ``"errors"``) are appended there too.
+    document itself reports (slurmrestd's ``"errors"``) are appended there too. Jobs whose times had to be
+    inferred are counted in ``quality`` (a ``records.Quality``, when given).
     """
     warnings = [] if warnings is None else warnings
+    quality = Quality() if quality is None else quality
     if isinstance(document, str | bytes | bytearray):
         try:
             document = json.loads(document)
@@ -80,9 +92,10 @@ def parse_jobs(document, warnings=None):
     if reported:
         warnings.append(f"Slurm reported: {reported}")
     records, skipped = {}, []
+    answered_at = timestamp(document.get("last_update"))
     for position, job in enumerate(document["jobs"]):
         try:
-            record = parse_job(job)
+            record = parse_job(job, answered_at, quality)
         except (TypeError, ValueError, OverflowError, AttributeError) as error:
             job_id = job.get("job_id") if isinstance(job, dict) else None
             skipped.append(f"skipped Slurm job #{position} (job_id {job_id!r}): {error}")
@@ -114,22 +127,37 @@ def describe_errors(document):
     return "; ".join(text for text in texts if text)
 
 
-def parse_job(job):
+def parse_job(job, answered_at=None, quality=None):
     """One job of any shape → ``JobRecord`` (None for an array's pending tasks); ``ValueError`` when it lacks
-    what a record needs."""
+    what a record needs. ``answered_at``: the answer's own time, if it says it (a running job without elapsed
+    time counts up to it); ``quality``: where inferred end times are counted."""
     if not isinstance(job, dict):
         raise ValueError(f"a job is an object, not {type(job).__name__}")
     key = job_key(job)
     if key is None:
         return None
     state = job_state(job)
-    times = job.get("time") or {}
+    times = job.get("time") if isinstance(job.get("time"), dict) else {}
     submit = timestamp(times.get("submission", job.get("submit_time")))
     if submit is None:
         raise ValueError("no submit time")
     started = state not in NOT_STARTED
     start = timestamp(times.get("start", job.get("start_time"))) if started else None
-    end = timestamp(times.get("end", job.get("end_time"))) if started and state not in STILL_RUNNING else None
+    running = state in STILL_RUNNING
+    end = timestamp(times.get("end", job.get("end_time"))) if started and not running else None
+    elapsed = number(times.get("elapsed"))
+    ran = timedelta(seconds=elapsed) if elapsed else None
+    running_until = None
+    if start and running:
+        running_until = start + ran if ran else answered_at
+    elif start and end is None:  # ended (NODE_FAIL, REQUEUED, CANCELLED…) but Slurm wrote no end
+        quality = Quality() if quality is None else quality
+        if ran:
+            end = start + ran
+            quality.add("job_end_inferred", f"{key} {state}: ended at start + elapsed ({elapsed} s)")
+        else:
+            end = start
+            quality.add("job_skipped", f"{key} {state}: no end and no elapsed time")
     association = job.get("association") or {}
     nodes = text(job.get("nodes"))
     nodes = "" if nodes in NO_NODES else nodes
@@ -148,6 +176,7 @@ def parse_job(job):
         node_count=number(job.get("allocation_nodes")) or number(job.get("node_count"))
         or len(expand_hostlist(nodes)),
         gpus=gpu_count(job, started),
+        running_until=running_until,
     )
 
 
@@ -246,9 +275,15 @@ def number(value):
     return None if value >= NO_VAL else value
 
 
+LATEST_TIME = 253402300799  # 9999-12-31 23:59:59 UTC, the last moment a datetime can hold
+
+
 def timestamp(value):
-    """Epoch seconds (any ``number`` shape) → aware UTC datetime; 0, unset or infinite → None."""
+    """Epoch seconds (any ``number`` shape) → aware UTC datetime; 0, unset or infinite → None.
+    ``ValueError`` past the year 9999 (a job that says so is skipped, not a crash of the pull)."""
     seconds = number(value)
+    if seconds and seconds > LATEST_TIME:
+        raise ValueError(f"time {seconds} is past the year 9999")
     return datetime.fromtimestamp(seconds, tz=UTC) if seconds and seconds > 0 else None
 
 
@@ -343,9 +378,10 @@ def collect(source, start, end):
         raise SourceError(f"Slurm source {source.url} cannot be reached: {error}") from None
     if response.status_code >= 400:
         raise SourceError(f"Slurm source {source.url} answered HTTP {response.status_code}: {error_text(response)}")
-    warnings = []
-    jobs = parse_jobs(response.content, warnings)
-    return Collected(jobs=jobs, synced_until=resume_from(jobs, start, end), warnings=warnings)
+    collected = Collected()
+    collected.jobs = parse_jobs(response.content, collected.warnings, collected.quality)
+    collected.synced_until = resume_from(collected.jobs, start, end)
+    return collected
 
 
 def error_text(response):

@@ -16,7 +16,8 @@ from portal.generic import ModelPermissionMixin, ObjectListView, ObjectView, Rel
 from . import charts, queries
 from .filters import TelemetrySourceFilterSet
 from .forms import UtilizationFilterForm
-from .models import TelemetrySource
+from .models import PullReport, TelemetrySource
+from .records import Quality
 from .tables import LeastUsedNodeTable, SlurmJobTable, TelemetrySourceTable, UnknownSeriesTable
 
 VIEW_TELEMETRY = "inventory.view_telemetrysource"
@@ -52,7 +53,28 @@ class TelemetrySourceView(ObjectView):
     def get_context_data(self, **kwargs):
         context = super().get_context_data(**kwargs)
         context["pull_url"] = reverse("inventory:telemetrysource_pull", args=[self.object.pk])
+        context["data_quality"] = data_quality(self.object)
         return context
+
+
+PULLS_SHOWN = 10
+
+
+def data_quality(source):
+    """The source page's data-quality panel: the last pull's notes (kind, label, count, examples) and, for the
+    recent pulls, their counts per kind (one query)."""
+    reports = list(PullReport.objects.filter(source=source)[:PULLS_SHOWN])
+    if not reports:
+        return None
+    kinds = [kind for kind in Quality.KINDS if any(kind in report.quality for report in reports)]
+    last = reports[0]
+    return {
+        "last": last,
+        "notes": [{"kind": kind, "label": Quality.KINDS[kind], "count": last.quality[kind],
+                   "examples": last.examples.get(kind, [])} for kind in Quality.KINDS if kind in last.quality],
+        "columns": [{"kind": kind, "label": Quality.KINDS[kind]} for kind in kinds],
+        "pulls": [{"report": report, "cells": [report.quality.get(kind, 0) for kind in kinds]} for report in reports],
+    }
 
 
 class PullNowView(ModelPermissionMixin, View):
