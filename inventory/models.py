@@ -448,6 +448,7 @@ from .telemetry.models import (  # noqa: E402,F401  (telemetry models live in th
     AllocationExcess,
     GPUDaily,
     GPUHourly,
+    MigInstance,
     NodeDaily,
     NodeHourly,
     PullReport,
@@ -456,4 +457,6 @@ from .telemetry.models import (  # noqa: E402,F401  (telemetry models live in th
     TelemetrySample,
     TelemetrySource,
     UnknownSeries,
+    XidEvent,
+    XidReading,
 )

@@ -231,8 +231,18 @@ class GPUListView(LifecycleListView):
 
 
 class GPUView(LifecycleObjectView):
+    """The generic page plus "Report a problem", open tickets, its MIG instances and its XID events."""
+
     queryset = querysets.gpus()
-    template_name = "inventory/gpu_detail.html"  # the generic page plus "Report a problem" and open tickets
+    template_name = "inventory/gpu_detail.html"
+    xid_events_shown = 20
+
+    def get_context_data(self, **kwargs):
+        context = super().get_context_data(**kwargs)
+        if self.request.user.has_perm("inventory.view_telemetrysource"):
+            context["mig_instances"] = list(self.object.mig_instances.all())
+            context["xid_events"] = list(self.object.xid_events.all()[:self.xid_events_shown])
+        return context
 
 
 class GPUImportView(ObjectImportView):

@@ -348,7 +348,8 @@ SUPPORT_EMAIL = os.environ.get("SUPPORT_EMAIL", "")  # the support queue's addre
 # Telemetry faults (support.tasks.open_fault_tickets): the window looked at, how long a node may be silent.
 SUPPORT_FAULT_WINDOW_HOURS = int(os.environ.get("SUPPORT_FAULT_WINDOW_HOURS", "2"))
 SUPPORT_NODE_SILENT_HOURS = int(os.environ.get("SUPPORT_NODE_SILENT_HOURS", "3"))
-SUPPORT_ECC_REPEAT = int(os.environ.get("SUPPORT_ECC_REPEAT", "3"))  # ECC XIDs in the window that open a ticket
+# ECC XID events (a new code on the sticky XID gauge, not samples) in the window that open an ECC ticket.
+SUPPORT_ECC_REPEAT = int(os.environ.get("SUPPORT_ECC_REPEAT", "1"))
 
 # --- Misc --------------------------------------------------------------------------------------
 DJANGO_TABLES2_TEMPLATE = "portal/table.html"

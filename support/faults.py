@@ -2,10 +2,14 @@
 
 ``detect(now)`` finds faults with a few set-based queries over the hourly rollups (never a loop over the fleet):
 
-- ``xid``: a GPU whose hours in the window count samples with an XID error (unless they are ECC errors found now
-  or already ticketed);
-- ``ecc``: a GPU with ``SUPPORT_ECC_REPEAT`` or more samples reporting an ECC XID (48, 63, 64, 92, 94, 95) in
-  the window (exporter sources keep the XID code of each sample; Prometheus sources give the count only);
+- ``xid``: a GPU with a *hardware* XID event in the window (``inventory.telemetry.xid``: a new code on DCGM's
+  sticky XID gauge, e.g. 79 fallen off the bus, 74 NVLink): the ticket names each code and its meaning.
+  Application errors (13, 31, 43, 45…: the job's own fault) open nothing and degrade nothing;
+- ``ecc``: a GPU with ``SUPPORT_ECC_REPEAT`` or more ECC XID events (48, 63, 64, 92, 94, 95, 140) in the window;
+  they are never reported as plain XID errors;
+- an event counts once: events from before the latest ticket of the same fault on the GPU (open or resolved)
+  open nothing again, so a GPU returned to service after its ticket is not degraded again by the same
+  (sticky) code; a new event after that opens a new ticket;
 - ``gpu_missing``: an in-service GPU that reported in the last week, absent from the window while its node
   reported (a GPU never matched to telemetry, e.g. without its UUID yet, opens nothing);
 - ``node_silent``: an in-service or degraded node that reported in the last week but not for
@@ -18,17 +22,19 @@ the same asset and fault is open (a partial unique index on ``fault_key`` guards
 """
 
 import logging
+from collections import defaultdict
 from dataclasses import dataclass
 from datetime import timedelta
 
 from django.conf import settings
 from django.db import IntegrityError, transaction
-from django.db.models import Count, Exists, OuterRef, Sum
+from django.db.models import Exists, Max, OuterRef
 from django.utils import timezone
 
 from inventory import lifecycle
 from inventory.models import GPU, LifecycleState, Node
-from inventory.telemetry.models import GPUHourly, NodeHourly, TelemetrySample
+from inventory.telemetry import xid
+from inventory.telemetry.models import GPUHourly, NodeHourly, XidEvent
 from inventory.telemetry.rollups import floor_hour
 
 from . import notifications, workflow
@@ -38,7 +44,6 @@ log = logging.getLogger(__name__)
 
 F = Ticket.Fault
 WATCHED = (LifecycleState.IN_SERVICE, LifecycleState.DEGRADED)
-ECC_XIDS = (48, 63, 64, 92, 94, 95)
 SILENT_LOOKBACK = timedelta(days=7)
 
 
@@ -73,22 +78,21 @@ def detect(now=None):
     faults = []
     gpus = GPU.objects.filter(state__in=WATCHED).select_related("node")
 
-    ecc = dict(TelemetrySample.objects.filter(ts__gte=start, xid__in=ECC_XIDS, gpu__state__in=WATCHED)
-               .values("gpu_id").annotate(n=Count("pk")).filter(n__gte=settings.SUPPORT_ECC_REPEAT)
-               .values_list("gpu_id", "n"))
-    for gpu in gpus.filter(pk__in=ecc):
-        faults.append(Fault(F.ECC, f"{ecc[gpu.pk]} samples reported an ECC XID in the last {hours} h.",
-                            node=gpu.node, gpu=gpu))
-
-    # ECC errors are XIDs too: a GPU whose ECC errors are found now, or already have an open ticket, is not
-    # reported a second time as plain "XID errors".
-    ecc_ticket_open = Ticket.objects.open().filter(fault=F.ECC, gpu__isnull=False).values("gpu_id")
-    xid = dict(GPUHourly.objects.filter(hour__gte=start, xid_errors__gt=0).exclude(gpu_id__in=ecc)
-               .exclude(gpu_id__in=ecc_ticket_open)
-               .values("gpu_id").annotate(n=Sum("xid_errors")).values_list("gpu_id", "n"))
-    for gpu in gpus.filter(pk__in=xid):
-        faults.append(Fault(F.XID, f"{xid[gpu.pk]} samples reported an XID error in the last {hours} h.",
-                            node=gpu.node, gpu=gpu))
+    events = defaultdict(list)  # GPU id → its new hardware XID events in the window, oldest first
+    latest = latest_tickets(F.XID, F.ECC)
+    for gpu_id, ts, code in (XidEvent.objects.filter(ts__gte=start, kind=xid.HARDWARE, gpu__state__in=WATCHED)
+                             .order_by("ts").values_list("gpu_id", "ts", "code")):
+        events[gpu_id].append((ts, code))
+    for gpu in gpus.filter(pk__in=list(events)):
+        seen = events[gpu.pk]
+        ecc = since_ticket(latest, F.ECC, gpu, [(ts, code) for ts, code in seen if code in xid.ECC_CODES])
+        if len(ecc) >= settings.SUPPORT_ECC_REPEAT:
+            faults.append(Fault(F.ECC, event_detail(ecc, hours), node=gpu.node, gpu=gpu))
+            continue
+        # ECC codes are the ECC check's alone (below its threshold they open nothing): never plain XID errors.
+        new = since_ticket(latest, F.XID, gpu, [(ts, code) for ts, code in seen if code not in xid.ECC_CODES])
+        if new:
+            faults.append(Fault(F.XID, event_detail(new, hours), node=gpu.node, gpu=gpu))
 
     node_reported = NodeHourly.objects.filter(node=OuterRef("node"), hour__gte=start, samples__gt=0)
     gpu_reported = GPUHourly.objects.filter(gpu=OuterRef("pk"), hour__gte=start, samples__gt=0)
@@ -106,6 +110,27 @@ def detect(now=None):
             faults.append(Fault(F.NODE_SILENT, f"No telemetry from {node} for "
                                                f"{settings.SUPPORT_NODE_SILENT_HOURS} h.", node=node))
     return faults
+
+
+def latest_tickets(*kinds):
+    """(fault, GPU id) → when the latest ticket of that fault on the GPU was opened (one query)."""
+    return {(fault, gpu_id): created for fault, gpu_id, created in (
+        Ticket.objects.filter(fault__in=kinds, gpu__isnull=False).values_list("fault", "gpu_id")
+        .annotate(created=Max("created")).order_by())}
+
+
+def since_ticket(latest, fault, gpu, events):
+    """The events after the latest ticket of ``fault`` on ``gpu`` was opened (all of them if it has none)."""
+    opened = latest.get((fault, gpu.pk))
+    return [(ts, code) for ts, code in events if opened is None or ts > opened]
+
+
+def event_detail(events, hours):
+    """What the ticket says of the XID events: each code with its meaning and when it was first read."""
+    lines = [f"- {xid.describe(code)}, first read at {timezone.localtime(ts):%Y-%m-%d %H:%M}"
+             for ts, code in events[:10]]
+    more = f"\n- and {len(events) - 10} more" if len(events) > 10 else ""
+    return f"{len(events)} XID event(s) in the last {hours} h:\n" + "\n".join(lines) + more
 
 
 def describe(fault):

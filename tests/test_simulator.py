@@ -101,7 +101,7 @@ def test_incidents(demo):
     assert drained and mean(drained) < 5
     burn_in = [r for r in records if r.series.hostname == "zrh-h200-007"]
     assert mean(burn_in) > 95
-    xid = Counter(r.series.uuid for r in records if r.xid_errors)
+    xid = Counter(r.series.uuid for r in records if r.xid_max)
     assert set(xid) == {"GPU-zrh-h100-012-6"} and 10 < xid["GPU-zrh-h100-012-6"] < 80  # now and then
     assert len(reporting) == len(gpus) - 8 - 1
     assert {r.samples for r in records} == {60} and len(records) == len(reporting) * 168

@@ -12,7 +12,7 @@ from django.utils import timezone
 
 from inventory.lifecycle import transition
 from inventory.models import GPU, LifecycleState, Node, StateTransition
-from inventory.telemetry.models import GPUHourly, NodeHourly, TelemetrySample, TelemetrySource
+from inventory.telemetry.models import GPUHourly, NodeHourly, TelemetrySource, XidEvent
 from planning.models import Contract, SLATerm
 from portal.roles import RESEARCHER, SUPPORT
 from support import faults, metrics, rendering, rma, sla, workflow
@@ -321,6 +321,12 @@ def hour(now, back=0):
     return now.replace(minute=0, second=0, microsecond=0) - timedelta(hours=back)
 
 
+def xid_event(gpu, code, ts):
+    from inventory.telemetry import xid
+
+    return XidEvent.objects.create(gpu=gpu, ts=ts, hour=hour(ts), code=code, kind=xid.kind_of(code))
+
+
 def test_xid_fault_opens_one_ticket_and_degrades_the_gpu():
     node = in_service_node(owner_team="vision")
     team = make_team("vision")
@@ -328,10 +334,12 @@ def test_xid_fault_opens_one_ticket_and_degrades_the_gpu():
     for state in (L.BURN_IN, L.IN_SERVICE):
         transition(gpu, state)
     now = timezone.now()
-    GPUHourly.objects.create(gpu=gpu, hour=hour(now), xid_errors=3, samples=60, util_mean=50)
+    GPUHourly.objects.create(gpu=gpu, hour=hour(now), xid_errors=1, samples=60, util_mean=50)
+    xid_event(gpu, 79, now - timedelta(minutes=5))
     found = faults.detect(now)
     assert [(f.kind, f.gpu) for f in found] == [(Ticket.Fault.XID, gpu)]
     [ticket] = faults.open_tickets(found)
+    assert "XID 79 (hardware): GPU has fallen off the bus" in ticket.description
     gpu.refresh_from_db()
     assert gpu.state == L.DEGRADED
     assert ticket.source == Ticket.Source.TELEMETRY and ticket.fault_key == f"xid:gpu:{gpu.pk}"
@@ -340,13 +348,32 @@ def test_xid_fault_opens_one_ticket_and_degrades_the_gpu():
     # Deduplicated: no second ticket while this one is open, even once the GPU is degraded.
     assert faults.open_tickets(faults.detect(now)) == []
     assert Ticket.objects.count() == 1
-    # Resolved: offers to return the GPU to service; the next fault opens a new ticket.
+    # Resolved: offers to return the GPU to service. The gauge still reads 79 (it is sticky), but that event is
+    # the resolved ticket's: nothing reopens and the GPU stays in service.
     workflow.change_status(ticket, S.RESOLVED)
     assert faults.returnable_asset(ticket) == gpu
     faults.return_to_service(ticket)
     gpu.refresh_from_db()
     assert gpu.state == L.IN_SERVICE and faults.returnable_asset(ticket) is None
-    assert len(faults.open_tickets(faults.detect(now))) == 1
+    assert faults.open_tickets(faults.detect(now)) == []
+    gpu.refresh_from_db()
+    assert gpu.state == L.IN_SERVICE
+    # A new event after that (the gauge went back to 0 on a driver reload, then 79 again) opens a new ticket.
+    later = timezone.now() + timedelta(minutes=1)
+    xid_event(gpu, 79, later)
+    assert len(faults.open_tickets(faults.detect(later))) == 1
+
+
+def test_application_xid_errors_open_nothing():
+    gpu = make_gpu(node=in_service_node())
+    for state in (L.BURN_IN, L.IN_SERVICE):
+        transition(gpu, state)
+    now = timezone.now()
+    for code in (13, 31, 43, 45):  # a kernel's bad address, a page fault, a reset channel, its cleanup
+        xid_event(gpu, code, now - timedelta(minutes=code))
+    assert faults.detect(now) == []
+    gpu.refresh_from_db()
+    assert gpu.state == L.IN_SERVICE
 
 
 def test_xid_errors_of_a_gpu_with_an_open_ecc_ticket_open_nothing_more():
@@ -354,11 +381,16 @@ def test_xid_errors_of_a_gpu_with_an_open_ecc_ticket_open_nothing_more():
     for state in (L.BURN_IN, L.IN_SERVICE):
         transition(gpu, state)
     now = timezone.now()
-    GPUHourly.objects.create(gpu=gpu, hour=hour(now), xid_errors=4, samples=60, util_mean=50)
-    [ecc] = faults.open_tickets([faults.Fault(Ticket.Fault.ECC, "4 samples reported an ECC XID.", gpu.node, gpu)])
+    xid_event(gpu, 94, now - timedelta(minutes=30))
+    [found] = faults.detect(now)
+    assert found.kind == Ticket.Fault.ECC and "XID 94 (hardware): Contained ECC error" in found.detail
+    [ecc] = faults.open_tickets([found])
     assert faults.detect(now) == []  # the same errors, already ticketed as ECC errors
     workflow.change_status(ecc, S.RESOLVED)
-    assert [f.kind for f in faults.detect(now)] == [Ticket.Fault.XID]  # once it is resolved, they count again
+    assert faults.detect(now) == []  # resolved: the same event does not count again
+    later = timezone.now() + timedelta(minutes=1)
+    xid_event(gpu, 63, later)
+    assert [f.kind for f in faults.detect(later)] == [Ticket.Fault.ECC]  # a new ECC event does
 
 
 def test_one_open_ticket_per_fault_is_enforced_by_the_database():
@@ -379,10 +411,10 @@ def test_gpu_missing_node_silent_and_ecc_faults(source, settings):
     NodeHourly.objects.create(node=silent, hour=hour(now, 10), samples=60)
     for gpu in (present, ecc):
         GPUHourly.objects.create(gpu=gpu, hour=hour(now), samples=60, xid_errors=2 if gpu == ecc else 0)
+    xid_event(ecc, 48, now - timedelta(minutes=20))
     GPUHourly.objects.create(gpu=missing, hour=hour(now, 10), samples=60)  # it reported before
     make_gpu(node=reporting, state=L.IN_SERVICE)  # no telemetry ever: not "missing"
-    for minute in (1, 2):
-        TelemetrySample.objects.create(source=source, gpu=ecc, ts=now - timedelta(minutes=minute), xid=48)
+    xid_event(ecc, 63, now - timedelta(minutes=10))
     found = {(f.kind, f.asset.pk) for f in faults.detect(now)}
     assert found == {(Ticket.Fault.GPU_MISSING, missing.pk), (Ticket.Fault.NODE_SILENT, silent.pk),
                      (Ticket.Fault.ECC, ecc.pk)}  # the ECC XIDs are not reported a second time as XID
@@ -407,7 +439,8 @@ def test_fault_task_runs_and_is_on_the_beat_schedule(source, settings):
     gpu = make_gpu(node=in_service_node())
     for state in (L.BURN_IN, L.IN_SERVICE):
         transition(gpu, state)
-    GPUHourly.objects.create(gpu=gpu, hour=hour(timezone.now()), xid_errors=2, samples=60, util_mean=40)
+    GPUHourly.objects.create(gpu=gpu, hour=hour(timezone.now()), xid_errors=1, samples=60, util_mean=40)
+    xid_event(gpu, 74, timezone.now() - timedelta(minutes=1))
     [opened] = open_fault_tickets()
     assert Ticket.objects.get(pk=opened).gpu == gpu
     assert open_fault_tickets() == []  # run again (beat every 10 min): no second ticket

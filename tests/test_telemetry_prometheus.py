@@ -17,7 +17,7 @@ import requests
 from django.utils import timezone
 
 from inventory.management.commands.simulate_telemetry import serve_in_thread
-from inventory.models import GPUHourly, NodeHourly, TelemetrySource, UnknownSeries
+from inventory.models import GPUHourly, NodeHourly, TelemetrySource, UnknownSeries, XidEvent
 from inventory.telemetry import prometheus, simulator
 from inventory.telemetry.pull import pull
 from inventory.telemetry.records import SourceError
@@ -149,8 +149,9 @@ def test_pull_from_a_real_prometheus(fleet, monkeypatch):
     assert measured and all(row.energy_wh == pytest.approx(row.samples, abs=1.5) for row in measured)  # 1 Wh a s
     for row in GPUHourly.objects.filter(gpu=by_slot, samples__gt=1):  # the simulator's counter: its power × time
         assert 300 * (row.samples - 1) / 3600 < row.energy_wh < 700 * (row.samples + 1) / 3600
-    assert all(row.xid_errors >= 1 for row in GPUHourly.objects.filter(gpu=by_uuid))
-    assert sum(GPUHourly.objects.filter(gpu=by_uuid).values_list("xid_errors", flat=True)) >= 3
+    # XID 79 the whole time is one event (the gauge is sticky), in the first hour; the second pull adds none.
+    assert sum(GPUHourly.objects.filter(gpu=by_uuid).values_list("xid_errors", flat=True)) == 1
+    assert list(XidEvent.objects.filter(gpu=by_uuid).values_list("code", "kind")) == [(79, "hardware")]
     assert not GPUHourly.objects.filter(gpu=by_slot, xid_errors__gt=0).exists()
     # idempotent: the second pull rewrote the same hours with the same values
     assert {(row.gpu_id, row.hour): [getattr(row, name) for name in ROLLUP] for row in GPUHourly.objects.all()} == rows
@@ -179,8 +180,7 @@ class FakePrometheus:
     """Answers each rollup query with the points the test gives per field (none: an empty matrix)."""
 
     def __init__(self, stub, points, targets=TARGETS):
-        self.fields = {query: field for seconds in (30, prometheus.DEFAULT_SCRAPE_SECONDS)
-                       for field, query in prometheus.queries(seconds).items()}
+        self.fields = {query: field for field, query in prometheus.queries().items()}
         self.points = points
         stub.route("/api/v1/query_range", self.answer)
         stub.route("/api/v1/targets", (200, "application/json", json.dumps(targets)) if targets
@@ -211,7 +211,9 @@ def test_hour_records_from_range_queries(stub):
         "util_mean": [(GPU, [(hour + H, "61.5")])], "util_max": [(GPU, [(hour + H, "99")])],
         "samples": [(GPU, [(hour + H, "120")])], "mem_used_mean_gb": [(GPU, [(hour + H, "40960")])],
         "power_mean_w": [(GPU, [(hour + H, "500")])], "power_samples": [(GPU, [(hour + H, "60")])],
-        "tensor_active_mean": [(GPU, [(hour + H, "0.4")])], "xid_errors": [(GPU, [(hour + H, "3")])],
+        "tensor_active_mean": [(GPU, [(hour + H, "0.4")])], "xid_last": [(GPU, [(hour + H, "79")])],
+        "xid_max": [(GPU, [(hour + H, "79")])], "xid_min": [(GPU, [(hour + H, "0")])],
+        "xid_changes": [(GPU, [(hour + H, "1")])],
     })
 
     collected = prometheus.collect(Source(stub.url(), auth_token="tok"), NOW - 3 * H, NOW)
@@ -219,15 +221,16 @@ def test_hour_records_from_range_queries(stub):
     (record,) = collected.hours
     assert record.series.uuid == GPU["UUID"] and record.series.hostname == "dgx-01"
     assert record.hour == hour and collected.synced_until == NOW.replace(minute=0)
-    assert (record.util_mean, record.util_max, record.samples, record.xid_errors) == (61.5, 99.0, 120, 3)
+    assert (record.util_mean, record.util_max, record.samples) == (61.5, 99.0, 120)
+    assert (record.xid_last, record.xid_max, record.xid_min, record.xid_changes) == (79, 79, 0, 1)
     assert (record.mem_used_mean_gb, record.power_mean_w, record.tensor_active_mean) == (40.0, 500.0, 0.4)
     assert record.gr_engine_active_mean is None  # the series is absent: not reported, not 0
     assert record.energy_wh == 500 * 60 * 30 / 3600  # 60 samples × 30 s cover half the hour
     ranges = stub.hits("/api/v1/query_range")
-    assert len(ranges) == len(prometheus.queries(30))
+    assert len(ranges) == len(prometheus.queries())
     assert {(q["start"][0], q["end"][0], q["step"][0], q["timeout"][0]) for q in ranges} == {
         (str((NOW.replace(minute=0) - 2 * H).timestamp()), str((NOW.replace(minute=0) + H).timestamp()), "3600", "2s")}
-    assert any("[1h:30000ms]" in q["query"][0] for q in ranges)  # XID subquery at the scrape interval
+    assert any("changes(DCGM_FI_DEV_XID_ERRORS[1h])" in q["query"][0] for q in ranges)  # the gauge's changes
     assert all(headers["Authorization"] == "Bearer tok" for _, _, headers in stub.requests)
 
 

@@ -90,6 +90,67 @@ def series_key(labels):
     return key if key.uuid or (key.hostname and key.gpu_index) else None
 
 
+# --- MIG ------------------------------------------------------------------------------------------------
+# A GPU in MIG mode is reported as several series that share its UUID / Hostname + gpu labels and differ by
+# ``GPU_I_ID`` (and ``GPU_I_PROFILE``, e.g. ``3g.40gb``): one per GPU instance, besides any whole-GPU series.
+# ``combine_instances`` makes one set of figures per physical GPU, so no instance overwrites another:
+# - a whole-GPU series, where the exporter publishes one for a field, is the GPU's value;
+# - else memory (used, free) is summed over the instances: each has its own slice of the framebuffer;
+# - activity ratios (``PROF_GR_ENGINE_ACTIVE``, ``PROF_PIPE_TENSOR_ACTIVE``) are relative to an instance's
+#   share of the GPU: weighted by its compute slices (the ``N`` of ``Ng.…``) over the GPU's slices (7; 4 on
+#   an A30);
+# - power and the energy counter are the whole board's, repeated on each instance: the highest reading, not
+#   a sum (summing them would count the board's power once per instance);
+# - XID: the highest code any instance shows;
+# - utilization: ``DEV_GPU_UTIL`` is not measured in MIG mode, so a MIG GPU's utilization is its graphics
+#   engine activity × 100 (the whole-GPU reading, else the weighted instances).
+MIG_ID, MIG_PROFILE = "GPU_I_ID", "GPU_I_PROFILE"
+SUMMED = {"mem_used_gb", "mem_free_gb", "mem_used_mean_gb"}
+WEIGHTED = {"gr_engine_active", "tensor_active", "gr_engine_active_mean", "tensor_active_mean"}
+UTILIZATION = {"util": "gr_engine_active", "util_mean": "gr_engine_active_mean", "util_max": "gr_engine_active_mean"}
+
+
+def mig_instance(labels):
+    """``(instance id, profile)`` of a MIG instance's series; None for a whole-GPU series."""
+    instance = labels.get(MIG_ID, "")
+    return (str(instance), labels.get(MIG_PROFILE, "")) if instance != "" else None
+
+
+def slices(profile):
+    """Compute slices of a MIG profile: ``3g.40gb`` → 3 (1 when the profile does not say)."""
+    head = (profile or "").split("g.", 1)[0].split("+")[0]
+    return int(head) if head.isdigit() else 1
+
+
+def gpu_slices(model_name):
+    return 4 if "A30" in (model_name or "").upper() else 7
+
+
+def combine_instances(whole, instances, model_name=""):
+    """Figures of one physical GPU from its whole-GPU series' fields (``whole``: field → value) and its MIG
+    instances' (``instances``: (id, profile) → field → value); see the rules above."""
+    combined = {name: value for name, value in whole.items() if value is not None}
+    if not instances:
+        return combined
+    total = gpu_slices(model_name)
+    fields = {name for values in instances.values() for name in values}
+    for name in fields - set(combined):
+        readings = [(slices(profile), values[name]) for (_, profile), values in instances.items()
+                    if values.get(name) is not None]
+        if not readings:
+            continue
+        if name in SUMMED:
+            combined[name] = sum(value for _, value in readings)
+        elif name in WEIGHTED:
+            combined[name] = min(1.0, sum(share * value for share, value in readings) / total)
+        elif name not in UTILIZATION:  # DEV_GPU_UTIL of an instance means nothing: see below
+            combined[name] = max(value for _, value in readings)
+    for name, activity in UTILIZATION.items():
+        if combined.get(activity) is not None and (name in fields or name not in combined):
+            combined[name] = 100 * combined[activity]
+    return combined
+
+
 def bad_data_warnings(not_finite, nameless):
     """The warnings for what a collector left out: values per series or field that were not finite
     numbers (``{name: count}``), and samples that named no GPU."""

@@ -28,7 +28,7 @@ def collect(source, start, end):
     response = dcgm.http_get(source, source.url)
     collected = Collected(synced_until=scraped_at)
     collected.samples = sample_records(read_samples(response.text, source.url, collected.warnings), scraped_at,
-                                       collected.warnings)
+                                       collected.warnings, collected.quality)
     return collected
 
 
@@ -67,24 +67,42 @@ def shorten(line, keep=80):
     return line if len(line) <= 2 * keep else f"{line[:keep]} … {line[-keep:]}"
 
 
-def sample_records(samples, scraped_at, warnings):
-    """Parsed samples → one ``SampleRecord`` per GPU and timestamp, in the portal's units."""
-    records = {}
+def sample_records(samples, scraped_at, warnings, quality=None):
+    """Parsed samples → one ``SampleRecord`` per GPU and timestamp, in the portal's units; the series of a
+    GPU's MIG instances are combined into it (``dcgm.combine_instances``) and counted in ``quality``."""
+    parts = {}  # (series key, ts) → [series, whole-GPU fields, {instance: fields}]
     not_finite, nameless = Counter(), 0
     for name, labels, value, timestamp in samples:
-        if name not in dcgm.SAMPLE_FIELDS:
-            continue
+        stored = name in dcgm.SAMPLE_FIELDS
+        if not stored and not (name.startswith("DCGM_FI_") and dcgm.mig_instance(labels)):
+            continue  # other series matter only to see a MIG instance (one may publish only a temperature)
         series = dcgm.series_key(labels)
         if series is None:
-            nameless += 1
+            nameless += stored
             continue
         ts = datetime.fromtimestamp(timestamp, UTC) if timestamp else scraped_at
-        record = records.setdefault((series.key, ts), SampleRecord(series=series, ts=ts))
+        part = parts.setdefault((series.key, ts), [series, {}, {}])
+        instance = dcgm.mig_instance(labels)
+        fields = part[1] if instance is None else part[2].setdefault(instance, {})
+        if not stored:
+            continue
         converted = dcgm.convert(name, value)
         if converted is None:
             not_finite[name] += 1
-        setattr(record, dcgm.SAMPLE_FIELDS[name][0], converted)
+        fields[dcgm.SAMPLE_FIELDS[name][0]] = converted
+    records = []
+    for (key, ts), (series, whole, instances) in parts.items():
+        record = SampleRecord(series=series, ts=ts, mig=tuple(sorted(instances)))
+        for name, value in dcgm.combine_instances(whole, instances, series.model_name).items():
+            setattr(record, name, value)
+        records.append(record)
+        if instances and quality is not None:
+            quality.add("mig_instances", f"{key}: " + ", ".join(f"{i} ({p})" for i, p in sorted(instances)),
+                        count=len(instances))
     warnings += dcgm.bad_data_warnings(not_finite, nameless)
+    if quality is not None:
+        for name, count in sorted(not_finite.items()):
+            quality.add("not_finite", f"{name}: {count}", count=count)
     if not records and not nameless:
         warnings.append("no DCGM series on the page")
-    return list(records.values())
+    return records

@@ -142,7 +142,8 @@ class RollupFields(models.Model):
     energy_wh = models.FloatField("energy (Wh)", null=True)
     gr_engine_active_mean = models.FloatField(null=True)
     tensor_active_mean = models.FloatField(null=True)
-    xid_errors = models.PositiveIntegerField(db_default=0, help_text="Samples with a non-zero XID error.")
+    xid_errors = models.PositiveIntegerField(
+        db_default=0, help_text="Hardware XID events (a new fault code on the sticky XID gauge), not samples.")
     samples = models.PositiveIntegerField(db_default=0)
 
     class Meta:
@@ -199,6 +200,69 @@ class NodeDaily(RollupFields):
 
     def __str__(self):
         return f"node {self.node_id} @ {self.day:%Y-%m-%d}"
+
+
+class XidEvent(models.Model):
+    """The XID gauge of a GPU took a new non-zero code (``xid.py``): one fault or error, counted once however
+    long the gauge keeps showing it."""
+
+    class Kind(models.TextChoices):
+        HARDWARE = "hardware", "Hardware / driver fault"
+        APPLICATION = "application", "Application error"
+        UNCLASSIFIED = "unclassified", "Unclassified"
+
+    gpu = models.ForeignKey(GPU, on_delete=models.CASCADE, related_name="xid_events")
+    source = models.ForeignKey(TelemetrySource, on_delete=models.SET_NULL, null=True, blank=True, related_name="+")
+    ts = models.DateTimeField(help_text="When the gauge was first read with this code.")
+    hour = models.DateTimeField(help_text="The hour of ts (what the hourly rollups count).")
+    code = models.PositiveIntegerField()
+    kind = models.CharField(max_length=20, choices=Kind.choices)
+
+    class Meta:
+        ordering = ["-ts"]
+        constraints = [models.UniqueConstraint(fields=["gpu", "ts", "code"], name="xid_event_unique")]
+        indexes = [models.Index(fields=["hour"]), models.Index(fields=["gpu", "-ts"])]
+        verbose_name = "XID event"
+
+    def __str__(self):
+        return f"XID {self.code} on GPU {self.gpu_id} at {self.ts:%Y-%m-%d %H:%M}"
+
+    @property
+    def meaning(self):
+        from .xid import meaning
+
+        return meaning(self.code)
+
+
+class XidReading(models.Model):
+    """The last value of a GPU's XID gauge the portal read, and when: a new reading is an event only if it
+    differs (``xid.events``)."""
+
+    gpu = models.OneToOneField(GPU, on_delete=models.CASCADE, primary_key=True, related_name="+")
+    code = models.PositiveIntegerField(default=0)
+    ts = models.DateTimeField()
+
+    def __str__(self):
+        return f"GPU {self.gpu_id}: XID {self.code} at {self.ts:%Y-%m-%d %H:%M}"
+
+
+class MigInstance(models.Model):
+    """A MIG GPU instance (``GPU_I_ID`` / ``GPU_I_PROFILE`` labels) of a physical GPU, as a source last saw it.
+    Its figures are summed into the GPU's (``dcgm.combine_instances``)."""
+
+    gpu = models.ForeignKey(GPU, on_delete=models.CASCADE, related_name="mig_instances")
+    instance_id = models.CharField(max_length=20)
+    profile = models.CharField(max_length=40, blank=True, help_text="e.g. 1g.10gb")
+    first_seen = models.DateTimeField()
+    last_seen = models.DateTimeField()
+
+    class Meta:
+        ordering = ["gpu", "instance_id"]
+        constraints = [models.UniqueConstraint(fields=["gpu", "instance_id"], name="mig_instance_unique")]
+        verbose_name = "MIG instance"
+
+    def __str__(self):
+        return f"GPU {self.gpu_id} MIG {self.instance_id} ({self.profile})"
 
 
 class SlurmJob(models.Model):

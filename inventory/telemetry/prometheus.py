@@ -8,8 +8,11 @@ is the hour [t - 1h, t] and becomes ``HourRecord(hour=t - 1h)``. Per GPU and hou
   ``avg_over_time``/``max_over_time`` over the hour. A series Prometheus does not have gives no value
   (None: "not reported"), never 0.
 - ``samples``: ``count_over_time`` of the utilization series.
-- ``xid_errors``: samples with a non-zero ``DCGM_FI_DEV_XID_ERRORS``. PromQL cannot filter a range
-  vector, so this is a subquery at the scrape interval: ``count_over_time((XID > 0)[1h:15s])``.
+- the XID gauge (``DCGM_FI_DEV_XID_ERRORS``, the last XID code, sticky): its last, highest and lowest value
+  in the hour and how often it changed (``last_over_time``, ``max_over_time``, ``min_over_time``,
+  ``changes``); the pull turns them into XID events (``xid.py``), never counts hours of a sticky value.
+- MIG: series are grouped by ``GPU_I_ID`` / ``GPU_I_PROFILE`` as well, and each GPU's instances combined
+  into one record (``dcgm.combine_instances``): averaging them would read a third of a GPU's memory.
 - ``energy_wh``: where the GPU's exporter publishes DCGM's energy counter, its ``increase`` over the
   hour (mJ → Wh; ``increase`` counts a counter that restarted from 0 after a driver reload or a reboot
   from its new value, so nothing is lost and nothing counted twice). An hour in which the counter has
@@ -41,8 +44,7 @@ log = logging.getLogger(__name__)
 
 HOUR = timedelta(hours=1)
 CHUNK = timedelta(days=7)
-DEFAULT_SCRAPE_SECONDS = 60  # Prometheus' own default scrape_interval
-GROUP = "UUID, Hostname, gpu, modelName, job, instance"
+GROUP = "UUID, Hostname, gpu, modelName, job, instance, GPU_I_ID, GPU_I_PROFILE"
 
 
 def _mean(series):
@@ -53,7 +55,7 @@ def _count(expression):
     return f"sum by ({GROUP}) (count_over_time({expression}))"
 
 
-def queries(scrape_seconds):
+def queries():
     """HourRecord field (or a helper value) → PromQL evaluated at the end of each hour."""
     return {
         "util_mean": _mean(dcgm.GPU_UTIL),
@@ -64,14 +66,17 @@ def queries(scrape_seconds):
         "power_samples": _count(f"{dcgm.POWER_USAGE}[1h]"),
         "gr_engine_active_mean": _mean(dcgm.GR_ENGINE_ACTIVE),
         "tensor_active_mean": _mean(dcgm.PIPE_TENSOR_ACTIVE),
-        "xid_errors": _count(f"({dcgm.XID_ERRORS} > 0)[1h:{round(scrape_seconds * 1000)}ms]"),
+        "xid_last": f"max by ({GROUP}) (last_over_time({dcgm.XID_ERRORS}[1h]))",
+        "xid_max": f"max by ({GROUP}) (max_over_time({dcgm.XID_ERRORS}[1h]))",
+        "xid_min": f"min by ({GROUP}) (min_over_time({dcgm.XID_ERRORS}[1h]))",
+        "xid_changes": f"max by ({GROUP}) (changes({dcgm.XID_ERRORS}[1h]))",
         "energy_wh": f"sum by ({GROUP}) (increase({dcgm.TOTAL_ENERGY}[1h]))",
         "energy_samples": _count(f"{dcgm.TOTAL_ENERGY}[1h]"),
     }
 
 
 CONVERT = {"mem_used_mean_gb": dcgm.mib_to_gb, "energy_wh": dcgm.mj_to_wh, "samples": int, "power_samples": int,
-           "energy_samples": int, "xid_errors": int}
+           "energy_samples": int, "xid_last": int, "xid_max": int, "xid_min": int, "xid_changes": int}
 HELPERS = {"power_samples", "energy_samples"}  # values that go into energy_wh, not into the record
 
 
@@ -80,14 +85,13 @@ def collect(source, start, end):
     base = source.url.rstrip("/")
     collected = Collected(synced_until=floor_hour(end))
     intervals = scrape_intervals(source, base)
-    scrape_seconds = Counter(intervals.values()).most_common(1)[0][0] if intervals else DEFAULT_SCRAPE_SECONDS
     values = defaultdict(dict)  # (group labels, hour) → field → value
     bad, negative = Counter(), 0
     first_end, last_end = floor_hour(start) + HOUR, floor_hour(end) + HOUR
     chunk_start = first_end
     while chunk_start <= last_end:
         chunk_end = min(chunk_start + CHUNK - HOUR, last_end)
-        for field, query in queries(scrape_seconds).items():
+        for field, query in queries().items():
             for labels, ts, raw in query_range(source, base, query, chunk_start, chunk_end, collected.warnings):
                 number = finite(raw)
                 if number is None:
@@ -99,7 +103,7 @@ def collect(source, start, end):
                 hour = datetime.fromtimestamp(ts, UTC) - HOUR
                 values[(labels, hour)][field] = CONVERT.get(field, float)(number)
         chunk_start = chunk_end + HOUR
-    collected.hours, nameless = hour_records(values, intervals, end)
+    collected.hours, nameless = hour_records(values, intervals, end, collected.quality)
     collected.warnings += dcgm.bad_data_warnings(bad, nameless)
     if negative:
         collected.warnings.append(f"increase({dcgm.TOTAL_ENERGY}): {negative} negative value(s) left out "
@@ -107,10 +111,10 @@ def collect(source, start, end):
     return collected
 
 
-def hour_records(values, intervals, end):
-    """Values per (series labels, hour) → one ``HourRecord`` per GPU and hour, with its energy; and how
-    many series hours named no GPU."""
-    best = {}  # (series key, hour) → HourRecord: one per GPU and hour
+def hour_records(values, intervals, end, quality=None):
+    """Values per (series labels, hour) → one ``HourRecord`` per GPU and hour, with its energy (its MIG
+    instances combined, and counted in ``quality``); and how many series hours named no GPU."""
+    gpus = {}  # (series key, job, instance, hour) → [series, whole-GPU fields, {MIG instance: fields}]
     nameless = 0
     for (labels, hour), fields in values.items():
         label = dict(labels)
@@ -118,14 +122,28 @@ def hour_records(values, intervals, end):
         if series is None:
             nameless += 1
             continue
-        record = HourRecord(series=series, hour=hour,
+        part = gpus.setdefault((series.key, label.get("job"), label.get("instance"), hour), [series, {}, {}])
+        instance = dcgm.mig_instance(label)
+        if instance is None:
+            part[1].update(fields)
+        else:
+            part[2].setdefault(instance, {}).update(fields)
+    best, mig = {}, {}  # (series key, hour) → HourRecord: one per GPU and hour; series key → MIG instances
+    for (key, job, scraper, hour), (series, whole, instances) in gpus.items():
+        fields = dcgm.combine_instances(whole, instances, series.model_name)
+        record = HourRecord(series=series, hour=hour, mig=tuple(sorted(instances)),
                             **{name: value for name, value in fields.items() if name not in HELPERS})
         if not fields.get("energy_samples") and record.power_mean_w is not None:  # no energy counter: estimate
             record.energy_wh = record.power_mean_w * covered_hours(
-                fields.get("power_samples", 0), intervals.get((label.get("job"), label.get("instance"))), hour, end)
-        key = (series.key, hour)
-        if key not in best or record.samples > best[key].samples:
-            best[key] = record
+                fields.get("power_samples", 0), intervals.get((job, scraper)), hour, end)
+        if instances:
+            mig[key] = instances
+        if (key, hour) not in best or record.samples > best[(key, hour)].samples:
+            best[(key, hour)] = record
+    if quality is not None:
+        for key, instances in sorted(mig.items()):
+            quality.add("mig_instances", f"{key}: " + ", ".join(f"{i} ({p})" for i, p in sorted(instances)),
+                        count=len(instances))
     return list(best.values()), nameless
 
 

@@ -22,7 +22,7 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
-from . import allocation, slurm
+from . import allocation, health, slurm
 from .matching import GPUMatcher
 from .models import PullReport, SlurmJob, TelemetrySample, TelemetrySource, UnknownSeries
 from .records import Collected, SourceError
@@ -113,8 +113,10 @@ def store(source, collected, now):
                 pairs.append((gpu_id, record))
         return pairs
 
-    hours = upsert_gpu_hours(match(collected.hours))
+    matched_hours = match(collected.hours)
+    hours = upsert_gpu_hours(matched_hours)
     samples = match(collected.samples)
+    xid_events = health.save_xid_events(source, matched_hours, samples, now)
     if samples:
         TelemetrySample.objects.bulk_create(
             [TelemetrySample(source=source, gpu_id=gpu_id, **sample_fields(record)) for gpu_id, record in samples],
@@ -123,10 +125,13 @@ def store(source, collected, now):
         first = min(record.ts for _, record in samples)
         hours |= rollup_samples(floor_hour(first), floor_hour(now) + timedelta(hours=1), source.interval_seconds,
                                 new_since=first)
+    health.count_xid_events(hours)
     refresh(hours)
+    mig = health.save_mig_instances(matched_hours + samples, now)
     save_jobs(source, collected.jobs, now, collected.quality)
     save_unknown(source, unknown.values(), now)
-    return {"hours": len(hours), "samples": len(samples), "jobs": len(collected.jobs), "unknown": len(unknown)}
+    return {"hours": len(hours), "samples": len(samples), "jobs": len(collected.jobs), "unknown": len(unknown),
+            "xid_events": len(xid_events), "mig_instances": mig}
 
 
 def record_time(record):

@@ -36,8 +36,14 @@ class HourRecord:
     energy_wh: float | None = None
     gr_engine_active_mean: float | None = None
     tensor_active_mean: float | None = None
-    xid_errors: int = 0
+    xid_errors: int = 0  # hardware XID events in the hour: set by the pull from the events it found
+    # The XID gauge over the hour (Prometheus): its last, highest and lowest value and how often it changed.
+    xid_last: int | None = None
+    xid_max: int | None = None
+    xid_min: int | None = None
+    xid_changes: int = 0
     samples: int = 0
+    mig: tuple = ()  # (instance id, profile) of the MIG instances summed into this GPU's figures
 
 
 @dataclass
@@ -54,6 +60,7 @@ class SampleRecord:
     tensor_active: float | None = None
     xid: int | None = None
     energy_mj: float | None = None  # DCGM's energy counter: mJ since the driver loaded
+    mig: tuple = ()  # (instance id, profile) of the MIG instances summed into this GPU's figures
 
 
 @dataclass

@@ -11,7 +11,7 @@ from collections import defaultdict
 from datetime import datetime, time, timedelta
 
 from django.conf import settings
-from django.db.models import Avg, Count, F, Max, Q, Sum, Window
+from django.db.models import Avg, Count, F, Max, Sum, Value, Window
 from django.db.models.functions import Lead, TruncDate, TruncHour
 from django.utils import timezone
 
@@ -64,7 +64,8 @@ def rollup_samples(start, end, interval_seconds, new_since=None):
         .annotate(
             util_mean=Avg("util"), util_max=Max("util"), mem_used_mean_gb=Avg("mem_used_gb"),
             power_mean_w=Avg("power_w"), gr_engine_active_mean=Avg("gr_engine_active"),
-            tensor_active_mean=Avg("tensor_active"), xid_errors=Count("pk", filter=Q(xid__gt=0)),
+            # XID events are counted by the pull from the gauge's changes (``health.count_xid_events``).
+            tensor_active_mean=Avg("tensor_active"), xid_errors=Value(0),
             samples=Count("pk"), counter_readings=Count("energy_mj"),
         )
     )

@@ -449,7 +449,7 @@ def metrics_text(gpus, moment):
 def hour_records(gpus, start, end, points=POINTS, interval_seconds=60):
     """``HourRecord``s for the complete hours in [start, end), from the same model, as Prometheus or the
     portal's own scrapes every ``interval_seconds`` would have rolled them up: means of ``points`` moments
-    per hour (enough for charts; the max is the max of those), XID errors counted at every scrape,
+    per hour (enough for charts; the max is the max of those), the XID gauge read at every scrape,
     samples = scrapes per hour, the hour fully covered."""
     first = math.ceil(start.timestamp() / HOUR) * HOUR
     last = int(end.timestamp() // HOUR) * HOUR
@@ -466,14 +466,16 @@ def hour_records(gpus, start, end, points=POINTS, interval_seconds=60):
             when = datetime.fromtimestamp(hour, UTC)
             for gpu, key in zip(node_gpus, keys, strict=True):
                 util, used, _, power, engine, tensor = zip(*(values(gpu, t, now) for t, now in at), strict=True)
-                errors = 0
+                gauge = [0]
                 if gpu.state == "degraded":  # only they have XID episodes: spare the others 60 calls an hour
-                    errors = sum(1 for k in range(scrapes) if xid(gpu, hour + k * interval_seconds))
+                    gauge = [xid(gpu, hour + k * interval_seconds) for k in range(scrapes)]
                 records.append(HourRecord(
                     series=key, hour=when, util_mean=sum(util) / points, util_max=max(util),
                     mem_used_mean_gb=dcgm.mib_to_gb(sum(used) / points), power_mean_w=sum(power) / points,
                     energy_wh=sum(power) / points, gr_engine_active_mean=sum(engine) / points,
-                    tensor_active_mean=sum(tensor) / points, xid_errors=errors, samples=scrapes,
+                    tensor_active_mean=sum(tensor) / points, samples=scrapes, xid_last=gauge[-1],
+                    xid_max=max(gauge), xid_min=min(gauge),
+                    xid_changes=sum(1 for a, b in zip(gauge, gauge[1:], strict=False) if a != b),
                 ))
     return records
 

@@ -1,0 +1,82 @@
+"""What a pull learns about GPU health besides the rollups: XID events from the sticky XID gauge
+(``xid.py``), and the MIG instances seen on each GPU.
+
+``save_xid_events`` reads each GPU's gauge readings in time order against the last value stored for it
+(``XidReading``) and writes one ``XidEvent`` per new non-zero code (unique per GPU, time and code, so a
+retried pull writes nothing twice). ``count_xid_events`` then sets each touched hour's ``xid_errors`` to its
+hardware events: the ageing rule and the fault tickets count events, not hours of a sticky value.
+"""
+
+from collections import defaultdict
+from datetime import timedelta
+
+from django.db.models import Count, OuterRef, Subquery
+from django.db.models.functions import Coalesce
+
+from . import xid
+from .models import GPUHourly, MigInstance, XidEvent, XidReading
+from .rollups import floor_hour
+
+HOUR = timedelta(hours=1)
+LAST_MOMENT = timedelta(microseconds=1)
+
+
+def readings(hours, samples, now):
+    """GPU id → its XID ``xid.Reading``\\ s in time order, from matched hour records (Prometheus) and samples
+    (exporter scrapes). An hour's reading is taken at its end, or now for the current hour, so a later pull
+    of the same hour reads it again as newer."""
+    found = defaultdict(list)
+    for gpu_id, record in hours:
+        if record.xid_last is None:
+            continue
+        changed = record.xid_changes > 0
+        found[gpu_id].append(xid.Reading(
+            ts=min(record.hour + HOUR - LAST_MOMENT, now), code=record.xid_last,
+            passed=record.xid_max if changed else None, dropped=changed and record.xid_min == 0))
+    for gpu_id, record in samples:
+        if record.xid is not None:
+            found[gpu_id].append(xid.Reading(ts=record.ts, code=record.xid))
+    for values in found.values():
+        values.sort(key=lambda reading: reading.ts)
+    return found
+
+
+def save_xid_events(source, hours, samples, now):
+    """Write the XID events in the readings of this pull; returns them as ``(gpu id, ts, code)``."""
+    found = readings(hours, samples, now)
+    if not found:
+        return []
+    state = {row.gpu_id: row for row in XidReading.objects.filter(gpu_id__in=list(found))}
+    events, last = [], []
+    for gpu_id, values in found.items():
+        before = state.get(gpu_id)
+        newer = [reading for reading in values if before is None or reading.ts > before.ts]
+        if not newer:
+            continue
+        gpu_events, code = xid.events(before.code if before else 0, newer)
+        events += [(gpu_id, ts, value) for ts, value in gpu_events]
+        last.append(XidReading(gpu_id=gpu_id, code=code, ts=newer[-1].ts))
+    XidEvent.objects.bulk_create(
+        [XidEvent(gpu_id=gpu_id, source=source, ts=ts, hour=floor_hour(ts), code=code, kind=xid.kind_of(code))
+         for gpu_id, ts, code in events], ignore_conflicts=True, batch_size=2000)
+    XidReading.objects.bulk_create(last, update_conflicts=True, unique_fields=["gpu"], update_fields=["code", "ts"])
+    return events
+
+
+def count_xid_events(hours):
+    """Set ``xid_errors`` of the GPU hours in ``hours`` to their hardware XID events (one UPDATE)."""
+    if not hours:
+        return
+    events = (XidEvent.objects.filter(gpu=OuterRef("gpu"), hour=OuterRef("hour"), kind=xid.HARDWARE)
+              .order_by().values("gpu").annotate(n=Count("pk")).values("n"))
+    GPUHourly.objects.filter(hour__in=list(hours)).update(xid_errors=Coalesce(Subquery(events), 0))
+
+
+def save_mig_instances(records, now):
+    """Upsert the MIG instances of matched ``(gpu id, record)`` pairs; returns how many."""
+    rows = {(gpu_id, instance): MigInstance(gpu_id=gpu_id, instance_id=instance[:20], profile=profile[:40],
+                                            first_seen=now, last_seen=now)
+            for gpu_id, record in records for instance, profile in record.mig}
+    MigInstance.objects.bulk_create(list(rows.values()), update_conflicts=True, unique_fields=["gpu", "instance_id"],
+                                    update_fields=["profile", "last_seen"])
+    return len(rows)
