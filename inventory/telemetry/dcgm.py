@@ -161,10 +161,14 @@ def bad_data_warnings(not_finite, nameless):
     return warnings
 
 
+XID_LIMIT = 2**31  # XID codes are small integers; anything past a 32-bit column is garbage
+
+
 def convert(series, value):
-    """A finite value of ``series`` in the portal's unit, or None (NaN, ±Inf, not a number)."""
+    """A finite value of ``series`` in the portal's unit, or None (NaN, ±Inf, not a number, an XID code that
+    is not a code)."""
     number = finite(value)
-    if number is None:
+    if number is None or (series == XID_ERRORS and not 0 <= number < XID_LIMIT):
         return None
     return SAMPLE_FIELDS[series][1](number)
 
@@ -187,6 +191,8 @@ def http_get(source, url, params=None):
         raise SourceUnreachable(f"{url}: no answer within {timeout} s") from error
     except requests.ConnectionError as error:
         raise SourceUnreachable(f"{url}: cannot connect ({reason(error)})") from error
+    except http.AnswerTooLarge as error:
+        raise SourceError(str(error)) from error
     except requests.RequestException as error:
         raise SourceError(f"{url}: request failed ({error})") from error
     if response.status_code >= 400:

@@ -67,11 +67,22 @@ def shorten(line, keep=80):
     return line if len(line) <= 2 * keep else f"{line[:keep]} … {line[-keep:]}"
 
 
+def sample_time(timestamp, scraped_at):
+    """A sample's own timestamp (seconds) as a datetime, the scrape's time when it has none, None when it is
+    out of any datetime's range (1e20)."""
+    if not timestamp:
+        return scraped_at
+    try:
+        return datetime.fromtimestamp(timestamp, UTC)
+    except (OverflowError, OSError, ValueError):
+        return None
+
+
 def sample_records(samples, scraped_at, warnings, quality=None):
     """Parsed samples → one ``SampleRecord`` per GPU and timestamp, in the portal's units; the series of a
     GPU's MIG instances are combined into it (``dcgm.combine_instances``) and counted in ``quality``."""
     parts = {}  # (series key, ts) → [series, whole-GPU fields, {instance: fields}]
-    not_finite, nameless = Counter(), 0
+    not_finite, nameless, unreadable_times = Counter(), 0, 0
     for name, labels, value, timestamp in samples:
         stored = name in dcgm.SAMPLE_FIELDS
         if not stored and not (name.startswith("DCGM_FI_") and dcgm.mig_instance(labels)):
@@ -80,7 +91,10 @@ def sample_records(samples, scraped_at, warnings, quality=None):
         if series is None:
             nameless += stored
             continue
-        ts = datetime.fromtimestamp(timestamp, UTC) if timestamp else scraped_at
+        ts = sample_time(timestamp, scraped_at)
+        if ts is None:
+            unreadable_times += 1
+            continue
         part = parts.setdefault((series.key, ts), [series, {}, {}])
         instance = dcgm.mig_instance(labels)
         fields = part[1] if instance is None else part[2].setdefault(instance, {})
@@ -100,6 +114,8 @@ def sample_records(samples, scraped_at, warnings, quality=None):
             quality.add("mig_instances", f"{key}: " + ", ".join(f"{i} ({p})" for i, p in sorted(instances)),
                         count=len(instances))
     warnings += dcgm.bad_data_warnings(not_finite, nameless)
+    if unreadable_times:
+        warnings.append(f"{unreadable_times} sample(s) with a timestamp no clock can hold left out")
     if quality is not None:
         for name, count in sorted(not_finite.items()):
             quality.add("not_finite", f"{name}: {count}", count=count)

@@ -43,6 +43,7 @@ from .rollups import floor_hour
 log = logging.getLogger(__name__)
 
 HOUR = timedelta(hours=1)
+LATEST_TIME = 253402300799  # 9999-12-31 23:59:59 UTC
 CHUNK = timedelta(days=7)
 GROUP = "UUID, Hostname, gpu, modelName, job, instance, GPU_I_ID, GPU_I_PROFILE"
 
@@ -166,15 +167,23 @@ def query_range(source, base, query, first, last, warnings):
     data = answer_data(document, url)
     if data.get("resultType") != "matrix" or not isinstance(data.get("result"), list):
         raise SourceError(f"{url}: expected a matrix result, got {data.get('resultType')!r}")
-    warnings.extend(f"Prometheus: {warning}" for warning in document.get("warnings") or [])
+    reported = document.get("warnings")
+    warnings.extend(f"Prometheus: {str(warning)[:300]}" for warning in (reported if isinstance(reported, list) else []))
     for series in data["result"]:
-        labels = tuple(sorted((series.get("metric") or {}).items()))
-        for point in series.get("values") or []:
+        if not isinstance(series, dict) or not isinstance(series.get("metric") or {}, dict):
+            raise SourceError(f"{url}: a result that is not a series object ({str(series)[:100]!r})")
+        labels = tuple(sorted((str(name), str(value)) for name, value in (series.get("metric") or {}).items()))
+        values = series.get("values") or []
+        if not isinstance(values, list):
+            raise SourceError(f"{url}: a series whose values are not a list ({str(values)[:100]!r})")
+        for point in values:
             try:
                 ts, raw = point
                 ts = float(ts)
             except (TypeError, ValueError):
-                raise SourceError(f"{url}: unreadable point {point!r}") from None
+                raise SourceError(f"{url}: unreadable point {str(point)[:100]!r}") from None
+            if not 0 < ts < LATEST_TIME:
+                raise SourceError(f"{url}: a point at time {ts!r}, which no clock can hold")
             yield labels, ts, raw
 
 

@@ -64,6 +64,7 @@ NOT_STARTED = {"PENDING"}
 STILL_RUNNING = {"RUNNING", "SUSPENDED", "CONFIGURING", "COMPLETING", "RESIZING", "SIGNALING", "STAGE_OUT", "STOPPED"}
 NO_NODES = {"", "None assigned", "(null)"}
 MAX_HOSTS = 100_000
+MAX_GPUS = 1_000_000  # per job: more is a corrupt record
 MAX_WARNINGS = 20  # skipped jobs named one by one in the source's log; the rest are counted
 
 # SlurmJob's column widths (tests check they match): longer values are cut, not refused by the database.
@@ -92,7 +93,11 @@ def parse_jobs(document, warnings=None, quality=None):
     if reported:
         warnings.append(f"Slurm reported: {reported}")
     records, skipped = {}, []
-    answered_at = timestamp(document.get("last_update"))
+    try:
+        answered_at = timestamp(document.get("last_update"))
+    except (TypeError, ValueError, OverflowError) as error:
+        warnings.append(f"the answer's last_update is not a time ({error}): running jobs count up to the pull")
+        answered_at = None
     for position, job in enumerate(document["jobs"]):
         try:
             record = parse_job(job, answered_at, quality)
@@ -173,9 +178,9 @@ def parse_job(job, answered_at=None, quality=None):
         partition=cut("partition", text(job.get("partition"))),
         state=cut("state", state),
         nodes=nodes,
-        node_count=number(job.get("allocation_nodes")) or number(job.get("node_count"))
-        or len(expand_hostlist(nodes)),
-        gpus=gpu_count(job, started),
+        node_count=bounded(number(job.get("allocation_nodes")) or number(job.get("node_count"))
+                           or len(expand_hostlist(nodes)), MAX_HOSTS, "node count"),
+        gpus=bounded(gpu_count(job, started), MAX_GPUS, "GPU count"),
         running_until=running_until,
     )
 
@@ -278,6 +283,14 @@ def number(value):
 LATEST_TIME = 253402300799  # 9999-12-31 23:59:59 UTC, the last moment a datetime can hold
 
 
+def bounded(value, limit, what):
+    """``value`` if it is at most ``limit``; ``ValueError`` otherwise (a job claiming 4 billion GPUs is skipped,
+    not stored)."""
+    if value > limit:
+        raise ValueError(f"{what} {value} is more than {limit:,}")
+    return value
+
+
 def timestamp(value):
     """Epoch seconds (any ``number`` shape) → aware UTC datetime; 0, unset or infinite → None.
     ``ValueError`` past the year 9999 (a job that says so is skipped, not a crash of the pull)."""
@@ -374,6 +387,8 @@ def collect(source, start, end):
         response = http.fetch("GET", source.url, params=params, headers=headers, timeout=source.timeout_seconds)
     except requests.Timeout:
         raise SourceError(f"Slurm source {source.url} did not answer within {source.timeout_seconds} s") from None
+    except http.AnswerTooLarge as error:
+        raise SourceError(str(error)) from None
     except requests.RequestException as error:
         raise SourceError(f"Slurm source {source.url} cannot be reached: {error}") from None
     if response.status_code >= 400:
