@@ -95,8 +95,8 @@ def test_an_answer_past_the_size_cap_fails(stub, kind, settings):
 
 
 def test_slurm_jobs_that_cannot_be_stored_are_left_out_and_said(stub):
-    """Job 1 is fine; job 2 was submitted at 1e20 s (past NO_VAL: unset), job 3 claims 4,294,967,293 GPUs (just under NO_VAL),
-    job 4 is a list: each is skipped with its reason on the data-quality panel, and the pull succeeds."""
+    """Job 1 is fine; job 2 was submitted at 1e20 s (past NO_VAL: unset), job 3 claims 4,294,967,293 GPUs (just
+    under NO_VAL), job 4 is a list: each is skipped with its reason on the data-quality panel, and the pull succeeds."""
     def job(job_id, **over):
         return {"job_id": job_id, "state": {"current": ["COMPLETED"]}, "nodes": "n1", "account": "llm",
                 "time": {"submission": 1764547200, "start": 1764547200, "end": 1764550800, "elapsed": 3600},
