@@ -35,8 +35,10 @@ Rules and thresholds (``Thresholds``; the defaults are ``THRESHOLDS``)
       capacity. Accepting pre-fills the plan's bill of materials with that many nodes of the partition's model.
     - scheduling-bound: long queue waits while ≥ 25 % of the observed GPU-hours were not allocated to any job,
       and utilization below 80 % → fix the queue policy (limits, reservations, fragmentation), not hardware.
-    - storage-bound: ≥ 70 % of GPU-hours allocated, busy-hour utilization < 50 % and stall share ≥ 35 %
-      → more storage read throughput (or data loading closer to the GPUs).
+    - storage-bound: ≥ 70 % of GPU-hours allocated, and either busy-hour utilization < 50 % with a stall share
+      ≥ 35 % (bursty), or, where DCGM's profiling fields are collected on at least half the busy GPU-hours,
+      their graphics engine activity (``PROF_GR_ENGINE_ACTIVE``) < 35 % (steadily starved) → more storage read
+      throughput (or data loading closer to the GPUs).
     - network-bound: per-GPU utilization falls with node count, the widest group (≥ 5 jobs and ≥ 50 GPU-hours,
       like the single-node group it is compared with) ≥ 15 % below single-node jobs, and the fast fabric
       (InfiniBand, RoCE) of the nodes those multi-node jobs ran on is oversubscribed (a leaf switch their
@@ -46,8 +48,9 @@ Rules and thresholds (``Thresholds``; the defaults are ``THRESHOLDS``)
       (NCCL settings or the model's own scaling, not hardware); nor is it without the fabric recorded.
     - memory-bound: frame-buffer use ≥ 85 % in busy hours and out-of-memory failures (a Slurm
       ``OUT_OF_MEMORY`` job, or ≥ 5 % of ≥ 10 ended jobs ``FAILED``) → larger-memory GPUs.
-    - ageing (per site): nodes out of warranty, or with repeated faults: ≥ 2 days with a move to degraded
-      (the node or one of its GPUs) in a year, or XID errors on ≥ 3 days in 30 → replace them.
+    - ageing (per site): nodes out of warranty, or with repeated faults: ≥ 2 days with a move to degraded or a
+      hardware ticket people filed (the node or one of its GPUs) in a year, or hardware XID events (a new code
+      on the sticky gauge, not hours of it) on ≥ 3 days in 30 → replace them.
 
 A recommendation dismissed or accepted is not raised again for ``snooze_days`` (30) after the decision.
 """
@@ -81,6 +84,7 @@ from django.utils import timezone
 
 from inventory.models import GPU, Fabric, FabricAttachment, LifecycleState, Node, StateTransition
 from inventory.telemetry import jobstats, slurm
+from inventory.telemetry.matching import NodeMatcher
 from inventory.telemetry.models import GPUDaily, GPUHourly, SlurmJob
 from inventory.telemetry.rollups import floor_hour
 
@@ -106,6 +110,9 @@ class Thresholds:
     storage_allocated_share: float = 0.7
     storage_busy_util: float = 50.0  # %: below
     storage_stall_share: float = 0.35  # at or above
+    # …or, where DCGM's profiling fields are collected on at least half the busy GPU-hours, a graphics-engine
+    # activity below this in busy hours, on GPUs that jobs hold: starved without bursts (DCGM's own measure).
+    storage_engine_active: float = 0.35
     # A group of jobs by node count counts with this many jobs and GPU-hours: below, a few jobs' quirks
     # (a slow input pipeline, a small model) would decide the mean.
     network_min_jobs: int = 5
@@ -144,6 +151,8 @@ class PartitionStats:
     stall_share: float | None = None
     idle_share: float | None = None
     memory_share: float | None = None
+    engine_active: float | None = None  # mean PROF_GR_ENGINE_ACTIVE (0-1) of busy hours where reported
+    engine_hours: float = 0.0  # busy GPU-hours with it reported
     allocated_gpu_hours: float = 0.0
     multi_node_share: float | None = None
     jobs_started: int = 0
@@ -172,7 +181,8 @@ class PartitionStats:
 
     @property
     def allocated_share(self):
-        return self.allocated_gpu_hours / self.gpu_hours if self.gpu_hours else None
+        # At most 1: more GPU-hours allocated than observed means GPUs that did not report, not > 100 %.
+        return min(1.0, self.allocated_gpu_hours / self.gpu_hours) if self.gpu_hours else None
 
 
 WIDTHS = ((1, 1), (2, 2), (3, 4), (5, 8), (9, None))  # node-count groups: (fewest, most or None)
@@ -339,17 +349,36 @@ def scheduling_bound(p, t=THRESHOLDS):
     )
 
 
+def bursty(p, t):
+    """Busy GPUs ran in bursts of full speed between stalls (the DCGM utilization signature)."""
+    return (p.busy_util is not None and p.busy_util < t.storage_busy_util and p.stall_share is not None
+            and p.stall_share >= t.storage_stall_share)
+
+
+def steadily_starved(p, t):
+    """The graphics engine was steadily idle on held GPUs (DCGM profiling fields, where collected)."""
+    return (p.engine_active is not None and p.engine_hours >= 0.5 * p.busy_hours
+            and p.engine_active < t.storage_engine_active)
+
+
 def storage_bound(p, t=THRESHOLDS):
-    if (p.allocated_share is None or p.allocated_share < t.storage_allocated_share or p.busy_util is None
-            or p.busy_util >= t.storage_busy_util or p.stall_share is None or p.stall_share < t.storage_stall_share):
+    if p.allocated_share is None or p.allocated_share < t.storage_allocated_share:
         return None
+    if not (bursty(p, t) or steadily_starved(p, t)):
+        return None
+    if bursty(p, t):
+        severe = p.busy_util < t.storage_busy_util * 0.7
+        sign = (f"busy GPUs averaged {p.busy_util:.0f} % in bursts of full speed between stalls: about "
+                f"{pct(p.stall_share):.0f} % of their time went waiting for data.")
+    else:
+        severe = p.engine_active < t.storage_engine_active * 0.7
+        sign = (f"their graphics engines were active only {pct(p.engine_active):.0f} % of the time, steadily "
+                "(DCGM's profiling counters): the GPUs are held, but starved of data.")
     return Finding(
         kind=K.STORAGE, key=f"{K.STORAGE}:partition={p.partition}",
-        severity=SEV.HIGH if p.busy_util < t.storage_busy_util * 0.7 else SEV.MEDIUM,
+        severity=SEV.HIGH if severe else SEV.MEDIUM,
         title=f"Partition {p.partition or '(none)'} is storage-bound",
-        summary=(f"{pct(p.allocated_share):.0f} % of the GPU-hours were allocated to jobs, yet busy GPUs averaged "
-                 f"{p.busy_util:.0f} % in bursts of full speed between stalls: about {pct(p.stall_share):.0f} % of "
-                 "their time went waiting for data."),
+        summary=f"{pct(p.allocated_share):.0f} % of the GPU-hours were allocated to jobs, yet {sign}",
         action=("Raise storage read throughput for this partition's jobs: a faster scratch tier, more parallel "
                 "file system servers, or local NVMe staging and more data-loader workers, before adding GPUs."),
         figures=[
@@ -357,6 +386,8 @@ def storage_bound(p, t=THRESHOLDS):
                    f"≥ {pct(t.storage_allocated_share):.0f} %"),
             figure("Utilization of busy GPUs", p.busy_util, "%", f"< {t.storage_busy_util:.0f} %"),
             figure("Stall share (data-loading wait)", pct(p.stall_share), "%", f"≥ {pct(t.storage_stall_share):.0f} %"),
+            figure("Graphics engine active (DCGM profiling)", pct(p.engine_active), "%",
+                   f"< {pct(t.storage_engine_active):.0f} %, steadily (or the two above)"),
             figure("Mean GPU utilization", p.util_mean, "%"),
         ],
         chart=util_chart(p, f"Mean and peak utilization of partition {p.partition}", ("util", "util_max")),
@@ -549,7 +580,9 @@ def partition_stats(now, t=THRESHOLDS):
                           idle_hours=Count("pk", filter=Q(util_mean__lt=t.idle_util)),
                           busy_hours=Count("pk", filter=busy), busy_util=Sum("util_mean", filter=busy),
                           busy_max=Sum("util_max", filter=busy),
-                          memory=Avg(memory, filter=busy & Q(mem_used_mean_gb__isnull=False)))
+                          memory=Avg(memory, filter=busy & Q(mem_used_mean_gb__isnull=False)),
+                          engine=Avg("gr_engine_active_mean", filter=busy),
+                          engine_hours=Count("pk", filter=busy & Q(gr_engine_active_mean__isnull=False)))
                 .order_by("partition")):
         hours = row["gpu_hours"]
         stats[row["partition"]] = PartitionStats(
@@ -558,6 +591,7 @@ def partition_stats(now, t=THRESHOLDS):
             busy_util=row["busy_util"] / row["busy_hours"] if row["busy_hours"] else None,
             stall_share=1 - row["busy_util"] / row["busy_max"] if row["busy_max"] else None,
             idle_share=row["idle_hours"] / hours, memory_share=row["memory"],
+            engine_active=row["engine"], engine_hours=float(row["engine_hours"]),
         )
     if not stats:
         return []
@@ -672,9 +706,11 @@ def add_widths(stats, start, end, now):
             continue
         if hosts:
             jobs.append((partition, hosts, gpus, started, ended))
-    names = {host for _, hosts, *_ in jobs for host in hosts}
-    nodes = {hostname: (pk, slots) for hostname, pk, slots in Node.objects.filter(hostname__in=names)
-             .values_list("hostname", "pk", "node_model__gpu_slots")} if names else {}
+    matcher = NodeMatcher() if jobs else None  # Slurm's short names against the inventory's FQDNs, any case
+    ids = {host: matcher.node_id(host) for _, hosts, *_ in jobs for host in hosts}
+    slots = dict(Node.objects.filter(pk__in={pk for pk in ids.values() if pk})
+                 .values_list("pk", "node_model__gpu_slots")) if ids else {}
+    nodes = {host: (pk, slots[pk]) for host, pk in ids.items() if pk in slots}
     node_hours = {(node_id, hour): (util, gpus) for node_id, hour, util, gpus in (
         GPUHourly.objects.filter(gpu__node_id__in=[pk for pk, _ in nodes.values()], hour__gte=start,
                                  hour__lt=end, util_mean__isnull=False)
@@ -729,6 +765,12 @@ def add_fabric(stats, multi_node):
         p.fabric_gbps_per_gpu = min(float(ports * speed) / max(slots, 1) for *_, ports, speed, slots in rows)
 
 
+# Other apps that know of faults (support: hardware tickets people filed) register a function here:
+# ``(since) → {(node id, day)}``, days on which the node or one of its GPUs had a fault. Planning imports no
+# app above it; the app registers itself when it loads (``support.apps``).
+FAULT_DAY_SOURCES = []
+
+
 def node_health(now, t=THRESHOLDS):
     """Nodes (not retired) out of warranty or with faults, with their fault days and XID days (five queries)."""
     today = timezone.localdate(now)
@@ -742,6 +784,8 @@ def node_health(now, t=THRESHOLDS):
     gpu_nodes = dict(GPU.objects.filter(pk__in={gpu for gpu, _ in gpu_moves}, node__isnull=False)
                      .values_list("pk", "node_id")) if gpu_moves else {}
     days |= {(gpu_nodes[gpu], day) for gpu, day in gpu_moves if gpu in gpu_nodes}
+    for source in FAULT_DAY_SOURCES:
+        days |= source(fault_since)
     fault_days = Counter(node for node, _ in days)
     xid = {row["node_id"]: row for row in (
         GPUDaily.objects.filter(day__gte=today - timedelta(days=t.xid_window_days), xid_errors__gt=0,

@@ -9,3 +9,10 @@ class SupportConfig(AppConfig):
         from portal.files import delete_file_with_row
 
         delete_file_with_row(self.get_model("TicketAttachment"))
+
+        from planning import recommendations
+
+        from .queries import hardware_ticket_days
+
+        if hardware_ticket_days not in recommendations.FAULT_DAY_SOURCES:
+            recommendations.FAULT_DAY_SOURCES.append(hardware_ticket_days)

@@ -1,6 +1,7 @@
 """What other apps read from support (the dashboard card): small query functions, no views."""
 
 from django.db.models import Case, F, When
+from django.db.models.functions import Coalesce, TruncDate
 
 from .models import Ticket
 
@@ -14,3 +15,14 @@ def at_risk(user, limit=AT_RISK_LIMIT):
     rows = (tickets.select_related("assignee", "site", "node", "gpu__node", "switch", "storage_system")
             .order_by(running_due, "pk")[:limit])
     return {"tickets": list(rows), "count": tickets.count()}
+
+
+def hardware_ticket_days(since):
+    """``{(node id, day)}``: days since ``since`` on which someone filed a hardware ticket against a node or one
+    of its GPUs (telemetry's own tickets are left out: their fault already counts as a move to degraded). The
+    ageing recommendation counts these as fault days (``planning.recommendations.FAULT_DAY_SOURCES``)."""
+    tickets = (Ticket.objects.filter(category=Ticket.Category.HARDWARE, created__gte=since)
+               .exclude(source=Ticket.Source.TELEMETRY)
+               .annotate(on_node=Coalesce(F("node_id"), F("gpu__node_id")), day=TruncDate("created"))
+               .filter(on_node__isnull=False).values_list("on_node", "day").distinct())
+    return set(tickets)
