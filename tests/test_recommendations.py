@@ -10,6 +10,8 @@ import pytest
 from django.contrib.contenttypes.models import ContentType
 from django.core.exceptions import ValidationError
 from django.db import connection, transaction
+from django.db.models import F, Value
+from django.db.models.functions import Concat, Upper
 from django.test.utils import CaptureQueriesContext
 
 from inventory.models import GPU, LifecycleState, Node, StateTransition, TelemetrySource
@@ -20,6 +22,7 @@ from inventory.telemetry.records import Collected
 from planning import recommendations as recs
 from planning.models import CapacityPlan, Recommendation
 from planning.tasks import analyse_recommendations
+from support.models import Ticket
 from tests.factories import (
     build_gpu,
     build_node,
@@ -29,6 +32,7 @@ from tests.factories import (
     make_node_model,
     make_site,
     make_switch,
+    make_ticket,
 )
 
 END = datetime(2026, 11, 30, 6, 0, tzinfo=UTC)  # a Monday morning: the week before it is the window
@@ -706,3 +710,81 @@ def test_schema_documents_the_endpoints(viewer_api):
     assert "ExpansionRecommendation" in components
     assert {"RecommendationKindEnum", "RecommendationStatusEnum", "RecommendationSeverityEnum"} <= set(components)
     assert components["RecommendationDismissRequest"]["required"] == ["reason"]
+
+
+# --- Variants of one situation (issue 14): bursty or steadily starved GPUs, healthy partitions that must raise
+# nothing, Slurm's short host names against FQDNs in the inventory, hardware tickets people filed -------------
+
+
+def test_storage_bound_on_bursty_and_on_steadily_starved_gpus(db, scenarios):
+    bursty = scenarios["a100-legacy"]
+    assert bursty.engine_hours == bursty.busy_hours  # the simulator reports DCGM profiling fields
+    assert "bursts of full speed between stalls" in recs.storage_bound(bursty).summary
+    # The same allocation, but steady utilization and a graphics engine active a fifth of the time.
+    steady = replace(bursty, busy_util=82.0, stall_share=0.05, engine_active=0.2)
+    finding = recs.storage_bound(steady)
+    assert finding is not None and finding.severity == "high"  # 20 % < 0.7 × 35 %
+    assert "graphics engines were active only 20 % of the time, steadily" in finding.summary
+    figures = {f["label"]: f["value"] for f in finding.figures}
+    assert figures["Graphics engine active (DCGM profiling)"] == 20.0
+    assert recs.storage_bound(replace(steady, engine_active=0.3)).severity == "medium"
+
+
+def test_storage_bound_not_on_healthy_or_thinly_measured_partitions(db, scenarios):
+    bursty = scenarios["a100-legacy"]
+    healthy = replace(bursty, busy_util=85.0, stall_share=0.1, engine_active=0.9)
+    assert recs.storage_bound(healthy) is None
+    # Low activity, but the profiling fields cover only a fifth of the GPU-hours: not enough to say.
+    thin = replace(healthy, engine_active=0.2, engine_hours=0.2 * bursty.busy_hours)
+    assert recs.storage_bound(thin) is None
+    # Starved GPUs nobody holds are the scheduler's business, not the storage's.
+    assert recs.storage_bound(replace(healthy, engine_active=0.2, allocated_gpu_hours=0.5 * bursty.gpu_hours)) is None
+    for name in SCENARIO_PARTITIONS:  # and the simulator's healthy partitions stay quiet with both signs read
+        if name != "a100-legacy":
+            assert recs.storage_bound(scenarios[name]) is None, name
+
+
+def test_allocated_share_never_exceeds_one(db, scenarios):
+    p = scenarios["train-h200"]
+    # Three times the observed GPU-hours allocated (GPUs that did not report): 100 %, not 300 %.
+    assert replace(p, allocated_gpu_hours=3 * p.gpu_hours).allocated_share == 1.0
+
+
+def fqdn_fleet_with_tickets():
+    """The scenario fleet, then: the inventory holds the train-h100 nodes as ZRH-H100-00N.ZRH.EXAMPLE.ORG while
+    Slurm's jobs still say zrh-h100-00N; lys-res-002 (one day moved to degraded: not repeated) gets a hardware
+    ticket a person filed against one of its GPUs on another day, plus a telemetry ticket and a software ticket
+    that must not count (a telemetry ticket's fault is already the move to degraded)."""
+    scenario_fleet()
+    Node.objects.filter(partition="train-h100").update(
+        hostname=Concat(Upper(F("hostname")), Value(".ZRH.EXAMPLE.ORG")))
+    gpu = Node.objects.get(hostname="lys-res-002").gpus.first()
+    created = datetime(2026, 11, 2, 9, 0, tzinfo=UTC)
+    for days, source, category in ((0, Ticket.Source.TELEMETRY, Ticket.Category.HARDWARE),
+                                   (0, Ticket.Source.PERSON, Ticket.Category.SOFTWARE),
+                                   (1, Ticket.Source.PERSON, Ticket.Category.HARDWARE)):
+        ticket = make_ticket(gpu=gpu, category=category, source=source)
+        Ticket.objects.filter(pk=ticket.pk).update(created=created + timedelta(days=days))
+
+
+@pytest.fixture(scope="module")
+def variant(django_db_setup, django_db_blocker):
+    return gathered(django_db_blocker, fqdn_fleet_with_tickets)
+
+
+def test_rules_match_slurm_short_names_to_fqdns_in_any_case(db, gathered_scenarios, variant):
+    # The same jobs are measured (without matching, none would be); utilization within a point (the fleet is
+    # built again, and the simulator's backfill differs a little from one build to the next).
+    before = {w.label: (w.jobs, w.util) for w in gathered_scenarios[0]["train-h100"].widths}
+    after = variant[0]["train-h100"]
+    assert {w.label: w.jobs for w in after.widths} == {label: jobs for label, (jobs, _) in before.items()}
+    for w in after.widths:
+        assert w.util == pytest.approx(before[w.label][1], abs=1.0)
+    assert recs.network_bound(after) is not None
+
+
+def test_ageing_counts_hardware_tickets_people_filed(db, gathered_scenarios, variant):
+    assert {n.hostname: n for n in gathered_scenarios[1]}["lys-res-002"].fault_days == 1
+    health = {n.hostname: n for n in variant[1]}
+    assert health["lys-res-002"].fault_days == 2
+    assert any(recs.is_ageing(health["lys-res-002"], TODAY))

@@ -114,9 +114,7 @@ def multi_node_share(queryset, start, end, now=None):
     return result
 
 
-def in_window(queryset, start, end):
-    """Jobs with GPUs whose run may overlap [start, end] (the overlap itself is clipped at zero)."""
-    return allocation.in_window(queryset, start, end)
+in_window = allocation.in_window  # jobs with GPUs whose run may overlap [start, end]
 
 
 def hours(duration):
