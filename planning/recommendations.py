@@ -21,7 +21,10 @@ Definitions (per partition, over the window, nodes in service only)
     - *allocated share*: Slurm-allocated GPU-hours (``jobstats.multi_node_share``) / GPU-hours observed.
     - *queue wait* p50/p95 of jobs started in the window (``jobstats.queue_wait_percentiles``); *GPUs
       waiting*: Σ GPUs × wait of the jobs submitted in the window (pending ones until now) / window hours.
-    - *frame-buffer use*: mean of memory used / the GPU model's memory over busy hours.
+    - *frame-buffer use*: memory used / the GPU model's memory while jobs ran: per node-hour the frame buffer
+      used (GPU-hours) and the GPU-hours Slurm's jobs held there, Σ used / Σ held over the window, so that
+      short jobs with gaps between them do not dilute it (``add_memory``). Where Slurm placed no job on the
+      partition's nodes, the mean over busy hours.
     - *per-GPU utilization by node count*: the jobs in the window grouped by how many nodes they ran on
       (``WIDTHS``: 1, 2, 3–4, 5–8, 9+); per group the jobs, their GPU-hours and the mean ``util_mean`` of their
       nodes' GPUs (in whatever state the nodes are now) over the full hours each job ran (``add_widths``).
@@ -58,7 +61,7 @@ A recommendation dismissed or accepted is not raised again for ``snooze_days`` (
 import math
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
-from datetime import timedelta
+from datetime import datetime, timedelta
 from decimal import Decimal
 
 from django.conf import settings
@@ -83,9 +86,9 @@ from django.db.models.functions import Cast, Coalesce, Greatest, TruncDate
 from django.utils import timezone
 
 from inventory.models import GPU, Fabric, FabricAttachment, LifecycleState, Node, StateTransition
-from inventory.telemetry import jobstats, slurm
+from inventory.telemetry import allocation, jobstats, slurm
 from inventory.telemetry.matching import NodeMatcher
-from inventory.telemetry.models import GPUDaily, GPUHourly, SlurmJob
+from inventory.telemetry.models import GPUDaily, GPUHourly, SlurmJob, SlurmJobNode
 from inventory.telemetry.rollups import floor_hour
 
 from .models import CapacityPlan, OrderLine, PlanItem, Recommendation
@@ -467,12 +470,13 @@ def memory_bound(p, t=THRESHOLDS):
         kind=K.MEMORY, key=f"{K.MEMORY}:partition={p.partition}",
         severity=SEV.HIGH if p.oom_jobs else SEV.MEDIUM,
         title=f"Partition {p.partition or '(none)'} is memory-bound",
-        summary=(f"Busy GPUs used {pct(p.memory_share):.0f} % of their frame buffer, and {p.failed_jobs} of "
-                 f"{p.ended_jobs} jobs that ended failed ({p.oom_jobs} out of memory): models no longer fit."),
+        summary=(f"Jobs used {pct(p.memory_share):.0f} % of their GPUs' frame buffer while they ran, and "
+                 f"{p.failed_jobs} of {p.ended_jobs} jobs that ended failed ({p.oom_jobs} out of memory): "
+                 "models no longer fit."),
         action=("Move these workloads to larger-memory GPUs (e.g. 141 GB H200 or 192 GB B200 in place of 80 GB "
                 "parts), or budget for activation checkpointing and more sharding, which costs throughput."),
         figures=[
-            figure("Frame buffer used by busy GPUs", pct(p.memory_share), "%", f"≥ {pct(t.memory_share):.0f} %"),
+            figure("Frame buffer used while jobs ran", pct(p.memory_share), "%", f"≥ {pct(t.memory_share):.0f} %"),
             figure("Out-of-memory jobs", p.oom_jobs, "", "≥ 1, or failed share"),
             figure("Failed jobs", pct(failed_share), "%",
                    f"≥ {pct(t.failed_share):.0f} % of ≥ {t.min_ended_jobs} ended jobs"),
@@ -596,6 +600,7 @@ def partition_stats(now, t=THRESHOLDS):
     if not stats:
         return []
     add_series(stats, rows, busy, memory)
+    add_memory(stats, rows, memory, start, end, now)
     add_jobs(stats, start, end, now)
     multi_node = add_widths(stats, start, end, now)
     add_nodes(stats)
@@ -621,6 +626,41 @@ def add_series(stats, rows, busy, memory):
 
         p.series = {"x": [h.isoformat() for h in x], "util": values("mean_util"), "util_max": values("max_util"),
                     "memory": values("memory", 100.0)}
+
+
+def add_memory(stats, rows, memory, start, end, now):
+    """Frame-buffer use while jobs ran, over the window and per hour (two queries), in place of the busy-hour
+    mean wherever Slurm placed jobs on the partition's nodes.
+
+    An hourly rollup averages the frame buffer over the whole hour: a job of ten minutes that filled it reads
+    as a sixth full. So each node-hour counts the GPU-hours its jobs held in it (``allocation
+    .held_by_node_hour``, at most the GPUs that reported) and the frame buffer used in it (Σ used / the GPU's
+    memory, at most what was held: memory outside jobs is not theirs); the share is Σ used / Σ held, a ratio
+    that weighs each hour by the time jobs actually ran in it. Node-hours without jobs do not count.
+    """
+    held = allocation.held_by_node_hour(
+        SlurmJobNode.objects.filter(node__state=LifecycleState.IN_SERVICE, node__partition__in=list(stats)),
+        start, end, now)
+    if not held:
+        return
+    totals = defaultdict(lambda: [0.0, 0.0])  # partition → [frame buffer used, GPU-hours held]
+    hourly = defaultdict(lambda: defaultdict(lambda: [0.0, 0.0]))  # partition → hour → the same
+    for node_id, partition, hour, used, reporting in (
+            rows.filter(mem_used_mean_gb__isnull=False)
+            .values_list("gpu__node_id", "gpu__node__partition", "hour")
+            .annotate(used=Sum(memory), reporting=Count("pk")).order_by()):
+        gpu_hours = min(held.get((node_id, hour), 0.0), reporting)
+        if gpu_hours <= 0:
+            continue
+        for cell in (totals[partition], hourly[partition][hour]):
+            cell[0] += min(used, gpu_hours)
+            cell[1] += gpu_hours
+    for name, (used, gpu_hours) in totals.items():
+        p = stats[name]
+        p.memory_share = used / gpu_hours
+        cells = hourly[name]
+        p.series["memory"] = [round(100 * cells[h][0] / cells[h][1], 1) if h in cells else None
+                              for h in map(datetime.fromisoformat, p.series["x"])]
 
 
 def add_jobs(stats, start, end, now):

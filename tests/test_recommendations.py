@@ -15,7 +15,7 @@ from django.db.models.functions import Concat, Upper
 from django.test.utils import CaptureQueriesContext
 
 from inventory.models import GPU, LifecycleState, Node, StateTransition, TelemetrySource
-from inventory.telemetry import simulator, slurm
+from inventory.telemetry import allocation, simulator, slurm
 from inventory.telemetry.models import GPUHourly, SlurmJob
 from inventory.telemetry.pull import store
 from inventory.telemetry.records import Collected
@@ -436,7 +436,7 @@ def test_gather_reads_a_constant_number_of_queries(db):
     with CaptureQueriesContext(connection) as large:
         partitions, _ = recs.gather(END)
     assert len(partitions) == 2
-    assert len(large) == len(small) <= 24
+    assert len(large) == len(small) <= 26
 
 
 # --- Writing: idempotent, resolving, snoozing ---------------------------------------------------------------
@@ -788,3 +788,72 @@ def test_ageing_counts_hardware_tickets_people_filed(db, gathered_scenarios, var
     health = {n.hostname: n for n in variant[1]}
     assert health["lys-res-002"].fault_days == 2
     assert any(recs.is_ageing(health["lys-res-002"], TODAY))
+
+
+def memory_jobs(source, nodes, minutes, used_gb, hours=10, oom=True):
+    """On each of ``nodes`` (2-GPU nodes, 80 GB GPUs), from DAY 00:00 for ``hours`` hours: a job holding both
+    GPUs at the start of every hour for ``minutes`` minutes, filling ``used_gb`` of each GPU's frame buffer
+    while it runs, nothing in between; the rollups average memory over the hour, as DCGM's do. One of the jobs
+    ran out of memory when ``oom``."""
+    jobs = []
+    for node in nodes:
+        for hour in range(hours):
+            begin = DAY + timedelta(hours=hour)
+            finish = begin + timedelta(minutes=minutes)
+            jobs.append(job(source, f"{node.hostname}-{hour}", node.hostname, begin, finish))
+        GPUHourly.objects.bulk_create(
+            GPUHourly(gpu=gpu, hour=DAY + timedelta(hours=hour), util_mean=95 * minutes / 60, util_max=95,
+                      mem_used_mean_gb=used_gb * minutes / 60)
+            for gpu in node.gpus.all() for hour in range(hours))
+    if oom:
+        SlurmJob.objects.filter(pk=jobs[0].pk).update(state="OUT_OF_MEMORY")
+    allocation.save_allocations(jobs, {j.job_id: [j.nodes] for j in jobs})
+
+
+@pytest.mark.parametrize(("minutes", "used_gb", "fires"), [
+    (15, 72, True),  # short jobs with gaps between them, 90 % full while they run: memory-bound
+    (60, 72, True),  # the same use by jobs that fill the hours: the same answer
+    (15, 48, False),  # healthy, 60 % full, short or long, even with an out-of-memory job: nothing
+    (60, 48, False),
+])
+def test_memory_bound_weighs_each_hour_by_the_time_jobs_ran(db, minutes, used_gb, fires):
+    nodes, source = hand_fleet()
+    memory_jobs(source, nodes[:2], minutes, used_gb)
+    # Memory held outside any job (the other nodes, no job in the window) is not the jobs' and does not count.
+    GPUHourly.objects.bulk_create(GPUHourly(gpu=gpu, hour=DAY, util_mean=0, util_max=0, mem_used_mean_gb=80)
+                                  for node in nodes[2:] for gpu in node.gpus.all())
+    (p,) = recs.gather(END)[0]
+    # By hand: per node-hour 2 GPUs × used × minutes/60 / 80 used over 2 × minutes/60 GPU-hours held.
+    assert p.memory_share == pytest.approx(used_gb / 80)
+    assert p.oom_jobs == 1
+    assert fired(recs.memory_bound, p) == fires
+    hours = [datetime.fromisoformat(x) for x in p.series["x"]]
+    by_hour = dict(zip(hours, p.series["memory"], strict=True))
+    assert by_hour[DAY] == by_hour[DAY + timedelta(hours=9)] == round(100 * used_gb / 80, 1)
+    if fires:
+        figures = {f["label"]: f["value"] for f in recs.memory_bound(p).figures}
+        assert figures["Frame buffer used while jobs ran"] == round(100 * used_gb / 80, 1)
+
+
+def test_memory_used_in_an_hour_counts_at_most_the_gpu_hours_jobs_held(db):
+    nodes, source = hand_fleet()
+    # A 15-minute job at 01:00 on hnd-001 (0.5 GPU-hours held), but the rollup says 60 GB on average over the
+    # hour (memory something else held after the job): 1.5 GPU-hours used, capped at the 0.5 held. 02:00: a
+    # full hour at 40 GB (1.0 of 2.0 held). Share: (0.5 + 1.0) / (0.5 + 2.0) = 0.6.
+    jobs = [job(source, "short", "hnd-001", DAY + timedelta(hours=1), DAY + timedelta(hours=1, minutes=15)),
+            job(source, "full", "hnd-001", DAY + timedelta(hours=2), DAY + timedelta(hours=3))]
+    allocation.save_allocations(jobs, {j.job_id: [j.nodes] for j in jobs})
+    GPUHourly.objects.bulk_create(
+        GPUHourly(gpu=gpu, hour=DAY + timedelta(hours=hour), util_mean=50, util_max=90, mem_used_mean_gb=used)
+        for gpu in nodes[0].gpus.all() for hour, used in ((1, 60), (2, 40)))
+    (p,) = recs.gather(END)[0]
+    assert p.memory_share == pytest.approx(0.6)
+
+
+def test_without_slurm_jobs_frame_buffer_use_is_the_busy_hour_mean(db):
+    nodes, _ = hand_fleet()
+    GPUHourly.objects.bulk_create(
+        GPUHourly(gpu=gpu, hour=DAY + timedelta(hours=hour), util_mean=60, util_max=util, mem_used_mean_gb=used)
+        for gpu in nodes[0].gpus.all() for hour, util, used in ((1, 90, 64), (2, 90, 32), (3, 5, 80)))
+    (p,) = recs.gather(END)[0]
+    assert p.memory_share == pytest.approx((64 + 32) / 2 / 80)  # hour 3 was not busy

@@ -28,6 +28,7 @@ from inventory.models import GPU
 
 from .matching import NodeMatcher
 from .models import AllocationExcess, SlurmJobNode
+from .rollups import floor_hour
 
 ZERO = timedelta(0)
 
@@ -155,6 +156,24 @@ def clipped_gpu_time(queryset, start, end, now, by):
             .values_list(NODE_GROUPS.get(by, f"allocation__job__{by}"), "multi", "start", "end", "gpus")):
         add(key, multi, -gpus * hours(min(finish, limit) - max(begin, start)))
     return {key: {name: max(0.0, value) for name, value in row.items()} for key, row in totals.items()}
+
+
+def held_by_node_hour(allocations, start, end, now):
+    """``{(node id, hour): GPU-hours held}``: how long the jobs of ``allocations`` (``SlurmJobNode`` rows)
+    held GPUs on each node in each hour of [start, end), from when they started to where their run ends
+    (``run_end``) (one query). A job of ten minutes holds its GPUs a sixth of the hour it ran in. Not clipped
+    to the node's GPUs: callers cap each hour at the GPUs that reported in it."""
+    held = defaultdict(float)
+    hour_length = timedelta(hours=1)
+    for node_id, gpus, begin, finish in (
+            in_window(allocations.filter(node__isnull=False, gpus__gt=0), start, end, prefix="job__")
+            .annotate(finish=run_end(now, "job__")).values_list("node_id", "gpus", "job__start_time", "finish")):
+        begin, finish = max(begin, start), min(finish, end)
+        hour = floor_hour(begin)
+        while hour < finish:
+            held[(node_id, hour)] += gpus * hours(min(finish, hour + hour_length) - max(begin, hour))
+            hour += hour_length
+    return held
 
 
 def none_or(by):
