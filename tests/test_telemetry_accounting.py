@@ -202,6 +202,7 @@ def test_the_source_page_shows_the_data_quality_panel(slurm, fleet, viewer_clien
     assert "Data quality" in page
     assert escape(Quality.KINDS["job_overbooked"]) in page and "1 on gpu-001: jobs held 16 GPUs, the node has 8" in page
     assert Quality.KINDS["job_end_inferred"] in page and "3 NODE_FAIL: ended at start + elapsed (60 s)" in page
+    assert "3 jobs," in page and "0 XID events" in page and "xid_events" not in page  # the counts in words
 
 
 def test_save_jobs_from_records_twice_is_idempotent(slurm, fleet):

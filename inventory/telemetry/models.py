@@ -372,3 +372,11 @@ class PullReport(models.Model):
 
     def __str__(self):
         return f"{self.source} pull at {self.started_at:%Y-%m-%d %H:%M:%S}"
+
+    # What ``pull.store`` counts, in words for the page.
+    COUNT_LABELS = {"hours": "hours rolled up", "samples": "samples", "jobs": "jobs", "unknown": "unknown GPUs",
+                    "xid_events": "XID events", "mig_instances": "MIG instances"}
+
+    def read(self):
+        """The counts as ``(value, words)`` pairs, in the order the pull wrote them."""
+        return [(value, self.COUNT_LABELS.get(name, name.replace("_", " "))) for name, value in self.counts.items()]
