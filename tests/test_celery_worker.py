@@ -28,7 +28,7 @@ DCGM_FI_DEV_POWER_USAGE{{{LABELS}}} 612.5
 """
 
 
-def wait_for(condition, worker, seconds=60):
+def wait_for(condition, worker, seconds=180):
     deadline = time.monotonic() + seconds
     while not condition() and time.monotonic() < deadline:
         assert worker.poll() is None, worker.stdout.read()

@@ -22,6 +22,7 @@ import pytest
 import requests
 
 from tests.pgserver import find_bindir, free_port, throwaway_postgres
+from tests.readiness import wait_until, wait_until_answering
 
 ROOT = Path(__file__).resolve().parent.parent
 DATABASE = "portal_faults"
@@ -146,15 +147,7 @@ def gunicorn(env, var):
     )
     base = f"http://127.0.0.1:{port}"
     try:
-        deadline = time.monotonic() + 60
-        while True:
-            assert process.poll() is None, (var / "gunicorn.log").read_text()
-            try:
-                requests.get(base + "/accounts/login/", timeout=5)
-                break
-            except requests.ConnectionError:
-                assert time.monotonic() < deadline, "gunicorn did not start"
-                time.sleep(0.3)
+        wait_until_answering(base + "/accounts/login/", process, log=(var / "gunicorn.log").read_text)
         yield base, process
     finally:
         process.terminate()
@@ -217,16 +210,6 @@ def test_requests_fail_cleanly_while_postgres_is_down_and_the_same_process_recov
     with postgres.connect() as conn:
         names = {row[0] for row in conn.execute("SELECT name FROM inventory_site")}
     assert names == {"after-restart"}  # nothing from the requests that failed
-
-
-def wait_until(condition, seconds=30):
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        found = condition()
-        if found:
-            return found
-        time.sleep(0.1)
-    raise AssertionError("timed out waiting")
 
 
 def last_id(postgres):

@@ -4,7 +4,6 @@ the real thing (through the portal's own parsers), and ``manage.py simulate_tele
 import json
 import statistics
 import threading
-import time
 from collections import Counter, defaultdict
 from datetime import UTC, datetime, timedelta
 from io import StringIO
@@ -21,6 +20,7 @@ from inventory.telemetry.pull import pull
 from inventory.telemetry.simulator import SimGPU, SimNode
 from tests.factories import make_gpu, make_node
 from tests.pgserver import free_port
+from tests.readiness import wait_until_answering
 
 END = datetime(2026, 11, 30, 6, 0, tzinfo=UTC)  # a Monday morning: the week before it is the sample
 WEEK = timedelta(days=7)
@@ -214,20 +214,15 @@ def test_command_serves_metrics_and_jobs():
     thread.start()
     base = f"http://127.0.0.1:{port}"
     try:
-        for _ in range(50):
-            try:
-                response = requests.get(f"{base}/metrics", timeout=2)
-                break
-            except requests.ConnectionError:
-                time.sleep(0.1)
+        response = wait_until_answering(f"{base}/metrics")
         assert response.status_code == 200 and response.headers["Content-Type"].startswith("text/plain")
         uuids = {s.labels["UUID"] for f in text_string_to_metric_families(response.text) for s in f.samples}
         assert uuids == {gpu.uuid for gpu in gpus}
 
         start = int((datetime.now(UTC) - timedelta(days=2)).timestamp())
-        jobs = requests.get(f"{base}/slurmdb/v0.0.40/jobs", params={"start_time": start}, timeout=5).json()
+        jobs = requests.get(f"{base}/slurmdb/v0.0.40/jobs", params={"start_time": start}, timeout=30).json()
         assert jobs["jobs"] and all(job["partition"] == "train-h200" for job in jobs["jobs"])
-        assert requests.get(f"{base}/nothing", timeout=2).status_code == 404
+        assert requests.get(f"{base}/nothing", timeout=30).status_code == 404
 
         # the demo's sources pull it through the ordinary collectors
         metrics = TelemetrySource.objects.create(name="sim", kind="exporter", url=f"{base}/metrics")

@@ -61,10 +61,10 @@ class RealPrometheus:
         )
 
     def query(self, promql):
-        answer = requests.get(f"{self.url}/api/v1/query", params={"query": promql}, timeout=2).json()
+        answer = requests.get(f"{self.url}/api/v1/query", params={"query": promql}, timeout=30).json()
         return answer["data"]["result"]
 
-    def wait_for_samples(self, series, samples, deadline=60):
+    def wait_for_samples(self, series, samples, deadline=180):
         """Until each of ``series`` GPUs has at least ``samples`` utilization samples."""
         until = time.monotonic() + deadline
         while time.monotonic() < until:
