@@ -62,8 +62,9 @@ def fleet_summary():
     }
 
 
-def search(term, limit=20):
-    """Objects matching a hostname, serial, asset tag, GPU UUID or site name: [(kind, [objects])]."""
+def search(term, user, limit=20):
+    """Objects matching a hostname, serial, asset tag, GPU UUID or site name: [(kind, [objects])], of the kinds
+    ``user`` may view."""
     term = term.strip()
     if not term:
         return []
@@ -76,4 +77,6 @@ def search(term, limit=20):
         ("Switches", Switch.objects.filter(Q(name__icontains=term) | Q(serial__icontains=term))),
         ("Storage", StorageSystem.objects.filter(name__icontains=term)),
     ]
+    groups = [(title, queryset) for title, queryset in groups
+              if user.has_perm(f"inventory.view_{queryset.model._meta.model_name}")]
     return [(title, list(queryset[:limit])) for title, queryset in groups if queryset[:limit].exists()]

@@ -172,6 +172,10 @@ class UncoveredNodeListView(ObjectListView):
     def get_queryset(self):
         return coverage.uncovered_nodes()
 
+    def get_permission_required(self):
+        # Which nodes lack support says what the contracts cover: for readers of contracts, not every node reader.
+        return ["inventory.view_node", "planning.view_contract"]
+
     def get_export_filename(self, export_format):
         return f"uncovered-nodes.{export_format}"
 

@@ -18,7 +18,7 @@ NAVIGATION = [
     ]),
     ("Planning", [
         ("Contracts", "planning:contract_list", "planning.view_contract"),
-        ("Uncovered assets", "planning:uncovered", "inventory.view_node"),
+        ("Uncovered assets", "planning:uncovered", "planning.view_contract"),
         ("Purchase orders", "planning:purchaseorder_list", "planning.view_purchaseorder"),
         ("Deliveries", "planning:delivery_list", "planning.view_delivery"),
         ("Webhooks", "planning:webhook_list", "planning.view_webhook"),

@@ -28,8 +28,14 @@ class HomeView(TemplateView):
 
     template_name = "portal/home.html"
 
+    def get_template_names(self):
+        # An account without a role (no group yet) sees no fleet data, only how to get a role.
+        return [self.template_name if self.request.user.has_perm("inventory.view_node") else "portal/no_role.html"]
+
     def get_context_data(self, **kwargs):
         context = super().get_context_data(**kwargs)
+        if not self.request.user.has_perm("inventory.view_node"):
+            return context
         summary = inventory_queries.fleet_summary()
         context["summary"] = summary
         context["gpus_by_model_chart"] = json.dumps({
@@ -63,7 +69,7 @@ class SearchView(View):
 
     def get(self, request):
         term = request.GET.get("q", "").strip()
-        groups = inventory_queries.search(term)
+        groups = inventory_queries.search(term, request.user)
         matches = [obj for _, objects in groups for obj in objects]
         if len(matches) == 1:
             return HttpResponseRedirect(matches[0].get_absolute_url())

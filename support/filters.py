@@ -15,6 +15,34 @@ QUEUES = [("mine", "Mine"), ("team", "My team's"), ("unassigned", "Unassigned"),
 SLA_STATES = [("breached", "Breached"), ("soon", "Breaching soon"), ("at_risk", "Breached or breaching soon")]
 
 
+# The choices of the ticket filters (the queue forms and the browsable API's filter forms) name only what the
+# user may read: a researcher sees their own and their teams' tickets, not every ticket's title, user or team.
+def visible_tickets(request):
+    return Ticket.objects.visible_to(request.user) if request is not None else Ticket.objects.none()
+
+
+def reads_every_ticket(request):
+    return request is not None and request.user.has_perm("support.view_ticket")
+
+
+def assignees(request):
+    tickets = Ticket.objects.all() if reads_every_ticket(request) else visible_tickets(request)
+    return get_user_model().objects.filter(assigned_tickets__in=tickets).distinct().order_by("username")
+
+
+def visible_teams(request):
+    if reads_every_ticket(request):
+        return Team.objects.all()
+    return request.user.support_teams.all() if request is not None else Team.objects.none()
+
+
+def comment_authors(request):
+    comments = TicketComment.objects.filter(ticket__in=visible_tickets(request))
+    if not reads_every_ticket(request):
+        comments = comments.filter(internal=False)
+    return get_user_model().objects.filter(pk__in=comments.values("author")).order_by("username")
+
+
 class TicketFilterSet(SearchFilterSet):
     search_fields = ("title", "description", "rma_number", "node__hostname", "gpu__serial")
     # The queue, node and GPU come from the queue tabs and the node / GPU pages' links: hidden in the form.
@@ -24,9 +52,8 @@ class TicketFilterSet(SearchFilterSet):
     category = django_filters.ChoiceFilter(choices=Ticket.Category.choices)
     open = yes_no_filter(method="filter_open", label="Open")
     sla = django_filters.ChoiceFilter(choices=SLA_STATES, method="filter_sla", label="SLA")
-    assignee = django_filters.ModelChoiceFilter(queryset=get_user_model().objects.filter(assigned_tickets__isnull=False)
-                                                .distinct().order_by("username"))
-    team = django_filters.ModelChoiceFilter(queryset=Team.objects.all())
+    assignee = django_filters.ModelChoiceFilter(queryset=assignees)
+    team = django_filters.ModelChoiceFilter(queryset=visible_teams)
     site = django_filters.ModelChoiceFilter(queryset=Site.objects.all())
     node = django_filters.ModelChoiceFilter(queryset=Node.objects.all(), widget=forms.HiddenInput)
     gpu = django_filters.ModelChoiceFilter(queryset=GPU.objects.all(), widget=forms.HiddenInput, label="GPU")
@@ -62,6 +89,9 @@ class TicketFilterSet(SearchFilterSet):
 
 
 class TicketCommentFilterSet(django_filters.FilterSet):
+    ticket = django_filters.ModelChoiceFilter(queryset=visible_tickets)
+    author = django_filters.ModelChoiceFilter(queryset=comment_authors)
+
     class Meta:
         model = TicketComment
         fields = ["ticket", "internal", "author"]

@@ -123,7 +123,11 @@ def test_api_researcher_sees_own_and_team_tickets_and_no_internal_comments(rita,
     assert api.get(f"/api/support/tickets/{world['other'].pk}/").status_code == 404
     comments = api.get("/api/support/comments/", {"ticket": world["own"].pk}).json()["results"]
     assert [c["body"] for c in comments] == ["Public answer"]
-    assert api.get("/api/support/comments/", {"ticket": world["other"].pk}).json()["results"] == []
+    # Another team's ticket is not a choice of the filter: refused as one that does not exist, nothing listed.
+    refused = api.get("/api/support/comments/", {"ticket": world["other"].pk})
+    assert refused.status_code == 400 and "ticket" in refused.json() and "results" not in refused.json()
+    missing = api.get("/api/support/comments/", {"ticket": 999_999})
+    assert missing.status_code == 400 and missing.json().keys() == refused.json().keys()
     response = api.post("/api/support/comments/", {"ticket": world["other"].pk, "body": "x"})
     assert response.status_code == 400  # not a ticket they may see
     response = api.post("/api/support/comments/", {"ticket": world["own"].pk, "body": "y", "internal": True})
