@@ -439,6 +439,7 @@ def measure(args, folder, processes, database_url, database_port):
         DATABASE_URL=database_url,
         DEBUG="0",
         SECRET_KEY=secrets.token_urlsafe(50),
+        API_RATE_LIMIT="",  # the load test measures the portal, not its rate limit (many users share accounts)
         ALLOWED_HOSTS="127.0.0.1",
         SECURE_PROXY_SSL_HEADER="1",  # the users send X-Forwarded-Proto: https, as the TLS proxy would
         PORTAL_VAR_DIR=str(folder / "var"),

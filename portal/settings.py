@@ -6,8 +6,9 @@ Everything that differs between the demo and production comes from environment v
 - ``CELERY_BROKER_URL`` default: kombu's filesystem transport under ``var/broker`` (no server needed)
 - ``DATABASE_CONNECT_TIMEOUT``, ``CELERY_BROKER_CONNECTION_TIMEOUT``, ``EMAIL_TIMEOUT``: seconds a request waits
   for a database, broker or mail server that does not answer (see ``docs/faults.md``)
-- ``SECRET_KEY``        required when ``DEBUG=0``
-- ``DEBUG``             default ``1`` (the embedded demo); production sets ``0``
+- ``SECRET_KEY``        required unless ``DEBUG=1``
+- ``DEBUG``             default ``0``; the demo (``make demo``) and the test run set ``1``
+- ``API_RATE_LIMIT``    API requests per user or token (default ``1200/minute``); ``CACHE_URL`` shares the count
 - ``ALLOWED_HOSTS``     comma separated; default ``127.0.0.1,localhost`` (plus ``*`` nothing else)
 
 Security (see the "Security" section below): ``SECURE_SSL_REDIRECT``, ``SECURE_PROXY_SSL_HEADER``,
@@ -40,12 +41,14 @@ def env_list(name, default):
     return [item.strip() for item in os.environ.get(name, default).split(",") if item.strip()]
 
 
-DEBUG = env_bool("DEBUG", True)
+# Off unless asked for: the demo (make demo) and the test run turn it on themselves.
+DEBUG = env_bool("DEBUG", False)
 
 SECRET_KEY = os.environ.get("SECRET_KEY", "")
 if not SECRET_KEY:
     if not DEBUG:
-        raise ImproperlyConfigured("SECRET_KEY must be set in the environment when DEBUG=0.")
+        raise ImproperlyConfigured("SECRET_KEY must be set in the environment (only DEBUG=1, the demo, runs "
+                                   "without one).")
     SECRET_KEY = "insecure-demo-key-only-for-debug-mode-" + "x" * 20
 
 ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", "127.0.0.1,localhost,[::1],testserver")
@@ -237,6 +240,13 @@ CONTENT_SECURITY_POLICY = {
     },
 }
 
+# --- Cache --------------------------------------------------------------------------------------
+# What the API's rate limits count in. Unset: each process's memory (the demo, one process); with several web
+# processes or machines, CACHE_URL=redis://host:6379/1 gives them one count.
+CACHE_URL = os.environ.get("CACHE_URL", "")
+CACHES = {"default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": CACHE_URL}
+          if CACHE_URL else {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}
+
 # --- REST API ----------------------------------------------------------------------------------
 # Clients may pin it: ``Accept: application/json; version=1.0``; another version is a 406.
 API_VERSION = "1.0"
@@ -261,8 +271,18 @@ REST_FRAMEWORK = {
         "rest_framework.renderers.JSONRenderer",
         "rest_framework.renderers.BrowsableAPIRenderer",
     ],
+    "DEFAULT_PARSER_CLASSES": [
+        "portal.api.parsers.DepthLimitedJSONParser",
+        "rest_framework.parsers.FormParser",
+        "rest_framework.parsers.MultiPartParser",
+    ],
+    "DEFAULT_THROTTLE_CLASSES": ["portal.api.throttling.PortalRateThrottle"],
     "TEST_REQUEST_DEFAULT_FORMAT": "json",
 }
+# Requests per user (per API token when one is used): "<n>/second|minute|hour|day"; empty: no limit. Over it: 429
+# with Retry-After. Counted in the cache (CACHE_URL below).
+API_RATE_LIMIT = os.environ.get("API_RATE_LIMIT", "1200/minute")
+API_MAX_JSON_DEPTH = int(os.environ.get("API_MAX_JSON_DEPTH", "64"))  # deeper request bodies are a 400
 SPECTACULAR_SETTINGS = {
     "TITLE": "Cluster Portal API",
     "DESCRIPTION": "Inventory, telemetry, planning, contracts and support for GPU training clusters.",

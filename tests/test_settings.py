@@ -15,7 +15,8 @@ ROOT = Path(__file__).resolve().parent.parent
 
 def manage(*args, **env):
     clean = {k: v for k, v in os.environ.items() if k not in {"DEBUG", "SECRET_KEY", "DATABASE_URL"}}
-    return subprocess.run([sys.executable, "manage.py", *args], cwd=ROOT, env={**clean, **env},
+    env = {**clean, "DJANGO_SETTINGS_MODULE": "portal.settings", **env}  # the portal's, not the test run's
+    return subprocess.run([sys.executable, "manage.py", *args], cwd=ROOT, env=env,
                           capture_output=True, text=True, timeout=120)
 
 
@@ -32,6 +33,19 @@ def test_production_refuses_to_start_without_a_secret_key(tmp_path):
     result = manage("check", DEBUG="0", PORTAL_VAR_DIR=str(tmp_path))
     assert result.returncode != 0
     assert "SECRET_KEY must be set" in result.stderr
+
+
+def test_debug_is_off_unless_asked_for(tmp_path):
+    # Nothing in the environment: no DEBUG, so no start without a secret key.
+    result = manage("check", PORTAL_VAR_DIR=str(tmp_path))
+    assert result.returncode != 0 and "SECRET_KEY must be set" in result.stderr
+    code = "from django.conf import settings as s; import django; django.setup(); print(s.DEBUG)"
+    clean = {k: v for k, v in os.environ.items() if k not in {"DEBUG", "SECRET_KEY"}}
+    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=60,
+                         env={**clean, "DJANGO_SETTINGS_MODULE": "portal.settings", "SECRET_KEY": "s" * 50,
+                              "PORTAL_VAR_DIR": str(tmp_path)})
+    assert out.stdout.strip() == "False", out.stderr
+    assert "DEBUG=1" in (ROOT / "Makefile").read_text().split("\ndemo:")[1].split("\n\n")[0]  # the demo asks
 
 
 def test_embedded_defaults_need_no_server(tmp_path):
