@@ -186,3 +186,14 @@ def test_error_codes_document_their_json_body(schema_file):
     orders = schema["paths"]["/api/planning/purchase-orders/"]["post"]["responses"]
     assert {code: orders[code]["content"]["application/json"]["schema"]["$ref"].rsplit("/", 1)[1]
             for code in ("400", "409", "422")} == {"400": "ValidationError", "409": "Error", "422": "Error"}
+
+
+def test_form_and_multipart_bodies_are_refused_with_415(manager_api):
+    for media in ("multipart", None):  # None: the test client's form encoding
+        body = {"vendor": "Supermicro", "reference": "PO-F"}
+        response = (manager_api.post("/api/planning/purchase-orders/", body, format=media) if media else
+                    manager_api.post("/api/planning/purchase-orders/", "vendor=Supermicro",
+                                     content_type="application/x-www-form-urlencoded"))
+        assert response.status_code == 415
+        assert "Unsupported media type" in response.json()["detail"]
+    assert PurchaseOrder.objects.count() == 0
