@@ -68,7 +68,8 @@ class PortalAutoSchema(AutoSchema):
         permission, 406 for an unknown API version, 404 for an object that does not exist (or a page past
         the end), 400 for an invalid body or query parameter, 409 for a delete of an object still in use,
         413 for a body over the size limit, 415 for a body of another media type. Undocumented, a client (or
-        schemathesis) cannot tell an answer the API promises from a bug."""
+        schemathesis) cannot tell an answer the API promises from a bug. Every error code gets its JSON body
+        (``Error``; 400: ``ValidationError``), those an operation documents itself included."""
         responses = operation["responses"]
         has_body = "requestBody" in operation
         has_query = any(p["in"] == "query" for p in operation.get("parameters", ()))
