@@ -271,11 +271,10 @@ REST_FRAMEWORK = {
         "rest_framework.renderers.JSONRenderer",
         "rest_framework.renderers.BrowsableAPIRenderer",
     ],
-    "DEFAULT_PARSER_CLASSES": [
-        "portal.api.parsers.DepthLimitedJSONParser",
-        "rest_framework.parsers.FormParser",
-        "rest_framework.parsers.MultiPartParser",
-    ],
+    # JSON bodies only: the schema then offers one request body per operation, which generated clients
+    # (openapi-python-client) need; a view that takes files would set its own parser_classes. Bodies nested
+    # deeper than API_MAX_JSON_DEPTH are refused before decoding.
+    "DEFAULT_PARSER_CLASSES": ["portal.api.parsers.DepthLimitedJSONParser"],
     "DEFAULT_THROTTLE_CLASSES": ["portal.api.throttling.PortalRateThrottle"],
     "TEST_REQUEST_DEFAULT_FORMAT": "json",
 }

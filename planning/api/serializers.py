@@ -212,9 +212,13 @@ class DeliveryItemInSerializer(serializers.Serializer):
     line = serializers.PrimaryKeyRelatedField(queryset=OrderLine.objects.select_related("node_model", "gpu_model"),
                                               help_text="The order line the unit is for.")
     serial = serializers.CharField(max_length=100)
-    hostname = serializers.CharField(max_length=100, required=False, default="", help_text="Nodes: required.")
-    uuid = serializers.CharField(max_length=100, required=False, default="", help_text="GPUs: required (GPU-…).")
-    node = serializers.CharField(max_length=100, required=False, default="",
+    # The defaults are "" and "" is accepted (as "not given"): the schema documents the default, so generated
+    # clients send it.
+    hostname = serializers.CharField(max_length=100, required=False, allow_blank=True, default="",
+                                     help_text="Nodes: required.")
+    uuid = serializers.CharField(max_length=100, required=False, allow_blank=True, default="",
+                                 help_text="GPUs: required (GPU-…).")
+    node = serializers.CharField(max_length=100, required=False, allow_blank=True, default="",
                                  help_text="GPUs: hostname of the node it is installed in (delivered earlier or in "
                                            "this delivery); with `slot`. Empty for a spare GPU.")
     slot = serializers.IntegerField(min_value=0, required=False, allow_null=True, default=None)
@@ -225,10 +229,10 @@ class DeliveryCreateSerializer(serializers.Serializer):
     state delivered, all or nothing."""
 
     order = serializers.PrimaryKeyRelatedField(queryset=PurchaseOrder.objects.all())
-    external_id = serializers.CharField(max_length=100, required=False, default="",
+    external_id = serializers.CharField(max_length=100, required=False, allow_blank=True, default="",
                                         help_text="Unique per client: repeating it returns the first delivery.")
     delivered_on = serializers.DateField(required=False)
-    note = serializers.CharField(max_length=500, required=False, default="")
+    note = serializers.CharField(max_length=500, required=False, allow_blank=True, default="")
     items = DeliveryItemInSerializer(many=True)
 
 

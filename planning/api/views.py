@@ -197,6 +197,7 @@ class DeliveryViewSet(IdempotentCreateMixin, PortalModelViewSet):
     filterset_fields = ["order", "external_id", "delivered_on"]
     http_method_names = READ_AND_CREATE
     external_id_field = "external_id"
+    bulk_create = False  # one delivery per request (``create_object`` takes one): the schema offers no list
 
     def get_serializer_class(self):
         return api.DeliveryCreateSerializer if self.action == "create" else api.DeliverySerializer

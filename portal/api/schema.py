@@ -40,11 +40,18 @@ def _array(items):
     return {"type": "array", "items": items, "minItems": 1, "maxItems": MAX_BULK_ITEMS}
 
 
-# DRF's validation errors: field name → messages (``non_field_errors`` for the object as a whole), or one such
-# object per item of a list.
+# DRF's validation errors: field name → messages (``non_field_errors`` for the object as a whole; a nested list's
+# errors per item), or a list of messages. The object is a component of its own so that a generated client has
+# a model to parse it into (an inline object in a oneOf becomes ``ValidationErrorType0``).
+FIELD_ERRORS = {
+    "type": "object", "additionalProperties": {},
+    "description": "Field name → list of messages (`non_field_errors`: the object as a whole; a nested list's "
+                   "errors per item). A refusal of the request as a whole has `detail` instead.",
+}
+FIELD_ERRORS_REF = {"$ref": "#/components/schemas/FieldErrors"}
 VALIDATION_ERROR = {
-    "oneOf": [{"type": "object", "additionalProperties": {}}, {"type": "array", "items": {}}],
-    "description": "Field name → list of messages (`non_field_errors`: the object as a whole).",
+    "oneOf": [FIELD_ERRORS_REF, {"type": "array", "items": {}}],
+    "description": "Field errors, or a list of messages.",
 }
 
 
@@ -61,27 +68,41 @@ class PortalAutoSchema(AutoSchema):
         permission, 406 for an unknown API version, 404 for an object that does not exist (or a page past
         the end), 400 for an invalid body or query parameter, 409 for a delete of an object still in use,
         413 for a body over the size limit, 415 for a body of another media type. Undocumented, a client (or
-        schemathesis) cannot tell an answer the API promises from a bug."""
+        schemathesis) cannot tell an answer the API promises from a bug. Every error code gets its JSON body
+        (``Error``; 400: ``ValidationError``), those an operation documents itself included."""
         responses = operation["responses"]
         has_body = "requestBody" in operation
         has_query = any(p["in"] == "query" for p in operation.get("parameters", ()))
         paginated = self.method == "GET" and self._is_list_view() and self._get_paginator() is not None
         errors = {
-            "400": (has_body or has_query, "ValidationError", VALIDATION_ERROR, "Invalid request."),
-            "401": (True, "Error", DETAIL, "Missing, invalid or expired credentials."),
-            "403": (True, "Error", DETAIL, "Not allowed for your role."),
-            "404": ("{" in self.path or paginated, "Error", DETAIL, "No such object (or no such page)."),
-            "406": (True, "Error", DETAIL, "Unknown API version in the Accept header."),
-            "409": (self._portal_action() in ("destroy", "bulk_destroy"), "Error", DETAIL,
+            "400": (has_body or has_query, "ValidationError", "Invalid request."),
+            "401": (True, "Error", "Missing, invalid or expired credentials."),
+            "403": (True, "Error", "Not allowed for your role."),
+            "404": ("{" in self.path or paginated, "Error", "No such object (or no such page)."),
+            "406": (True, "Error", "Unknown API version in the Accept header."),
+            "409": (self._portal_action() in ("destroy", "bulk_destroy"), "Error",
                     "Still used by other objects (they are named); nothing was deleted."),
-            "413": (has_body, "Error", DETAIL, "The request body is over the size limit."),
-            "415": (has_body, "Error", DETAIL, "Unsupported media type of the request body."),
+            "413": (has_body, "Error", "The request body is over the size limit."),
+            "415": (has_body, "Error", "Unsupported media type of the request body."),
         }
-        for code, (applies, name, schema, description) in errors.items():
+        for code, (applies, name, description) in errors.items():
             if applies and code not in responses:
-                component = ResolvedComponent(name=name, type=ResolvedComponent.SCHEMA, object=name, schema=schema)
-                self.registry.register_on_missing(component)
-                responses[code] = {"description": description, "content": {JSON: {"schema": component.ref}}}
+                responses[code] = {"description": description, "content": {JSON: {"schema": self._error(name)}}}
+        # Codes an operation documents with a description alone (``OpenApiResponse(description=...)``: 400, 409,
+        # 412, 422, ...) get the body the portal answers them with, or a generated client cannot parse them.
+        for code, response in responses.items():
+            if code[0] in "45" and not response.get("content"):
+                response["content"] = {JSON: {"schema": self._error("ValidationError" if code == "400" else "Error")}}
+
+    def _error(self, name):
+        """A reference to the error component ``name`` (``Error`` or ``ValidationError``), registered once."""
+        schemas = {"Error": DETAIL, "ValidationError": VALIDATION_ERROR}
+        if name == "ValidationError":
+            self.registry.register_on_missing(ResolvedComponent(
+                name="FieldErrors", type=ResolvedComponent.SCHEMA, object="FieldErrors", schema=FIELD_ERRORS))
+        component = ResolvedComponent(name=name, type=ResolvedComponent.SCHEMA, object=name, schema=schemas[name])
+        self.registry.register_on_missing(component)
+        return component.ref
 
     def _map_serializer_field(self, field, direction, bypass_extensions=False):
         """A field's ``schema_limits`` (minimum, maximum, ... that its serializer checks in ``validate``) join its
@@ -146,8 +167,7 @@ class PortalAutoSchema(AutoSchema):
         responses = super()._get_response_bodies(direction)
         action = self._portal_action()
         if action in ("update", "partial_update", "destroy"):
-            responses["412"] = {"description": "The object changed since the ETag in If-Match.",
-                                "content": {JSON: {"schema": DETAIL}}}
+            responses["412"] = {"description": "The object changed since the ETag in If-Match."}  # body: Error
         if action == "retrieve":
             responses["304"] = {"description": "Not modified: the ETag in If-None-Match is current."}
         if action == "create" and self.view.bulk_create:
