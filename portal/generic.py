@@ -26,6 +26,7 @@ from django_tables2 import RequestConfig, SingleTableMixin
 from django_tables2.export import ExportMixin
 
 from . import history, locking
+from .exports import EXPORT_PARAM, SafeTableExport, export_links, refuse_format
 from .imports import run_import
 
 HISTORY_LIMIT = 25
@@ -51,8 +52,8 @@ class ModelPermissionMixin(PermissionRequiredMixin):
 
 
 class ObjectListView(ModelPermissionMixin, ExportMixin, SingleTableMixin, FilterView):
-    """Sortable, filterable, paginated table; htmx requests get only the table; ``?_export=csv``
-    downloads every filtered row."""
+    """Sortable, filterable, paginated table; htmx requests get only the table; ``?_export=csv`` (or
+    another of ``portal.exports.FORMATS``) downloads every filtered row."""
 
     template_name = "generic/object_list.html"
     table_template_name = "generic/object_table.html"
@@ -60,6 +61,13 @@ class ObjectListView(ModelPermissionMixin, ExportMixin, SingleTableMixin, Filter
     per_page = 50
     exclude_columns = ("select", "actions")
     importable = False
+    export_class = SafeTableExport
+
+    def render_to_response(self, context, **kwargs):
+        export_format = self.request.GET.get(EXPORT_PARAM)
+        if export_format is not None and not self.export_class.is_valid_format(export_format):
+            return refuse_format(self.request, export_format)
+        return super().render_to_response(context, **kwargs)
 
     def get_template_names(self):
         htmx = getattr(self.request, "htmx", None)
@@ -87,6 +95,7 @@ class ObjectListView(ModelPermissionMixin, ExportMixin, SingleTableMixin, Filter
             if self.importable and user.has_perm(permission_name(model, "add"))
             else None,
             export_url=f"?{query.urlencode()}",
+            export_links=export_links(self.request),
             active_filters=active_filters(context.get("filter")),
         )
         return context
