@@ -7,7 +7,7 @@ and the import all refuse the same things with the same messages.
 from django import forms
 from django.core.exceptions import ValidationError
 
-from portal.imports import ImportForm
+from portal.imports import ImportForm, NamedChoiceField
 
 from . import lifecycle
 from .models import (
@@ -106,7 +106,7 @@ class StorageSystemForm(forms.ModelForm):
 
 
 def by_name(queryset, field="name", **kwargs):
-    return forms.ModelChoiceField(queryset=queryset, to_field_name=field, **kwargs)
+    return NamedChoiceField(queryset=queryset, to_field_name=field, **kwargs)
 
 
 class LifecycleImportMixin:
@@ -126,6 +126,9 @@ class LifecycleImportMixin:
             except ValidationError as error:
                 raise ValidationError(error.message_dict["to"]) from error
         return state
+
+    def needs_own_save(self):
+        return bool(self.previous_state and self.instance.state != self.previous_state)
 
     def save(self, commit=True):
         target = self.instance.state
@@ -161,12 +164,42 @@ class NodeImportForm(LifecycleImportMixin, ImportForm):
         fields = ["hostname", "serial", "asset_tag", "site", "rack", "position", "node_model", "partition",
                   "owner_team", "warranty_end", "state"]
 
+    @classmethod
+    def prefetch(cls, rows):
+        """Also the racks the rows name, by (site, rack name), in one query."""
+        known = super().prefetch(rows)
+        names = {data["rack"] for _, data in rows if data.get("rack")}
+        racks = Rack.objects.filter(site__in=known["site"].values(), name__in=names) if names else []
+        known["racks"] = {(rack.site_id, rack.name): rack for rack in racks}
+        return known
+
+    @classmethod
+    def check_rows(cls, valid):
+        """Nodes of the file that take the same rack units as each other (each is checked against the
+        nodes already in the rack by the model)."""
+        problems, placed = [], {}
+        for form in valid:
+            node = form.instance
+            if not (node.rack_id and node.position):
+                continue
+            for other, row in placed.get(node.rack_id, []):
+                if other.position <= node.top_u and node.position <= other.top_u:
+                    problems.append((form, "position", f"U{other.position}-U{other.top_u} is taken by "
+                                                       f"{other.hostname} (row {row})."))
+                    break
+            else:
+                placed.setdefault(node.rack_id, []).append((node, form.row_number))
+        return problems
+
     def clean(self):
         cleaned = super().clean()
         name, site = cleaned.get("rack"), cleaned.get("site")
         cleaned["rack"] = None
         if name and site:
-            rack = Rack.objects.filter(site=site, name=name).first()
+            if "racks" in self.known:
+                rack = self.known["racks"].get((site.pk, name))
+            else:
+                rack = Rack.objects.filter(site=site, name=name).first()
             if rack is None:
                 self.add_error("rack", f"No rack '{name}' in site {site}.")
             cleaned["rack"] = rack
