@@ -158,6 +158,7 @@ class NodeImportForm(LifecycleImportMixin, ImportForm):
     site = by_name(Site.objects.all())
     rack = forms.CharField(required=False, help_text="Rack name within the site.")
     node_model = by_name(NodeModel.objects.all())
+    resolved_fields = ("rack",)
 
     class Meta:
         model = Node
@@ -171,6 +172,12 @@ class NodeImportForm(LifecycleImportMixin, ImportForm):
         names = {data["rack"] for _, data in rows if data.get("rack")}
         racks = Rack.objects.filter(site__in=known["site"].values(), name__in=names) if names else []
         known["racks"] = {(rack.site_id, rack.name): rack for rack in racks}
+        for rack in known["racks"].values():
+            rack.placed_nodes = []
+        placed = Node.objects.filter(rack__in=known["racks"].values()).exclude(position=None)
+        by_pk = {rack.pk: rack for rack in known["racks"].values()}
+        for node in placed.select_related("node_model"):
+            by_pk[node.rack_id].placed_nodes.append(node)
         return known
 
     @classmethod
@@ -215,6 +222,17 @@ class GPUImportForm(LifecycleImportMixin, ImportForm):
     class Meta:
         model = GPU
         fields = ["serial", "uuid", "node", "slot", "gpu_model", "state"]
+
+    @classmethod
+    def prefetch(cls, rows):
+        """Also the GPUs already in the named nodes, in one query (the model checks a node's free slots)."""
+        known = super().prefetch(rows)
+        by_pk = {node.pk: node for node in known["node"].values()}
+        for node in by_pk.values():
+            node.installed_gpu_ids = set()
+        for node_id, pk in GPU.objects.filter(node__in=by_pk).values_list("node_id", "pk"):
+            by_pk[node_id].installed_gpu_ids.add(pk)
+        return known
 
     def clean_serial(self):
         serial = self.cleaned_data["serial"].strip()

@@ -55,6 +55,8 @@ class ImportForm(forms.ModelForm):
     file refers to (``known``, from ``prefetch``). Uniqueness is checked for all rows together by
     ``run_import``, not per row."""
 
+    resolved_fields = ()  # references the form's own clean() finds in ``known`` (not looked up again)
+
     def __init__(self, *args, user=None, known=None, **kwargs):
         super().__init__(*args, **kwargs)
         self.user = user
@@ -82,9 +84,47 @@ class ImportForm(forms.ModelForm):
     def validate_unique(self):
         pass  # run_import checks uniqueness for every row at once (check_unique)
 
+    def _post_clean(self):
+        """Django's ``ModelForm._post_clean`` less its queries per row: references the form resolved from
+        ``known`` are not looked up again, and unique constraints are left to ``check_unique``."""
+        exclude = self._get_validation_exclusions()
+        exclude |= {name for name, f in self.fields.items() if isinstance(f, NamedChoiceField) and f.known is not None}
+        exclude |= set(self.resolved_fields) if self.known else set()
+        try:
+            self.instance = forms.models.construct_instance(self, self.instance, self._meta.fields, self._meta.exclude)
+        except ValidationError as error:
+            self._update_errors(error)
+        try:
+            self.instance.full_clean(exclude=exclude, validate_unique=False, validate_constraints=False)
+        except ValidationError as error:
+            self._update_errors(error)
+        model = type(self.instance)
+        for constraint in model._meta.constraints:
+            if not isinstance(constraint, models.UniqueConstraint):
+                try:
+                    constraint.validate(model, self.instance, exclude=exclude)
+                except ValidationError as error:
+                    self._update_errors(error)
+
     def needs_own_save(self):
         """True when the row must be saved through ``save()`` (e.g. it records a lifecycle transition)."""
         return False
+
+
+class SharedFields(dict):
+    """A form's fields that every row's form uses as they are: a form copies its class's fields (a deep
+    copy, querysets and choices included), which would cost more than checking the row."""
+
+    def __deepcopy__(self, memo):
+        return self
+
+
+def sharing_fields(form_class):
+    """A subclass of the row form whose instances share one copy of the fields (nothing a row form does
+    changes its fields)."""
+    shared = type(form_class.__name__, (form_class,), {"__module__": form_class.__module__})
+    shared.base_fields = SharedFields(copy.deepcopy(form_class.base_fields))
+    return shared
 
 
 def in_chunks(queryset, key, values):
@@ -134,6 +174,8 @@ def read_csv(text):
         header = next(reader, [])
     except csv.Error as error:
         return [], [], [f"row 1: {unreadable(error)}"]
+    if any("\0" in name for name in header):
+        return [], [], [f"row 1: {NUL_MESSAGE}"]
     columns = [name.strip() for name in header]
     rows, errors, number = [], [], 1
     while True:
@@ -146,6 +188,9 @@ def read_csv(text):
             errors.append(f"row {number}: {unreadable(error)}")
             continue
         if not any(value.strip() for value in record):
+            continue
+        if any("\0" in value for value in record):  # Python's csv reads it; no database stores it
+            errors.append(f"row {number}: {NUL_MESSAGE}")
             continue
         if any(value.strip() for value in record[len(columns):]):
             errors.append(f"row {number}: {len(record)} values for {len(columns)} columns.")
@@ -161,9 +206,12 @@ def read_csv(text):
     return columns, rows, errors
 
 
+NUL_MESSAGE = "the line contains a NUL character (a binary file, or not saved as text CSV)."
+
+
 def unreadable(error):
     if "NUL" in str(error):
-        return "the line contains a NUL character (a binary file, or not saved as text CSV)."
+        return NUL_MESSAGE
     return f"cannot be read as CSV ({error})."
 
 
@@ -339,7 +387,7 @@ def run_import(text, form_class, match_on, *, commit, user=None, batch_rows=None
     known_columns = set(form_class.base_fields)
     required = {name for name, f in form_class.base_fields.items() if f.required}
     if not columns:
-        result.errors.append("The file is empty: the first line must name the columns.")
+        result.errors += read_errors or ["The file is empty: the first line must name the columns."]
         return result
     unknown = [c for c in columns if c not in known_columns]
     if unknown:
@@ -355,6 +403,7 @@ def run_import(text, form_class, match_on, *, commit, user=None, batch_rows=None
 
     existing = match_existing(model, match_on, rows)
     known = form_class.prefetch(rows)
+    form_class = sharing_fields(form_class)
     valid, by_number = [], {}
     for count, (number, data) in enumerate(rows, start=1):
         row = RowResult(line=number)
