@@ -312,10 +312,12 @@ class Undo:
     def run(self, fields):
         history_model = self.model.history.model
         with transaction.atomic():
-            history_model.objects.filter(pk__in=self.records).delete()
             self.model._default_manager.filter(pk__in=self.created).delete()
             if self.before:
                 self.model._default_manager.bulk_update(self.before, fields)
+            # The objects were new: every change record of theirs (the deletion's too) is this import's.
+            history_model.objects.filter(id__in=self.created).delete()
+            history_model.objects.filter(pk__in=self.records).delete()
 
 
 def write(model, valid, user, batch_rows, progress, undo=None):
