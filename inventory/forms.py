@@ -7,7 +7,7 @@ and the import all refuse the same things with the same messages.
 from django import forms
 from django.core.exceptions import ValidationError
 
-from portal.imports import ImportForm
+from portal.imports import ImportForm, NamedChoiceField
 
 from . import lifecycle
 from .models import (
@@ -106,7 +106,7 @@ class StorageSystemForm(forms.ModelForm):
 
 
 def by_name(queryset, field="name", **kwargs):
-    return forms.ModelChoiceField(queryset=queryset, to_field_name=field, **kwargs)
+    return NamedChoiceField(queryset=queryset, to_field_name=field, **kwargs)
 
 
 class LifecycleImportMixin:
@@ -126,6 +126,9 @@ class LifecycleImportMixin:
             except ValidationError as error:
                 raise ValidationError(error.message_dict["to"]) from error
         return state
+
+    def needs_own_save(self):
+        return bool(self.previous_state and self.instance.state != self.previous_state)
 
     def save(self, commit=True):
         target = self.instance.state
@@ -155,18 +158,55 @@ class NodeImportForm(LifecycleImportMixin, ImportForm):
     site = by_name(Site.objects.all())
     rack = forms.CharField(required=False, help_text="Rack name within the site.")
     node_model = by_name(NodeModel.objects.all())
+    resolved_fields = ("rack",)
 
     class Meta:
         model = Node
         fields = ["hostname", "serial", "asset_tag", "site", "rack", "position", "node_model", "partition",
                   "owner_team", "warranty_end", "state"]
 
+    @classmethod
+    def prefetch(cls, rows):
+        """Also the racks the rows name, by (site, rack name), in one query."""
+        known = super().prefetch(rows)
+        names = {data["rack"] for _, data in rows if data.get("rack")}
+        racks = Rack.objects.filter(site__in=known["site"].values(), name__in=names) if names else []
+        known["racks"] = {(rack.site_id, rack.name): rack for rack in racks}
+        for rack in known["racks"].values():
+            rack.placed_nodes = []
+        placed = Node.objects.filter(rack__in=known["racks"].values()).exclude(position=None)
+        by_pk = {rack.pk: rack for rack in known["racks"].values()}
+        for node in placed.select_related("node_model"):
+            by_pk[node.rack_id].placed_nodes.append(node)
+        return known
+
+    @classmethod
+    def check_rows(cls, valid):
+        """Nodes of the file that take the same rack units as each other (each is checked against the
+        nodes already in the rack by the model)."""
+        problems, placed = [], {}
+        for form in valid:
+            node = form.instance
+            if not (node.rack_id and node.position):
+                continue
+            for other, row in placed.get(node.rack_id, []):
+                if other.position <= node.top_u and node.position <= other.top_u:
+                    problems.append((form, "position", f"U{other.position}-U{other.top_u} is taken by "
+                                                       f"{other.hostname} (row {row})."))
+                    break
+            else:
+                placed.setdefault(node.rack_id, []).append((node, form.row_number))
+        return problems
+
     def clean(self):
         cleaned = super().clean()
         name, site = cleaned.get("rack"), cleaned.get("site")
         cleaned["rack"] = None
         if name and site:
-            rack = Rack.objects.filter(site=site, name=name).first()
+            if "racks" in self.known:
+                rack = self.known["racks"].get((site.pk, name))
+            else:
+                rack = Rack.objects.filter(site=site, name=name).first()
             if rack is None:
                 self.add_error("rack", f"No rack '{name}' in site {site}.")
             cleaned["rack"] = rack
@@ -182,6 +222,17 @@ class GPUImportForm(LifecycleImportMixin, ImportForm):
     class Meta:
         model = GPU
         fields = ["serial", "uuid", "node", "slot", "gpu_model", "state"]
+
+    @classmethod
+    def prefetch(cls, rows):
+        """Also the GPUs already in the named nodes, in one query (the model checks a node's free slots)."""
+        known = super().prefetch(rows)
+        by_pk = {node.pk: node for node in known["node"].values()}
+        for node in by_pk.values():
+            node.installed_gpu_ids = set()
+        for node_id, pk in GPU.objects.filter(node__in=by_pk).values_list("node_id", "pk"):
+            by_pk[node_id].installed_gpu_ids.add(pk)
+        return known
 
     def clean_serial(self):
         serial = self.cleaned_data["serial"].strip()

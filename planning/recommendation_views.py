@@ -13,6 +13,7 @@ from django.views import View
 from django.views.generic import DetailView
 
 from inventory.filters import STATE_WIDGET, SearchFilterSet
+from portal.exports import export_links
 from portal.generic import ModelPermissionMixin, ObjectListView, active_filters
 
 from . import recommendations
@@ -75,6 +76,7 @@ class RecommendationListView(ObjectListView):
         query.pop("page", None)
         query["_export"] = "csv"
         context.update(opts=R._meta, add_url=None, import_url=None, export_url=f"?{query.urlencode()}",
+                       export_links=export_links(self.request),
                        active_filters=active_filters(context.get("filter")),
                        can_run=self.request.user.has_perm("planning.add_recommendation"))
         return context

@@ -9,15 +9,17 @@ from dataclasses import dataclass
 from typing import Any
 
 from django import forms
+from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.mixins import PermissionRequiredMixin
 from django.core import signing
 from django.db import connection, transaction
 from django.db.models import BooleanField, ProtectedError
-from django.http import HttpResponseRedirect
-from django.shortcuts import render
+from django.http import Http404, HttpResponseRedirect
+from django.shortcuts import get_object_or_404, render
 from django.urls import path, reverse
 from django.utils.http import urlencode
+from django.utils.module_loading import import_string
 from django.utils.text import capfirst
 from django.views import View
 from django.views.generic import DeleteView, DetailView, UpdateView
@@ -26,7 +28,10 @@ from django_tables2 import RequestConfig, SingleTableMixin
 from django_tables2.export import ExportMixin
 
 from . import history, locking
-from .imports import run_import
+from .exports import EXPORT_PARAM, SafeTableExport, export_links, refuse_format
+from .imports import decode, read_csv, run_import
+from .models import ImportJob
+from .tasks import enqueue, run_import_job
 
 HISTORY_LIMIT = 25
 RELATED_LIMIT = 25
@@ -51,8 +56,8 @@ class ModelPermissionMixin(PermissionRequiredMixin):
 
 
 class ObjectListView(ModelPermissionMixin, ExportMixin, SingleTableMixin, FilterView):
-    """Sortable, filterable, paginated table; htmx requests get only the table; ``?_export=csv``
-    downloads every filtered row."""
+    """Sortable, filterable, paginated table; htmx requests get only the table; ``?_export=csv`` (or
+    another of ``portal.exports.FORMATS``) downloads every filtered row."""
 
     template_name = "generic/object_list.html"
     table_template_name = "generic/object_table.html"
@@ -60,6 +65,13 @@ class ObjectListView(ModelPermissionMixin, ExportMixin, SingleTableMixin, Filter
     per_page = 50
     exclude_columns = ("select", "actions")
     importable = False
+    export_class = SafeTableExport
+
+    def render_to_response(self, context, **kwargs):
+        export_format = self.request.GET.get(EXPORT_PARAM)
+        if export_format is not None and not self.export_class.is_valid_format(export_format):
+            return refuse_format(self.request, export_format)
+        return super().render_to_response(context, **kwargs)
 
     def get_template_names(self):
         htmx = getattr(self.request, "htmx", None)
@@ -87,6 +99,7 @@ class ObjectListView(ModelPermissionMixin, ExportMixin, SingleTableMixin, Filter
             if self.importable and user.has_perm(permission_name(model, "add"))
             else None,
             export_url=f"?{query.urlencode()}",
+            export_links=export_links(self.request),
             active_filters=active_filters(context.get("filter")),
         )
         return context
@@ -368,9 +381,9 @@ class ImportUploadForm(forms.Form):
             if upload.size > self.MAX_BYTES:
                 raise forms.ValidationError("The file is larger than 5 MB; split it.")
             try:
-                cleaned["csv_text"] = upload.read().decode("utf-8-sig")
-            except UnicodeDecodeError as error:
-                raise forms.ValidationError("The file is not UTF-8 text.") from error
+                cleaned["csv_text"] = decode(upload.read())
+            except ValueError as error:
+                raise forms.ValidationError(str(error)) from error
         if not (cleaned.get("csv_text") or "").strip():
             raise forms.ValidationError("Choose a CSV file or paste CSV text.")
         return cleaned
@@ -378,7 +391,8 @@ class ImportUploadForm(forms.Form):
 
 class ObjectImportView(ModelPermissionMixin, View):
     """CSV import in two steps: a preview listing every row (and every bad row with its reason), then
-    a confirmation that imports everything in one transaction."""
+    a confirmation that imports everything (``portal.imports``). A file of more than
+    ``IMPORT_BACKGROUND_ROWS`` rows is previewed and imported by a Celery task whose page shows its progress."""
 
     template_name = "generic/object_import.html"
     permission_action = "add"
@@ -389,12 +403,9 @@ class ObjectImportView(ModelPermissionMixin, View):
     def get_queryset(self):
         return self.model.objects.all()
 
-    def find_existing(self, row):
-        """The object a row updates, matched on its natural key; None for a new one."""
-        lookup = {field: row.get(column, "") for field, column in self.match_on.items()}
-        if not all(lookup.values()):
-            return None
-        return self.model.objects.filter(**lookup).first()
+    @classmethod
+    def importer_path(cls):
+        return f"{cls.__module__}.{cls.__qualname__}"
 
     def render(self, request, form, result=None, status=200):
         context = {
@@ -410,19 +421,56 @@ class ObjectImportView(ModelPermissionMixin, View):
         return self.render(request, ImportUploadForm())
 
     def post(self, request):
+        commit = "confirm" in request.POST
+        if request.POST.get("job"):  # the confirmation of a preview that ran in the background
+            previewed = get_object_or_404(ImportJob, pk=request.POST["job"], user=request.user,
+                                          importer=self.importer_path())
+            return self.start_job(request, previewed.text, previewed.total, commit)
         form = ImportUploadForm(request.POST, request.FILES)
         if not form.is_valid():
             return self.render(request, form, status=400)
-        commit = "confirm" in request.POST
-        result = run_import(
-            form.cleaned_data["csv_text"], self.form_class, self.find_existing, commit=commit, user=request.user
-        )
+        text = form.cleaned_data["csv_text"]
+        rows = len(read_csv(text)[1])
+        if rows > settings.IMPORT_BACKGROUND_ROWS:
+            return self.start_job(request, text, rows, commit)
+        result = run_import(text, self.form_class, self.match_on, commit=commit, user=request.user)
         if result.committed:
             messages.success(
-                request, f"Imported {len(result.rows)} {self.model._meta.verbose_name_plural}: "
+                request, f"Imported {result.created + result.updated} {self.model._meta.verbose_name_plural}: "
                 f"{result.created} created, {result.updated} updated."
             )
             return HttpResponseRedirect(reverse(url_name(self.model, "list")))
         # Keep the text in the form so the confirmation re-posts exactly what was previewed.
-        form = ImportUploadForm(initial={"csv_text": form.cleaned_data["csv_text"]})
+        form = ImportUploadForm(initial={"csv_text": text})
         return self.render(request, form, result, status=400 if result.errors else 200)
+
+    def start_job(self, request, text, rows, commit):
+        job = ImportJob.objects.create(importer=self.importer_path(), user=request.user, text=text, commit=commit,
+                                       total=rows)
+        if not enqueue(run_import_job, job.pk):
+            job.state, job.errors = ImportJob.State.FAILED, [
+                "The background worker could not be reached, so nothing was imported; try again in a minute."]
+            job.save(update_fields=["state", "errors"])
+        return HttpResponseRedirect(reverse("import_job", args=[job.pk]))
+
+
+class ImportJobView(View):
+    """A background import's page (``fragment``: the part that htmx polls every second until the job ends)."""
+
+    fragment = False
+
+    def get(self, request, pk):
+        job = get_object_or_404(ImportJob, pk=pk)
+        if job.user_id != request.user.pk and not request.user.is_superuser:
+            raise Http404("No such import.")
+        view = import_string(job.importer)
+        model = view.model
+        context = {
+            "job": job,
+            "opts": model._meta,
+            "running": job.state not in (ImportJob.State.DONE, ImportJob.State.FAILED),
+            "import_url": reverse(url_name(model, "import")),
+            "list_url": reverse(url_name(model, "list")),
+        }
+        template = "portal/import_progress.html" if self.fragment else "portal/import_job.html"
+        return render(request, template, context)

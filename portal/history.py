@@ -46,11 +46,17 @@ def _task_id():
     return getattr(getattr(current_task, "request", None), "id", None) or ""
 
 
+def change_request_id():
+    """The id change records made now carry: the request's, else the Celery task's, else blank."""
+    request = current_request()
+    return (getattr(request, "id", "") if request is not None else "") or _task_id()
+
+
 @receiver(pre_create_historical_record)
 def tag_change_record(sender, instance, history_instance, **kwargs):
     request = current_request()
     if hasattr(history_instance, "request_id"):
-        history_instance.request_id = (getattr(request, "id", "") if request is not None else "") or _task_id()
+        history_instance.request_id = change_request_id()
     if not history_instance.history_change_reason and request is not None:
         reason = getattr(request, "change_reason", None) or request.headers.get(REASON_HEADER, "")
         history_instance.history_change_reason = reason[:REASON_MAX_LENGTH] or None

@@ -67,3 +67,47 @@ class IdempotentRequest(models.Model):
 
     def __str__(self):
         return f"{self.method} {self.path} [{self.key}]"
+
+
+class ImportJob(models.Model):
+    """A large CSV import (or its preview) run by a Celery task; its page polls ``done`` for the progress bar."""
+
+    class State(models.TextChoices):
+        QUEUED = "queued", "Queued"
+        CHECKING = "checking", "Checking rows"
+        WRITING = "writing", "Writing rows"
+        DONE = "done", "Done"
+        FAILED = "failed", "Failed"
+
+    importer = models.CharField(max_length=200, help_text="Dotted path of the model's import view.")
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, related_name="+")
+    text = models.TextField()
+    commit = models.BooleanField(default=False, help_text="Import; otherwise only preview.")
+    state = models.CharField(max_length=20, choices=State.choices, default=State.QUEUED)
+    total = models.PositiveIntegerField(default=0)
+    done = models.PositiveIntegerField(default=0)
+    created_count = models.PositiveIntegerField(default=0)
+    updated_count = models.PositiveIntegerField(default=0)
+    errors = models.JSONField(default=list, blank=True)
+    created = models.DateTimeField(auto_now_add=True)
+    finished = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created"]
+
+    def __str__(self):
+        return f"import #{self.pk} ({self.get_state_display()})"
+
+    @property
+    def finished_ok(self):
+        return self.state == self.State.DONE and not self.errors
+
+    @property
+    def percent(self):
+        """Checking is the first half of the bar, writing (imports only) the second."""
+        if self.state == self.State.DONE or not self.total:
+            return 100 if self.state == self.State.DONE else 0
+        share = min(self.done, self.total) / self.total
+        if not self.commit:
+            return round(100 * share)
+        return round(50 * share + (50 if self.state == self.State.WRITING else 0))

@@ -358,6 +358,13 @@ STORAGE_SHARE_OF_NODE_PRICE = float(os.environ.get("STORAGE_SHARE_OF_NODE_PRICE"
 SUPPORT_SHARE_OF_CAPEX_PER_YEAR = float(os.environ.get("SUPPORT_SHARE_OF_CAPEX_PER_YEAR", "0.08"))
 CONTRACT_DOCUMENT_MAX_BYTES = int(os.environ.get("CONTRACT_DOCUMENT_MAX_BYTES", str(20 * 1024 * 1024)))
 
+# --- CSV import ----------------------------------------------------------------------------------
+# A file with more rows than IMPORT_BACKGROUND_ROWS is checked and imported by a Celery task (a progress bar on
+# its page) rather than in the request; the task commits every IMPORT_BATCH_ROWS rows so no other write waits on
+# the import for more than a moment (SQLite has one write lock).
+IMPORT_BACKGROUND_ROWS = int(os.environ.get("IMPORT_BACKGROUND_ROWS", "1000"))
+IMPORT_BATCH_ROWS = int(os.environ.get("IMPORT_BATCH_ROWS", "300"))
+
 # --- Support ----------------------------------------------------------------------------------
 # SLA when no active support contract covers the ticket's asset: priority -> (response hours, resolution hours).
 SUPPORT_DEFAULT_SLA = {"P1": (4, 24), "P2": (8, 72), "P3": (24, 120), "P4": (72, 240)}

@@ -28,3 +28,23 @@ def enqueue(task, *args):
         log.warning("Could not queue %s%s: %s", task.name, args, error)
         return False
     return True
+
+
+@shared_task
+def run_import_job(job_id):
+    """A large CSV import or preview (``portal.imports.run_job``); a failure is recorded on the job for its page."""
+    from django.conf import settings
+
+    from .imports import run_job
+    from .models import ImportJob
+
+    job = ImportJob.objects.filter(pk=job_id).first()
+    if job is None or job.state != ImportJob.State.QUEUED:
+        return  # gone, or already run (the broker delivered it twice)
+    try:
+        run_job(job, settings.IMPORT_BATCH_ROWS)
+    except Exception as error:
+        log.exception("Import %s failed", job_id)
+        ImportJob.objects.filter(pk=job_id).update(
+            state=ImportJob.State.FAILED, errors=[f"The import failed: {error}"], finished=timezone.now())
+        raise

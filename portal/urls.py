@@ -1,7 +1,7 @@
 from django.contrib import admin
 from django.urls import include, path
 
-from . import views
+from . import generic, views
 
 urlpatterns = [
     path("", views.HomeView.as_view(), name="home"),
@@ -11,6 +11,8 @@ urlpatterns = [
     path("changes/", views.ChangeLogView.as_view(), name="changelog"),
     path("tokens/", views.TokenListView.as_view(), name="tokens"),
     path("tokens/<int:pk>/revoke/", views.TokenRevokeView.as_view(), name="token_revoke"),
+    path("imports/<int:pk>/", generic.ImportJobView.as_view(), name="import_job"),
+    path("imports/<int:pk>/progress/", generic.ImportJobView.as_view(fragment=True), name="import_progress"),
     path("accounts/", include("django.contrib.auth.urls")),
     path("admin/", admin.site.urls),
     path("inventory/", include("inventory.urls")),

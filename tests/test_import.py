@@ -1,9 +1,22 @@
 """CSV import: preview, every bad row reported, nothing kept unless all rows are valid, re-import updates."""
 
+import itertools
+import re
+import threading
+import time
+
+import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
+from django.db import connection
 from django.urls import reverse
 
+from inventory.forms import SiteImportForm
 from inventory.models import GPU, LifecycleState, Node, Rack, Site, StateTransition
+from portal.imports import run_import
+from portal.models import ImportJob
+from portal.roles import MANAGER
+from portal.tasks import run_import_job
+from tests.conftest import make_user
 from tests.factories import make_gpu_model, make_node, make_node_model, make_rack, make_site
 
 SITES = """name,location,power_capacity_kw,cooling_capacity_kw
@@ -123,3 +136,206 @@ def test_viewer_cannot_import(viewer_client):
     assert viewer_client.get(reverse("inventory:site_import")).status_code == 403
     assert post_csv(viewer_client, "site", SITES, confirm=True).status_code == 403
     assert not Site.objects.exists()
+
+
+# --- Files that are not plain UTF-8 CSV with LF line ends: an error or a correct import, never a 500 ---------
+
+
+def upload(client, model, content, name="import.csv", confirm=True):
+    data = {"confirm" if confirm else "preview": "1",
+            "csv_file": SimpleUploadedFile(name, content, content_type="text/csv")}
+    return client.post(reverse(f"inventory:{model}_import"), data)
+
+
+def test_old_mac_line_ends_cr_only(manager_client):
+    response = upload(manager_client, "site", SITES.replace("\n", "\r").encode())
+    assert response.status_code == 302
+    assert sorted(Site.objects.values_list("name", flat=True)) == ["Lyon DC2", "Zurich DC1"]
+
+
+def test_windows_line_ends_and_a_byte_order_mark(manager_client):
+    response = upload(manager_client, "site", b"\xef\xbb\xbf" + SITES.replace("\n", "\r\n").encode())
+    assert response.status_code == 302
+    assert Site.objects.get(name="Zurich DC1").location == "Zurich"
+
+
+def test_a_field_longer_than_the_csv_limit_is_a_row_error(manager_client):
+    text = "name,location,power_capacity_kw,cooling_capacity_kw,description\n" \
+           "ok,Lyon,1,1,short\n" + f"long,Lyon,1,1,{'x' * 200_000}\n" + "also-ok,Lyon,1,1,\n"
+    response = post_csv(manager_client, "site", text, confirm=True)
+    assert response.status_code == 400
+    errors = response.context["result"].errors
+    assert errors == ["row 3, description: the value is 200,000 characters long; at most 131,072 are read."]
+    assert not Site.objects.exists()
+
+
+def test_a_nul_byte_is_a_row_error(manager_client):
+    response = upload(manager_client, "site", (SITES + "Bad\x00Site,Bern,1,1\n").encode())
+    assert response.status_code == 400
+    assert response.context["result"].errors == [
+        "row 4: the line contains a NUL character (a binary file, or not saved as text CSV)."]
+    assert not Site.objects.exists()
+
+
+def test_a_file_not_in_utf8_is_refused_saying_where(manager_client):
+    response = upload(manager_client, "site", (SITES + "Genève,Genève,1,1\n").encode("latin-1"))
+    assert response.status_code == 400
+    assert "The file is not UTF-8 text (byte 0xE8 on line 4)" in response.content.decode()
+    assert not Site.objects.exists()
+
+
+def test_empty_and_header_only_files(manager_client):
+    empty = upload(manager_client, "site", b"")
+    assert empty.status_code == 400 and "The submitted file is empty." in empty.content.decode()
+    blank = upload(manager_client, "site", b"\r\n\r\n")
+    assert blank.status_code == 400 and "Choose a CSV file" in blank.content.decode()
+    header = upload(manager_client, "site", b"name,location,power_capacity_kw,cooling_capacity_kw\r\n")
+    assert header.status_code == 400
+    assert header.context["result"].errors == ["The file has no data rows."]
+    assert not Site.objects.exists()
+
+
+def test_a_row_with_more_values_than_columns_is_a_row_error(manager_client):
+    response = post_csv(manager_client, "site", SITES + "Bern DC3,Bern,1,1,surplus\n", confirm=True)
+    assert response.context["result"].errors == ["row 4: 5 values for 4 columns."]
+    assert not Site.objects.exists()
+
+
+def test_a_name_repeated_in_the_file_or_taken_already(manager_client):
+    make_site(name="Bern DC3")
+    text = SITES + "Zurich DC1,Zurich,1,1\n"
+    errors = post_csv(manager_client, "site", text, confirm=True).context["result"].errors
+    assert errors == ["row 4, name: name the same as in row 2."]
+    make_rack(site=Site.objects.get(name="Bern DC3"), name="A01")
+    racks = "site,name,height_u,power_budget_kw\nBern DC3,A01,42,40\n"
+    post = post_csv(manager_client, "rack", racks.replace("A01,42", "A02,42") + "Bern DC3,A02,42,40\n")
+    assert post.context["result"].errors == ["row 3, name: site and name the same as in row 2."]
+    assert Rack.objects.count() == 1
+
+
+# --- Large files: a background task with a progress bar, committing in batches --------------------------------
+
+
+def site_rows(count, prefix="big"):
+    return "name,location,power_capacity_kw,cooling_capacity_kw\n" + "".join(
+        f"{prefix}-{i:05},Hall {i},100,100\n" for i in range(count))
+
+
+def progress_of(client, job_id):
+    """(state, rows done, rows in all) as the progress fragment the page polls shows them."""
+    page = client.get(reverse("import_progress", args=[job_id])).content.decode()
+    found = re.search(r'data-state="(\w+)" data-done="(\d+)" data-total="(\d+)"', page)
+    return found.group(1), int(found.group(2)), int(found.group(3))
+
+
+@pytest.fixture
+def queued(monkeypatch):
+    """The jobs the import page hands to Celery (the test runs them)."""
+    jobs = []
+    monkeypatch.setattr("portal.generic.enqueue", lambda task, *args: jobs.append(args[0]) or True)
+    return jobs
+
+
+def test_a_large_file_is_previewed_and_imported_by_a_task(manager_client, manager, settings, queued):
+    settings.IMPORT_BACKGROUND_ROWS, settings.IMPORT_BATCH_ROWS = 100, 40
+    text = site_rows(250)
+    preview = post_csv(manager_client, "site", text, as_file=True)
+    assert preview.status_code == 302 and preview["Location"] == reverse("import_job", args=[queued[0]])
+    assert progress_of(manager_client, queued[0]) == ("queued", 0, 250)
+    page = manager_client.get(preview["Location"]).content.decode()
+    assert 'hx-trigger="every 1s"' in page and "<progress" in page
+
+    run_import_job(queued[0])
+    assert progress_of(manager_client, queued[0]) == ("done", 250, 250)
+    done = manager_client.get(reverse("import_progress", args=[queued[0]])).content.decode()
+    assert "Preview: 250 to create, 0 to update" in done and "every 1s" not in done
+    assert not Site.objects.exists()
+
+    confirm = manager_client.post(reverse("inventory:site_import"), {"job": queued[0], "confirm": "1"})
+    assert confirm.status_code == 302 and len(queued) == 2
+    run_import_job(queued[1])
+    assert "Imported 250 sites: 250 created, 0 updated" in manager_client.get(confirm["Location"]).content.decode()
+    assert Site.objects.count() == 250
+    assert Site.history.filter(history_type="+", history_user=manager).count() == 250
+
+
+def test_a_large_file_with_bad_rows_imports_nothing(manager_client, settings, queued):
+    settings.IMPORT_BACKGROUND_ROWS = 100
+    text = site_rows(300).replace("big-00007,Hall 7,100", "big-00007,Hall 7,lots") + "big-00001,Again,1,1\n"
+    post_csv(manager_client, "site", text, confirm=True)
+    run_import_job(queued[0])
+    page = manager_client.get(reverse("import_job", args=[queued[0]])).content.decode()
+    assert "2 problems: nothing imported" in page
+    assert "row 9, power_capacity_kw: Enter a number." in page and "row 302, name: name the same as in row 3." in page
+    assert not Site.objects.exists()
+
+
+def test_someone_elses_import_page_is_not_found(manager_client, admin_user, client, settings, queued):
+    settings.IMPORT_BACKGROUND_ROWS = 10
+    post_csv(manager_client, "site", site_rows(20))
+    client.force_login(make_user("other", MANAGER))
+    assert client.get(reverse("import_progress", args=[queued[0]])).status_code == 404
+
+
+def test_a_batch_that_fails_midway_takes_back_what_was_written(manager):
+    """The checks pass, then someone adds a site the file also names: the third batch fails, and the two written
+    before it are deleted with their change records."""
+    def progress(phase, done):
+        if (phase, done) == ("writing", 100):
+            make_site(name="big-00120")
+
+    result = run_import(site_rows(300), SiteImportForm, {"name": "name"}, commit=True, user=manager,
+                        batch_rows=50, progress=progress)
+    assert not result.committed
+    assert result.errors[0].startswith("Writing failed after 100 rows; those were taken back, nothing was imported:")
+    assert list(Site.objects.values_list("name", flat=True)) == ["big-00120"]
+    assert not Site.history.filter(name__startswith="big-0000").exists()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_an_import_of_8000_rows_does_not_make_others_wait(client, settings):
+    """While a task imports 8,000 sites in batches, another user writes a site every 50 ms: none of those writes
+    takes a second, the progress endpoint shows the rows done growing, and the import ends with every row."""
+    settings.IMPORT_BATCH_ROWS = 300
+    owner = make_user("importer", MANAGER)
+    client.force_login(owner)
+    job = ImportJob.objects.create(importer="inventory.views.SiteImportView", user=owner, text=site_rows(8000),
+                                   commit=True, total=8000)
+    stop, waits, seen, failures = threading.Event(), [], [], []
+
+    def other_user_writes():
+        try:
+            for i in itertools.count():
+                if stop.is_set():
+                    return
+                started = time.monotonic()
+                Site.objects.create(name=f"other-{i}", location="Lyon", power_capacity_kw=1, cooling_capacity_kw=1)
+                waits.append(time.monotonic() - started)
+                time.sleep(0.05)
+        except Exception as error:  # reported below: a thread's exception would pass unseen
+            failures.append(error)
+        finally:
+            connection.close()
+
+    def importing():
+        try:
+            run_import_job(job.pk)
+        except Exception as error:
+            failures.append(error)
+        finally:
+            connection.close()
+
+    writer, task = threading.Thread(target=other_user_writes), threading.Thread(target=importing)
+    writer.start()
+    task.start()
+    while task.is_alive():
+        seen.append(progress_of(client, job.pk))
+        time.sleep(0.2)
+    task.join()
+    stop.set()
+    writer.join()
+    assert not failures
+    assert progress_of(client, job.pk) == ("done", 8000, 8000)
+    assert any(state == "writing" and 0 < done < 8000 for state, done, _ in seen), seen
+    assert Site.objects.filter(name__startswith="big-").count() == 8000
+    assert len(waits) >= 5 and max(waits) < 1.0, max(waits)
