@@ -42,7 +42,7 @@ demo: install
 
 test: install-test
 	$(BIN)/ruff check .
-	$(BIN)/python manage.py makemigrations --check --dry-run
+	DEBUG=1 $(BIN)/python manage.py makemigrations --check --dry-run
 	$(BIN)/pytest -n 2
 
 # Loopback load test (bench/README.md): gunicorn, PostgreSQL, Celery worker and beat as in production, then
