@@ -2,10 +2,17 @@ import os
 
 import dj_database_url
 import pytest
+from django.conf import settings as django_settings
 from django.contrib.auth.models import Group, User
 
 from portal.roles import ADMIN, MANAGER, VIEWER
 from tests.pgserver import throwaway_postgres
+
+# The tests' stub servers (and the processes some tests start) listen on loopback, which the outbound policy
+# refuses unless allowed; tests of the policy itself set OUTBOUND_ALLOWED_NETWORKS to what they check.
+# pytest-django has read the settings before this file: set both (processes started later read the variable).
+os.environ["OUTBOUND_ALLOWED_NETWORKS"] = "127.0.0.0/8,::1/128"
+django_settings.OUTBOUND_ALLOWED_NETWORKS = ["127.0.0.0/8", "::1/128"]
 
 
 @pytest.fixture(scope="session")
