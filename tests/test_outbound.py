@@ -9,6 +9,7 @@ from datetime import timedelta
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
+import requests
 from django.db import connection, connections
 from django.test import Client
 from django.urls import reverse
@@ -455,3 +456,52 @@ def test_a_webhook_is_sent_with_no_transaction_open(monkeypatch):
     delivery.refresh_from_db()
     assert (delivery.status, delivery.attempts, delivery.sending_until) == ("sent", 1, None)
     assert delivery.payload == {"touched": 1}
+
+
+@pytest.mark.django_db
+def test_https_is_checked_at_connection_too(strict, monkeypatch):
+    resolves_to(monkeypatch, "rebind.example", ["127.0.0.1"])
+    with pytest.raises(http.OutboundRefused, match=r"rebind.example \(127.0.0.1\) is loopback"):
+        http.fetch("GET", "https://rebind.example/", timeout=1)
+
+
+@pytest.fixture
+def tls_server(tmp_path):
+    """An HTTPS server on 127.0.0.1 whose self-signed certificate names ``prom.example`` (made with openssl)."""
+    import shutil
+    import ssl
+    import subprocess
+
+    if not shutil.which("openssl"):
+        pytest.skip("needs the openssl command")
+    cert, key = tmp_path / "cert.pem", tmp_path / "key.pem"
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2", "-subj",
+                    "/CN=prom.example", "-addext", "subjectAltName=DNS:prom.example", "-keyout", str(key),
+                    "-out", str(cert)], check=True, capture_output=True)
+    seen = []
+
+    def answer(handler):
+        seen.append(handler.headers["Host"])
+        handler.send_response(200)
+        handler.send_header("Content-Length", "2")
+        handler.end_headers()
+        handler.wfile.write(b"ok")
+
+    server = Server(answer)
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.load_cert_chain(cert, key)
+    server.server.socket = context.wrap_socket(server.server.socket, server_side=True)
+    yield server, str(cert), seen
+    server.close()
+
+
+@pytest.mark.django_db
+def test_tls_verifies_the_certificate_for_the_name_not_the_checked_address(settings, monkeypatch, tls_server):
+    settings.OUTBOUND_ALLOWED_NETWORKS = ["127.0.0.0/8"]
+    server, cert, seen = tls_server
+    port = server.server.server_port
+    resolves_to(monkeypatch, "prom.example", ["127.0.0.1"])
+    assert http.fetch("GET", f"https://prom.example:{port}/", timeout=2, verify=cert).text == "ok"
+    assert seen == [f"prom.example:{port}"]
+    with pytest.raises(requests.exceptions.SSLError):  # the certificate does not name the address
+        http.fetch("GET", f"https://127.0.0.1:{port}/", timeout=2, verify=cert)
