@@ -21,7 +21,8 @@ from inventory.telemetry.records import SourceError
 from planning import webhooks
 from planning.models import Webhook, WebhookAttempt, WebhookDelivery
 from portal import http
-from tests.conftest import RetryNow, token_client
+from portal.roles import MANAGER, VIEWER
+from tests.conftest import RetryNow, make_user, token_client
 from tests.httpstub import stub_server
 
 SOURCES_API = "/api/inventory/telemetry-sources/"
@@ -505,3 +506,16 @@ def test_tls_verifies_the_certificate_for_the_name_not_the_checked_address(setti
     assert seen == [f"prom.example:{port}"]
     with pytest.raises(requests.exceptions.SSLError):  # the certificate does not name the address
         http.fetch("GET", f"https://127.0.0.1:{port}/", timeout=2, verify=cert)
+
+
+@pytest.mark.django_db
+def test_parse_warnings_quoting_the_answer_are_for_managers(stub):
+    stub.route("/jobs", (200, "application/json", '{"jobs": [], "errors": [{"description": "SECRET_KEY=abc"}]}'))
+    source = TelemetrySource.objects.create(name="s", kind="slurm", url=stub.url("/jobs"), timeout_seconds=2)
+    pull(source)
+    viewer_client, manager_client = Client(), Client()
+    viewer_client.force_login(make_user("vic", VIEWER))
+    manager_client.force_login(make_user("mia", MANAGER))
+    page = viewer_client.get(source.get_absolute_url()).content.decode()
+    assert "Parse warnings" in page and SECRET_BODY not in page  # counted, not quoted
+    assert SECRET_BODY in manager_client.get(source.get_absolute_url()).content.decode()
