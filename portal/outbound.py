@@ -10,7 +10,7 @@ decides by the address actually connected to, not by the name:
   172.16/12, 192.168/16, fc00::/7), shared CGNAT (100.64/10) and every other address that is not public;
 - any other (public) address, on any port.
 
-IPv4-mapped IPv6 addresses (``::ffff:127.0.0.1``) are judged as the IPv4 address they carry.
+IPv6 addresses that carry an IPv4 address (``::ffff:127.0.0.1``, NAT64, 6to4) are judged as that address.
 
 ``check_url`` is for saving a URL (forms, serializers): the scheme, no credentials, and the host, whether a
 literal address in any form the resolver accepts (``127.1``, ``2130706433``, ``0x7f000001``) or a name,
@@ -35,6 +35,8 @@ METADATA_NAMES = {"metadata", "metadata.google.internal", "metadata.goog", "inst
                   "instance-data.ec2.internal"}
 METADATA_ADDRESSES = {ipaddress.ip_address(a) for a in ("169.254.169.254", "fd00:ec2::254", "100.100.100.200")}
 CGNAT = ipaddress.ip_network("100.64.0.0/10")
+NAT64 = ipaddress.ip_network("64:ff9b::/96")
+IPV4_COMPATIBLE = ipaddress.ip_network("::/96")
 
 
 class PolicyError(Exception):
@@ -57,8 +59,7 @@ def allowed_networks():
 def refusal(address):
     """Why the policy refuses to connect to ``address`` (a string or ``ipaddress`` object), or None."""
     ip = ipaddress.ip_address(address.split("%", 1)[0] if isinstance(address, str) else address)
-    if ip.version == 6 and ip.ipv4_mapped:
-        ip = ip.ipv4_mapped
+    ip = embedded_ipv4(ip) or ip
     if ip in METADATA_ADDRESSES:
         return "is a cloud metadata service"
     if ip.is_link_local:
@@ -77,6 +78,18 @@ def refusal(address):
         return "is a private address (not in OUTBOUND_ALLOWED_NETWORKS)"
     if not ip.is_global:
         return "is not a public address (not in OUTBOUND_ALLOWED_NETWORKS)"
+    return None
+
+
+def embedded_ipv4(ip):
+    """The IPv4 address an IPv6 address carries (mapped ``::ffff:a.b.c.d``, compatible ``::a.b.c.d``, NAT64
+    ``64:ff9b::a.b.c.d``, 6to4 ``2002:aabb:ccdd::``), which is where it leads; None for any other."""
+    if ip.version != 6 or ip.is_loopback or ip.is_unspecified:
+        return None
+    if ip.ipv4_mapped or ip.sixtofour:
+        return ip.ipv4_mapped or ip.sixtofour
+    if ip in NAT64 or ip in IPV4_COMPATIBLE:
+        return ipaddress.IPv4Address(int(ip) & 0xFFFFFFFF)
     return None
 
 

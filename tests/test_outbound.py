@@ -37,6 +37,7 @@ FORBIDDEN = [
 ]
 NEVER = ["169.254.169.254", "metadata.google.internal", "[fd00:ec2::254]", "100.100.100.200", "0.0.0.0", "[::]",
          "[::ffff:169.254.169.254]", "169.254.1.1", "[fe80::1]", "224.0.0.1"]
+EMBEDDED = ["[::7f00:1]", "[64:ff9b::a9fe:a9fe]", "[2002:7f00:1::]", "[::ffff:10.0.0.5]"]  # IPv4 inside IPv6
 LOOPBACK = ["127.0.0.1", "127.1", "2130706433", "0x7f000001", "0177.0.0.1"]
 
 
@@ -149,7 +150,7 @@ def test_link_local_metadata_unspecified_and_multicast_are_never_allowed(setting
 
 
 @pytest.mark.django_db
-@pytest.mark.parametrize("host", FORBIDDEN)
+@pytest.mark.parametrize("host", FORBIDDEN + EMBEDDED)
 def test_forbidden_hosts_are_refused_at_fetch_and_nothing_is_sent(strict, stub, host):
     stub.route("/metrics", (200, "text/plain", "DCGM_FI_DEV_GPU_UTIL 1\n"))
     port = stub.base.rsplit(":", 1)[1]
