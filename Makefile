@@ -31,7 +31,7 @@ install-test: $(VENV)/.installed-test
 
 demo: install
 	DEBUG=1 $(BIN)/python manage.py migrate --noinput
-	DEBUG=1 $(BIN)/python manage.py seed_demo
+	DEBUG=1 $(DEMO_OUTBOUND) $(BIN)/python manage.py seed_demo
 	@echo ""
 	@echo "Cluster Portal: http://127.0.0.1:$(PORT)/"
 	@echo "  manager login: manager / demo-manager   viewer login: viewer / demo-viewer"
