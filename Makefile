@@ -5,6 +5,8 @@ PYTHON ?= python3.11
 VENV := .venv
 BIN := $(VENV)/bin
 PORT ?= 8000
+# The demo's telemetry simulator listens on loopback, which the outbound policy refuses unless allowed.
+DEMO_OUTBOUND := OUTBOUND_ALLOWED_NETWORKS=127.0.0.1/32
 
 .PHONY: demo test install install-test lint run-worker clean loadtest
 
@@ -29,7 +31,7 @@ install-test: $(VENV)/.installed-test
 
 demo: install
 	DEBUG=1 $(BIN)/python manage.py migrate --noinput
-	DEBUG=1 $(BIN)/python manage.py seed_demo
+	DEBUG=1 $(DEMO_OUTBOUND) $(BIN)/python manage.py seed_demo
 	@echo ""
 	@echo "Cluster Portal: http://127.0.0.1:$(PORT)/"
 	@echo "  manager login: manager / demo-manager   viewer login: viewer / demo-viewer"
@@ -37,8 +39,8 @@ demo: install
 	@echo ""
 	@trap 'kill 0' INT TERM EXIT; \
 	DEBUG=1 $(BIN)/python manage.py simulate_telemetry --port 9400 & \
-	DEBUG=1 $(BIN)/celery -A portal worker --beat --loglevel=WARNING --concurrency=2 & \
-	DEBUG=1 $(BIN)/python manage.py runserver 127.0.0.1:$(PORT)
+	DEBUG=1 $(DEMO_OUTBOUND) $(BIN)/celery -A portal worker --beat --loglevel=WARNING --concurrency=2 & \
+	DEBUG=1 $(DEMO_OUTBOUND) $(BIN)/python manage.py runserver 127.0.0.1:$(PORT)
 
 test: install-test
 	$(BIN)/ruff check .

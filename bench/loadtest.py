@@ -445,6 +445,7 @@ def measure(args, folder, processes, database_url, database_port):
         PORTAL_VAR_DIR=str(folder / "var"),
         STATIC_ROOT=str(folder / "static"),
         TELEMETRY_POLL_SECONDS=str(args.poll),
+        OUTBOUND_ALLOWED_NETWORKS="127.0.0.1/32",  # the simulator on loopback
         LOG_LEVEL="WARNING",
         PYTHONUNBUFFERED="1",
     )

@@ -13,6 +13,7 @@ from django.utils import timezone
 from simple_history.models import HistoricalRecords
 
 from inventory.models import GPU, GPUModel, Node, NodeModel, PortalModel, Rack, Site, StorageSystem, Switch
+from portal import outbound
 from portal.history import ChangeRecord
 
 MONEY = {"max_digits": 14, "decimal_places": 2, "validators": [MinValueValidator(0)]}
@@ -276,6 +277,13 @@ class DeliveryItem(models.Model):
         return self.serial
 
 
+def validate_webhook_url(value):
+    """The outbound policy's check (``portal.outbound``): http(s), no credentials, a host it allows."""
+    problem = outbound.url_problem(value, "the webhook's secret signs each payload instead.")
+    if problem:
+        raise ValidationError(problem)
+
+
 class Webhook(PortalModel):
     class Event(models.TextChoices):
         PLAN_APPROVED = "plan.approved", "plan.approved"
@@ -283,7 +291,7 @@ class Webhook(PortalModel):
         CONTRACT_EXPIRING = "contract.expiring", "contract.expiring"
 
     name = models.CharField(max_length=100, unique=True)
-    url = models.URLField(max_length=500)
+    url = models.URLField(max_length=500, validators=[validate_webhook_url])
     secret = models.CharField(max_length=200, help_text="Signs each payload (HMAC-SHA256, X-Portal-Signature).")
     events = models.JSONField(default=list, help_text="Event names this webhook receives.")
     enabled = models.BooleanField(default=True)
@@ -319,6 +327,8 @@ class WebhookDelivery(models.Model):
     created = models.DateTimeField(auto_now_add=True)
     last_attempt_at = models.DateTimeField(null=True, blank=True)
     next_attempt_at = models.DateTimeField(null=True, blank=True)
+    # Set while a task sends it (no transaction is open during the POST): another task leaves it alone.
+    sending_until = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         ordering = ["-created"]

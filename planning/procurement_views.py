@@ -85,7 +85,7 @@ class WebhookTable(tables.Table):
 class WebhookDeliveryTable(tables.Table):
     class Meta:
         model = WebhookDelivery
-        fields = ["created", "event", "status", "attempts", "last_status_code", "last_error", "next_attempt_at"]
+        fields = ["created", "event", "status", "attempts", "last_status_code", "next_attempt_at"]  # errors: managers
 
 
 # --- Filters and forms ----------------------------------------------------------------------------

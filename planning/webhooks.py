@@ -74,7 +74,8 @@ def body_of(delivery):
 
 
 def attempt(delivery):
-    """POST the delivery once and log the attempt; returns True when the receiver answered 2xx."""
+    """POST the delivery once (no transaction may be open: the receiver can take ``TIMEOUT_S`` and more).
+    Returns ``(status code or None, error or "")``: the error in the portal's words, never the answer's text."""
     webhook = delivery.webhook
     body = body_of(delivery)
     headers = {
@@ -84,21 +85,15 @@ def attempt(delivery):
         "X-Portal-Delivery": str(delivery.pk),
         "X-Portal-Signature": sign(webhook.secret, body),
     }
-    started = time.monotonic()
-    status_code, error = None, ""
     try:
         response = http.fetch("POST", webhook.url, data=body, headers=headers, timeout=TIMEOUT_S)
-        status_code = response.status_code
-        if not 200 <= status_code < 300:
-            error = f"HTTP {status_code}: {response.text[:200]}"
+    except http.Redirected as exc:
+        return exc.status_code, http.describe(exc, TIMEOUT_S)
     except requests.RequestException as exc:
-        error = f"{type(exc).__name__}: {exc}"[:1000]
-    now = timezone.now()
-    WebhookAttempt.objects.create(delivery=delivery, at=now, status_code=status_code, error=error,
-                                  duration_ms=int((time.monotonic() - started) * 1000))
-    delivery.attempts += 1
-    delivery.last_status_code, delivery.last_error, delivery.last_attempt_at = status_code, error, now
-    return not error
+        return None, http.describe(exc, TIMEOUT_S)
+    if not 200 <= response.status_code < 300:
+        return response.status_code, http.status_error(response.status_code)
+    return response.status_code, ""
 
 
 def backoff(attempts):
@@ -106,26 +101,60 @@ def backoff(attempts):
     return FIRST_RETRY_S * 2 ** (attempts - 1)
 
 
+def lease():
+    """How long a claimed delivery is left to its sender: longer than one attempt can take (``fetch`` ends
+    within about twice its timeout), so only a sender that died leaves it to a later task."""
+    return timedelta(seconds=4 * TIMEOUT_S + 30)
+
+
+def claim(delivery_id, now):
+    """Compare-and-set: mark a pending delivery nobody is sending as being sent until ``now`` + ``lease()``.
+    One short UPDATE (its own transaction), so exactly one of two tasks for the same delivery wins. Returns
+    the delivery (with its webhook) when this task won, else None."""
+    until = now + lease()
+    won = (WebhookDelivery.objects.filter(pk=delivery_id, status=WebhookDelivery.Status.PENDING)
+           .filter(Q(sending_until__isnull=True) | Q(sending_until__lte=now)).update(sending_until=until))
+    if not won:
+        return None
+    return WebhookDelivery.objects.select_related("webhook").get(pk=delivery_id)
+
+
+def record(delivery, status_code, error, started):
+    """Log one attempt and the delivery's new state, and release the claim, in one short transaction.
+    Returns the seconds before the next try, or None when the delivery is done (sent or failed)."""
+    now, countdown = timezone.now(), None
+    delivery.attempts += 1
+    delivery.last_status_code, delivery.last_error, delivery.last_attempt_at = status_code, error, now
+    if not error:
+        delivery.status, delivery.next_attempt_at = WebhookDelivery.Status.SENT, None
+    elif delivery.attempts >= MAX_ATTEMPTS:
+        delivery.status, delivery.next_attempt_at = WebhookDelivery.Status.FAILED, None
+    else:
+        countdown = backoff(delivery.attempts)
+        delivery.next_attempt_at = now + timedelta(seconds=countdown)
+    delivery.sending_until = None
+    with transaction.atomic():
+        WebhookAttempt.objects.create(delivery=delivery, at=now, status_code=status_code, error=error,
+                                      duration_ms=int((time.monotonic() - started) * 1000))
+        delivery.save(update_fields=["attempts", "last_status_code", "last_error", "last_attempt_at", "status",
+                                     "next_attempt_at", "sending_until"])
+    return countdown
+
+
 @shared_task(bind=True, max_retries=MAX_ATTEMPTS - 1, acks_late=True)
 def send_webhook(self, delivery_id):
     """Send one webhook delivery; on failure retry with backoff, after ``MAX_ATTEMPTS`` mark it failed.
 
-    The delivery row stays locked while it is sent: a second task for the same delivery (queued again by
-    ``requeue_pending_webhooks``) skips it instead of sending it twice."""
-    with transaction.atomic():
-        delivery = (WebhookDelivery.objects.select_for_update(skip_locked=True, of=("self",))
-                    .select_related("webhook").filter(pk=delivery_id).first())
-        if delivery is None or delivery.status != WebhookDelivery.Status.PENDING:
-            return
-        if attempt(delivery):
-            delivery.status, delivery.next_attempt_at = WebhookDelivery.Status.SENT, None
-        elif delivery.attempts >= MAX_ATTEMPTS:
-            delivery.status, delivery.next_attempt_at = WebhookDelivery.Status.FAILED, None
-        else:
-            countdown = backoff(delivery.attempts)
-            delivery.next_attempt_at = delivery.last_attempt_at + timedelta(seconds=countdown)
-        delivery.save()
-    if delivery.status == WebhookDelivery.Status.PENDING:
+    No transaction (nor row lock) is held while the receiver is waited on: the delivery is claimed first
+    (``claim``), sent, then the outcome recorded (``record``). A second task for the same delivery (queued
+    again by ``requeue_pending_webhooks``) finds it claimed, or no longer pending, and sends nothing."""
+    delivery = claim(delivery_id, timezone.now())
+    if delivery is None:
+        return
+    started = time.monotonic()
+    status_code, error = attempt(delivery)
+    countdown = record(delivery, status_code, error, started)
+    if countdown is not None:
         raise self.retry(countdown=countdown)
 
 

@@ -68,3 +68,10 @@ def role_of(user):
         if role in names:
             return role
     return None
+
+
+def sees_outbound_errors(user, permission):
+    """Whether ``user`` may read the errors of outbound calls (a telemetry source's, a webhook's): those who
+    may change the object (managers, admins). The reasons are the portal's own words, but they still say what
+    the portal could or could not reach inside the network; everyone else sees only that it failed."""
+    return bool(user and user.is_authenticated and user.has_perm(permission))

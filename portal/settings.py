@@ -16,6 +16,7 @@ Security (see the "Security" section below): ``SECURE_SSL_REDIRECT``, ``SECURE_P
 ``LOGIN_PROXY_COUNT``.
 """
 
+import ipaddress
 import os
 from datetime import timedelta
 from pathlib import Path
@@ -335,6 +336,15 @@ CELERY_BEAT_SCHEDULE = {
 # --- Telemetry ---------------------------------------------------------------------------------
 TELEMETRY_HOURLY_RETENTION_DAYS = int(os.environ.get("TELEMETRY_HOURLY_RETENTION_DAYS", "400"))
 TELEMETRY_DAILY_RETENTION_DAYS = int(os.environ.get("TELEMETRY_DAILY_RETENTION_DAYS", str(5 * 366)))
+# Outbound requests (telemetry sources, webhooks; portal.outbound): loopback, private and other non-public
+# addresses are refused unless inside one of these networks (comma-separated CIDRs, e.g. "10.20.0.0/16,127.0.0.1/32";
+# default none). Link-local and cloud metadata addresses are refused whatever this says.
+OUTBOUND_ALLOWED_NETWORKS = env_list("OUTBOUND_ALLOWED_NETWORKS", "")
+for _cidr in OUTBOUND_ALLOWED_NETWORKS:
+    try:
+        ipaddress.ip_network(_cidr, strict=False)
+    except ValueError as _error:
+        raise ImproperlyConfigured(f"OUTBOUND_ALLOWED_NETWORKS: {_cidr!r} is not a network ({_error})") from None
 # The largest answer a telemetry source or webhook receiver may send (bytes, decompressed); past it the pull fails.
 OUTBOUND_MAX_ANSWER_BYTES = int(os.environ.get("OUTBOUND_MAX_ANSWER_BYTES", str(50 * 1024 * 1024)))
 # Pull reports (the source page's data-quality panel) kept per source.

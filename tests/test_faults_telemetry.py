@@ -94,7 +94,7 @@ def test_a_hanging_source_times_out_is_marked_stale_and_backs_off(kind, server):
                                                 timeout_seconds=TIMEOUT_S)
         result, seconds = timed(lambda: tasks.pull_telemetry_source(source.pk))
         assert seconds < BOUND_S
-        assert f"within {TIMEOUT_S} s" in result["error"]
+        assert f"{TIMEOUT_S} s" in result["error"]  # "timed out after 1 s", "the answer did not finish within 1 s"
         source.refresh_from_db()
         first_stale = source.stale_since
         assert source.is_stale and first_stale and source.consecutive_failures == 1
@@ -112,8 +112,10 @@ def test_a_hanging_source_times_out_is_marked_stale_and_backs_off(kind, server):
 
 
 @pytest.mark.django_db
-@pytest.mark.parametrize(("server", "error"), [("refused", "ConnectionError"), ("silent", "ReadTimeout"),
-                                               ("trickling", "AnswerTimeout")])
+@pytest.mark.parametrize(("server", "error"), [
+    ("refused", "could not connect"), ("silent", f"timed out after {TIMEOUT_S} s"),
+    ("trickling", f"the answer did not finish within {TIMEOUT_S} s"),
+])
 def test_a_webhook_receiver_that_is_down_or_hangs_is_retried_then_marked_failed(server, error, retries,
                                                                                   monkeypatch):
     monkeypatch.setattr(webhooks, "TIMEOUT_S", TIMEOUT_S)
@@ -127,7 +129,7 @@ def test_a_webhook_receiver_that_is_down_or_hangs_is_retried_then_marked_failed(
     attempts = list(delivery.attempt_log.all())
     assert len(attempts) == webhooks.MAX_ATTEMPTS and seconds < webhooks.MAX_ATTEMPTS * BOUND_S
     for attempt in attempts:
-        assert attempt.status_code is None and attempt.error.startswith(error)
+        assert attempt.status_code is None and attempt.error == error
         assert attempt.duration_ms < BOUND_S * 1000
 
 

@@ -253,7 +253,7 @@ def test_failures_are_recorded_on_the_source(fleet, stub, answer, message):
 def test_refused_connection(db):
     source = TelemetrySource.objects.create(name="gone", kind="exporter", url="http://127.0.0.1:9/metrics",
                                             timeout_seconds=2)
-    with pytest.raises(SourceError, match="cannot connect"):
+    with pytest.raises(SourceError, match="could not connect"):
         pull(source, now=NOW)
     source.refresh_from_db()
-    assert "cannot connect" in source.last_error
+    assert "could not connect" in source.last_error

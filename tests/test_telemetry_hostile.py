@@ -51,14 +51,14 @@ def assert_failed(source, reason):
     (matrix([1, 2]), "a result that is not a series object"),
     (matrix([{"metric": "UUID", "values": []}]), "a result that is not a series object"),
     (matrix([{"metric": {"UUID": "GPU-1"}, "values": 5}]), "values are not a list"),
-    (matrix([{"metric": {"UUID": "GPU-1"}, "values": [[1e20, "50"]]}]), "which no clock can hold"),
-    (matrix([{"metric": {"UUID": "GPU-1"}, "values": [["x", "50"]]}]), "unreadable point"),
-    (matrix([{"metric": {"UUID": "GPU-1"}, "values": [[1, 2, 3]]}]), "unreadable point"),
+    (matrix([{"metric": {"UUID": "GPU-1"}, "values": [[1e20, "50"]]}]), "a time no clock can hold"),
+    (matrix([{"metric": {"UUID": "GPU-1"}, "values": [["x", "50"]]}]), "a point that is not"),
+    (matrix([{"metric": {"UUID": "GPU-1"}, "values": [[1, 2, 3]]}]), "a point that is not"),
     (json.dumps({"status": "success", "data": {"resultType": "vector", "result": []}}), "expected a matrix"),
     (json.dumps({"status": "success", "data": "abc"}), "the answer has no data"),
     (json.dumps([1, 2, 3]), "JSON but not an object"),
     ('{"status": "success", "data": {"resultType": "mat', "not JSON"),  # truncated
-    (json.dumps({"status": "error", "errorType": "bad_data", "error": "parse error"}), "bad_data parse error"),
+    (json.dumps({"status": "error", "errorType": "bad_data", "error": "parse error"}), "Prometheus answered an error"),
 ])
 def test_prometheus_answers_that_cannot_be_read(stub, body, reason):
     source = source_for(stub, "prometheus")

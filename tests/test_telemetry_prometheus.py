@@ -325,7 +325,8 @@ def test_http_500_is_recorded_with_backoff(db, stub):
         with pytest.raises(SourceError, match="HTTP 500"):
             pull(source, now=NOW + (failures - 1) * H)
         source.refresh_from_db()
-        assert "query engine exploded" in source.last_error
+        assert source.last_error == "/api/v1/query_range: HTTP 500 Internal Server Error from the server"
+        assert "query engine exploded" not in source.last_error  # the answer's text is never stored
         assert source.stale_since == NOW  # since the first failure
         assert source.consecutive_failures == failures
         assert source.next_attempt_at == NOW + (failures - 1) * H + timedelta(seconds=300 * 2 ** (failures - 1))
@@ -338,17 +339,17 @@ def test_a_slow_source_times_out(db, stub):
     source = prometheus_source(stub)
 
     started = time.monotonic()
-    with pytest.raises(SourceError, match="no answer within 1 s"):
+    with pytest.raises(SourceError, match="timed out after 1 s"):
         pull(source, now=timezone.now())
     assert time.monotonic() - started < 2.5
     source.refresh_from_db()
-    assert "no answer within 1 s" in source.last_error and source.stale_since is not None
+    assert "timed out after 1 s" in source.last_error and source.stale_since is not None
 
 
 @pytest.mark.parametrize("status, body, message", [
     (200, "<html>proxy login</html>", "not JSON"),
     (200, json.dumps({"status": "error", "errorType": "execution", "error": "query timed out"}),
-     "Prometheus answered 'error': execution query timed out"),
+     r"Prometheus answered an error \(execution\)$"),
     (400, json.dumps({"status": "error", "errorType": "bad_data", "error": "parse error"}), "HTTP 400"),
     (200, json.dumps({"status": "success", "data": {"resultType": "vector", "result": []}}), "expected a matrix"),
 ])
@@ -359,7 +360,7 @@ def test_unreadable_answers(stub, status, body, message):
 
 
 def test_refused_connection():
-    with pytest.raises(SourceError, match="cannot connect"):
+    with pytest.raises(SourceError, match="could not connect"):
         prometheus.collect(Source(f"http://127.0.0.1:{free_port()}"), NOW - H, NOW)
 
 

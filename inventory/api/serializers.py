@@ -4,7 +4,7 @@ read-only names and counts that the viewsets' querysets provide without extra qu
 from django.urls import NoReverseMatch, reverse
 from rest_framework import serializers
 
-from portal.api.serializers import EnumChoiceField, PortalModelSerializer
+from portal.api.serializers import EnumChoiceField, OutboundErrorsMixin, PortalModelSerializer
 
 from ..models import (
     GPU,
@@ -206,13 +206,18 @@ class StorageSystemSerializer(PortalModelSerializer):
 
 # --- Telemetry ------------------------------------------------------------------------------------
 
+SOURCE_ERRORS_PERMISSION = "inventory.change_telemetrysource"
 SOURCE_STATUS = ["synced_until", "last_attempt_at", "last_success_at", "last_error", "last_error_at", "stale_since",
                  "consecutive_failures", "next_attempt_at"]
 
 
-class TelemetrySourceSerializer(PortalModelSerializer):
+class TelemetrySourceSerializer(OutboundErrorsMixin, PortalModelSerializer):
     """A telemetry source. ``auth_token`` is write-only (never returned; ``has_auth_token`` says whether one is
-    saved; omit it on an update to keep it, send "" to remove it); the pull status fields are read-only."""
+    saved; omit it on an update to keep it, send "" to remove it); the pull status fields are read-only;
+    ``last_error`` is null for those who may not change sources (only managers read errors)."""
+
+    outbound_error_fields = ("last_error",)
+    outbound_errors_permission = SOURCE_ERRORS_PERMISSION
 
     site_name = serializers.CharField(source="site.name", read_only=True, allow_null=True)
     auth_token = serializers.CharField(write_only=True, required=False, allow_blank=True, max_length=500,
@@ -329,7 +334,10 @@ class UtilizationGroupSerializer(serializers.Serializer):
     idle_cost = serializers.FloatField(help_text="Idle GPU-hours × the idle GPU-hour cost.")
 
 
-class StaleSourceSerializer(serializers.ModelSerializer):
+class StaleSourceSerializer(OutboundErrorsMixin, serializers.ModelSerializer):
+    outbound_error_fields = ("last_error",)
+    outbound_errors_permission = SOURCE_ERRORS_PERMISSION
+
     class Meta:
         model = TelemetrySource
         fields = ["id", "name", "stale_since", "synced_until", "consecutive_failures", "last_error"]

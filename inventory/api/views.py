@@ -277,7 +277,7 @@ class UtilizationView(APIView):
             "groups": [{**g, "id": g["key"] if group_by in ID_GROUPS else None} for g in groups],
             "stale_sources": telemetry_queries.stale_sources(),
         }
-        return Response(api.UtilizationSerializer(answer).data)
+        return Response(api.UtilizationSerializer(answer, context={"request": request}).data)
 
 
 class AllocationsView(APIView):
@@ -314,4 +314,4 @@ class AllocationsView(APIView):
             "stale_sources": [source for source in telemetry_queries.stale_sources()
                               if source.kind == TelemetrySource.Kind.SLURM],
         }
-        return Response(api.AllocationsSerializer(answer).data)
+        return Response(api.AllocationsSerializer(answer, context={"request": request}).data)

@@ -16,6 +16,8 @@ timeout is decided in one place:
 - ``http_get``: one GET bounded by the source's timeout, every failure turned into a ``SourceError``.
 """
 
+from urllib.parse import urlsplit
+
 import requests
 
 from portal import http
@@ -179,24 +181,21 @@ class SourceUnreachable(SourceError):
 
 def http_get(source, url, params=None):
     """GET ``url`` for ``source``: bounded by its timeout (``portal.http.fetch``), with its bearer token if
-    it has one. Returns the response of a 2xx answer; anything else raises ``SourceError`` saying what
-    went wrong (refused, timed out, HTTP status and the start of the body)."""
+    it has one. Returns the response of a 2xx answer; anything else raises ``SourceError`` saying, in the
+    portal's words, what went wrong (``portal.http.describe``; never text from the answer)."""
     headers = {"Accept": "application/json, text/plain;q=0.9, */*;q=0.1"}
     if source.auth_token:
         headers["Authorization"] = f"Bearer {source.auth_token}"
     timeout = source.timeout_seconds
+    where = endpoint(url)
     try:
         response = http.fetch("GET", url, params=params, headers=headers, timeout=timeout)
-    except requests.Timeout as error:
-        raise SourceUnreachable(f"{url}: no answer within {timeout} s") from error
-    except requests.ConnectionError as error:
-        raise SourceUnreachable(f"{url}: cannot connect ({reason(error)})") from error
-    except http.AnswerTooLarge as error:
-        raise SourceError(str(error)) from error
+    except (requests.Timeout, requests.ConnectionError) as error:
+        raise SourceUnreachable(f"{where}: {http.describe(error, timeout)}") from error
     except requests.RequestException as error:
-        raise SourceError(f"{url}: request failed ({error})") from error
+        raise SourceError(f"{where}: {http.describe(error, timeout)}") from error
     if response.status_code >= 400:
-        raise SourceError(f"{url}: HTTP {response.status_code} {response.reason}: {response.text[:300].strip()}")
+        raise SourceError(f"{where}: {http.status_error(response.status_code)}")
     return response
 
 
@@ -206,17 +205,12 @@ def http_json(source, url, params=None):
     try:
         document = response.json()
     except ValueError as error:
-        raise SourceError(f"{url}: the answer is not JSON ({response.text[:100].strip()!r})") from error
+        raise SourceError(f"{endpoint(url)}: the answer is not JSON") from error
     if not isinstance(document, dict):
-        raise SourceError(f"{url}: the answer is JSON but not an object")
+        raise SourceError(f"{endpoint(url)}: the answer is JSON but not an object")
     return document
 
 
-def reason(error):
-    """The innermost cause of a requests error (e.g. 'Connection refused'), not the whole urllib3 chain."""
-    while True:
-        wrapped = next((arg for arg in error.args if isinstance(arg, BaseException)), None)
-        inner = error.__cause__ or error.__context__ or wrapped
-        if inner is None:
-            return getattr(error, "strerror", None) or str(error)
-        error = inner
+def endpoint(url):
+    """The path a message names (``/api/v1/query_range``): not the host, nor credentials an old URL may hold."""
+    return urlsplit(url).path or "/"

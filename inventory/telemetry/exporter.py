@@ -49,7 +49,7 @@ def read_samples(text, url, warnings):
         except ValueError:
             unreadable.append(line)
     if unreadable and not samples:
-        raise SourceError(f"{url}: not a metrics page ({shorten(unreadable[0])!r})")
+        raise SourceError(f"{dcgm.endpoint(url)}: not a metrics page (no line could be read)")
     if unreadable:
         warnings.append(f"{len(unreadable)} unreadable line(s) left out, e.g. {shorten(unreadable[0])!r}")
     return samples

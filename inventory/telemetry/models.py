@@ -11,19 +11,19 @@ from django.utils import timezone
 from simple_history.models import HistoricalRecords
 
 from inventory.models import GPU, Node, PortalModel, Site
+from portal import outbound
 from portal.history import ChangeRecord
 
 
 def validate_source_url(value):
-    """An http(s) URL with a host. Unlike Django's URLValidator this accepts single-label hosts such as
-    ``http://prometheus:9090``, the usual name of a service inside a cluster."""
-    parts = urlsplit(value)
-    if parts.scheme not in ("http", "https") or not parts.hostname:
+    """An http(s) URL with a host that the outbound policy allows (``portal.outbound``), without credentials.
+    Unlike Django's URLValidator this accepts single-label hosts such as ``http://prometheus:9090``, the usual
+    name of a service inside a cluster."""
+    if urlsplit(value).scheme not in ("http", "https") or not urlsplit(value).hostname:
         raise ValidationError("Enter an http:// or https:// URL with a host name, e.g. http://prometheus:9090.")
-    try:
-        _ = parts.port  # urllib checks the port only when it is read
-    except ValueError as error:
-        raise ValidationError("The port in this URL is not a number between 0 and 65535.") from error
+    problem = outbound.url_problem(value, "put the token in the auth token field.")
+    if problem:
+        raise ValidationError(problem)
 
 
 class TelemetrySource(PortalModel):

@@ -43,6 +43,9 @@ from .rollups import floor_hour
 log = logging.getLogger(__name__)
 
 HOUR = timedelta(hours=1)
+# Prometheus' own error types (web/api/v1): safe to repeat, unlike an answer's free text.
+PROMETHEUS_ERROR_TYPES = {"timeout", "canceled", "execution", "bad_data", "internal", "unavailable", "not_found",
+                          "not_acceptable"}
 LATEST_TIME = 253402300799  # 9999-12-31 23:59:59 UTC
 CHUNK = timedelta(days=7)
 GROUP = "UUID, Hostname, gpu, modelName, job, instance, GPU_I_ID, GPU_I_PROFILE"
@@ -160,41 +163,47 @@ def covered_hours(samples, interval_seconds, hour, end):
 def query_range(source, base, query, first, last, warnings):
     """Yields ``(group labels, unix time, raw value)`` for every point of a range query."""
     url = f"{base}/api/v1/query_range"
+    where = dcgm.endpoint(url)
     document = dcgm.http_json(source, url, {
         "query": query, "start": first.timestamp(), "end": last.timestamp(), "step": 3600,
         "timeout": f"{source.timeout_seconds}s",
     })
     data = answer_data(document, url)
     if data.get("resultType") != "matrix" or not isinstance(data.get("result"), list):
-        raise SourceError(f"{url}: expected a matrix result, got {data.get('resultType')!r}")
+        raise SourceError(f"{where}: expected a matrix result, got another kind")
     reported = document.get("warnings")
     warnings.extend(f"Prometheus: {str(warning)[:300]}" for warning in (reported if isinstance(reported, list) else []))
     for series in data["result"]:
         if not isinstance(series, dict) or not isinstance(series.get("metric") or {}, dict):
-            raise SourceError(f"{url}: a result that is not a series object ({str(series)[:100]!r})")
+            raise SourceError(f"{where}: a result that is not a series object")
         labels = tuple(sorted((str(name), str(value)) for name, value in (series.get("metric") or {}).items()))
         values = series.get("values") or []
         if not isinstance(values, list):
-            raise SourceError(f"{url}: a series whose values are not a list ({str(values)[:100]!r})")
+            raise SourceError(f"{where}: a series whose values are not a list")
         for point in values:
             try:
                 ts, raw = point
                 ts = float(ts)
             except (TypeError, ValueError):
-                raise SourceError(f"{url}: unreadable point {str(point)[:100]!r}") from None
+                raise SourceError(f"{where}: a point that is not [time, value]") from None
             if not 0 < ts < LATEST_TIME:
-                raise SourceError(f"{url}: a point at time {ts!r}, which no clock can hold")
+                raise SourceError(f"{where}: a point at a time no clock can hold")
             yield labels, ts, raw
 
 
 def answer_data(document, url):
-    """The ``data`` of a Prometheus API answer; ``status: error`` becomes a ``SourceError``."""
+    """The ``data`` of a Prometheus API answer; ``status: error`` becomes a ``SourceError`` naming the error
+    type where it is one Prometheus defines (its free text goes to the worker's log only)."""
+    where = dcgm.endpoint(url)
     if document.get("status") != "success":
-        raise SourceError(f"{url}: Prometheus answered {document.get('status')!r}: "
-                          f"{document.get('errorType', '')} {document.get('error', '')}".strip())
+        kind = document.get("errorType")
+        log.info("Prometheus %s answered %r: %r", where, str(document.get("status"))[:50],
+                 str(document.get("error"))[:300])
+        raise SourceError(f"{where}: Prometheus answered an error"
+                          + (f" ({kind})" if kind in PROMETHEUS_ERROR_TYPES else ""))
     data = document.get("data")
     if not isinstance(data, dict):
-        raise SourceError(f"{url}: the answer has no data")
+        raise SourceError(f"{where}: the answer has no data")
     return data
 
 

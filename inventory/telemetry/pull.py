@@ -67,7 +67,7 @@ def pull(source, now=None):
         raise
     except Exception as error:  # a parser or a write that choked on the answer: a failed pull, said why
         log.exception("telemetry source %s: pull failed on an unexpected answer", source.name)
-        message = f"the answer could not be read ({type(error).__name__}: {str(error)[:300]})"
+        message = f"the answer could not be read ({type(error).__name__})"  # its text may quote the answer
         fail(source, message, now, start, collected)
         raise SourceError(message) from error
     for warning in collected.warnings:

@@ -44,6 +44,7 @@ JSON or has no ``"jobs"`` list is a ``SourceError``.
 """
 
 import json
+import logging
 import re
 from datetime import UTC, datetime, timedelta
 
@@ -52,6 +53,8 @@ import requests
 from portal import http
 
 from .records import Collected, JobRecord, Quality, SourceError, finite
+
+log = logging.getLogger(__name__)
 
 # Slurm's NO_VAL (0xfffffffe) and INFINITE (0xffffffff), and their 64-bit forms, in plain-integer output.
 NO_VAL = 0xFFFFFFFE
@@ -84,11 +87,11 @@ def parse_jobs(document, warnings=None, quality=None):
     if isinstance(document, str | bytes | bytearray):
         try:
             document = json.loads(document)
-        except ValueError as error:
-            raise SourceError(f"Slurm answer is not JSON: {error}") from None
+        except ValueError:
+            raise SourceError("Slurm answer is not JSON") from None
     if not isinstance(document, dict) or not isinstance(document.get("jobs"), list):
-        reported = describe_errors(document)
-        raise SourceError("Slurm answer has no \"jobs\" list" + (f": {reported}" if reported else ""))
+        reports_errors = " (it reports errors)" if describe_errors(document) else ""
+        raise SourceError(f"Slurm answer has no \"jobs\" list{reports_errors}")
     reported = describe_errors(document)
     if reported:
         warnings.append(f"Slurm reported: {reported}")
@@ -385,27 +388,25 @@ def collect(source, start, end):
         headers["X-SLURM-USER-TOKEN"] = source.auth_token
     try:
         response = http.fetch("GET", source.url, params=params, headers=headers, timeout=source.timeout_seconds)
-    except requests.Timeout:
-        raise SourceError(f"Slurm source {source.url} did not answer within {source.timeout_seconds} s") from None
-    except http.AnswerTooLarge as error:
-        raise SourceError(str(error)) from None
     except requests.RequestException as error:
-        raise SourceError(f"Slurm source {source.url} cannot be reached: {error}") from None
+        raise SourceError(f"Slurm source: {http.describe(error, source.timeout_seconds)}") from None
     if response.status_code >= 400:
-        raise SourceError(f"Slurm source {source.url} answered HTTP {response.status_code}: {error_text(response)}")
+        log_error_answer(source, response)
+        raise SourceError(f"Slurm source: {http.status_error(response.status_code)}")
     collected = Collected()
     collected.jobs = parse_jobs(response.content, collected.warnings, collected.quality)
     collected.synced_until = resume_from(collected.jobs, start, end)
     return collected
 
 
-def error_text(response):
-    """What an HTTP error answer says: slurmrestd's ``errors`` when it sent JSON, else the start of the body."""
+def log_error_answer(source, response):
+    """slurmrestd's ``errors`` of an HTTP error answer, for the worker's log only: the stored and shown error is
+    the portal's own words (the answer could hold anything, e.g. a metadata service's keys)."""
     try:
         reported = describe_errors(response.json())
     except ValueError:
         reported = ""
-    return reported or response.text.strip()[:300] or response.reason
+    log.info("Slurm source %s answered HTTP %s: %r", source.name, response.status_code, reported[:300])
 
 
 def resume_from(jobs, start, end):

@@ -6,6 +6,8 @@ from django.utils import timezone
 from django.utils.html import format_html
 from django.utils.safestring import mark_safe
 
+from portal.roles import sees_outbound_errors
+
 from .models import SlurmJob, TelemetrySource, UnknownSeries
 
 DATETIME = "Y-m-d H:i"
@@ -32,7 +34,11 @@ class TelemetrySourceTable(tables.Table):
             return mark_safe('<span class="badge">disabled</span>')
         if record.stale_since:
             since = f"{timezone.localtime(record.stale_since):%Y-%m-%d %H:%M}"
-            return format_html('<span class="badge stale" title="{}">stale since {}</span>', record.last_error, since)
+            request = getattr(self, "request", None)  # set by RequestConfig; errors are for managers only
+            if request and sees_outbound_errors(request.user, "inventory.change_telemetrysource"):
+                return format_html('<span class="badge stale" title="{}">stale since {}</span>', record.last_error,
+                                   since)
+            return format_html('<span class="badge stale">stale since {}</span>', since)
         if record.last_success_at is None:
             return mark_safe('<span class="badge">not pulled yet</span>')
         return mark_safe('<span class="badge fresh">ok</span>')

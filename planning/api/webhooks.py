@@ -5,7 +5,7 @@ import django_filters
 from rest_framework import serializers
 
 from inventory.api.serializers import COMMON, TIMESTAMPS
-from portal.api.serializers import EnumChoiceField, PortalModelSerializer
+from portal.api.serializers import EnumChoiceField, OutboundErrorsMixin, PortalModelSerializer
 from portal.api.viewsets import PortalModelViewSet
 
 from ..models import Webhook, WebhookAttempt, WebhookDelivery
@@ -37,14 +37,24 @@ class WebhookSerializer(PortalModelSerializer):
         return super().validate(attrs)
 
 
-class WebhookAttemptSerializer(serializers.ModelSerializer):
+WEBHOOK_ERRORS_PERMISSION = "planning.change_webhook"
+
+
+class WebhookAttemptSerializer(OutboundErrorsMixin, serializers.ModelSerializer):
+    outbound_error_fields = ("error",)
+    outbound_errors_permission = WEBHOOK_ERRORS_PERMISSION
+
     class Meta:
         model = WebhookAttempt
         fields = ["id", "at", "status_code", "error", "duration_ms"]
 
 
-class WebhookDeliverySerializer(serializers.ModelSerializer):
-    """One event sent (or being sent) to one webhook, with each attempt."""
+class WebhookDeliverySerializer(OutboundErrorsMixin, serializers.ModelSerializer):
+    """One event sent (or being sent) to one webhook, with each attempt. The errors (``last_error``, each
+    attempt's ``error``) are null for those who may not change webhooks (only managers read errors)."""
+
+    outbound_error_fields = ("last_error",)
+    outbound_errors_permission = WEBHOOK_ERRORS_PERMISSION
 
     url = serializers.HyperlinkedIdentityField(view_name="planning-api:webhookdelivery-detail")
     webhook_name = serializers.CharField(source="webhook.name", read_only=True)

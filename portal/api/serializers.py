@@ -9,8 +9,27 @@ from rest_framework import serializers
 from rest_framework.settings import api_settings
 
 from portal.history import REASON_MAX_LENGTH
+from portal.roles import sees_outbound_errors
 
 BRIEF_FIELDS = ("id", "url", "display")
+
+
+class OutboundErrorsMixin:
+    """A serializer whose ``outbound_error_fields`` (errors of outbound calls) are null for users without
+    ``outbound_errors_permission`` (``portal.roles.sees_outbound_errors``); nested serializers get the same
+    request from the context."""
+
+    outbound_error_fields = ()
+    outbound_errors_permission = ""
+
+    def to_representation(self, instance):
+        data = super().to_representation(instance)
+        request = self.context.get("request")
+        if not sees_outbound_errors(getattr(request, "user", None), self.outbound_errors_permission):
+            for name in self.outbound_error_fields:
+                if name in data:
+                    data[name] = None
+        return data
 
 
 class PortalModelSerializer(serializers.ModelSerializer):
