@@ -16,16 +16,17 @@ from functools import partial
 
 import pytest
 import requests
+from django.db import connection
 
 from inventory import lifecycle
-from inventory.models import LifecycleState, Node, StateTransition
+from inventory.models import GPU, LifecycleState, Node, StateTransition
 from planning.models import Contract, Delivery, PurchaseOrder
 from portal.models import APIToken
 from portal.roles import MANAGER
-from support import workflow
+from support import faults, workflow
 from support.models import Ticket
 from tests.conftest import make_user
-from tests.factories import make_gpu_model, make_node, make_node_model, make_site
+from tests.factories import make_gpu, make_gpu_model, make_node, make_node_model, make_site
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -155,6 +156,38 @@ def test_conflicting_lifecycle_transitions_through_the_api_have_one_winner(porta
         assert len(records) == 3
 
 
+def in_process(call):
+    """``call`` for a thread of this process (a Celery task's code), on its own database connection."""
+    def run():
+        try:
+            return call()
+        finally:
+            connection.close()
+    return run
+
+
+def test_the_fault_task_and_a_page_retiring_the_gpu_apply_one_after_the_other(portal):
+    """The telemetry fault task degrades an in-service GPU while someone retires it from its page: the GPU ends
+    retired with a consistent record (degraded then retired, or retired alone), never "degraded" after "retired"."""
+    for _ in range(TRIALS * 2):
+        node = in_service_node()
+        gpu = make_gpu(node=node)
+        for state in (L.BURN_IN, L.IN_SERVICE):
+            lifecycle.transition(gpu, state)
+        fault = faults.Fault(Ticket.Fault.XID, "XID 79", node=node, gpu=gpu)
+        session = portal.session()
+        form = {"to": L.RETIRED, "reason": "race", "current": L.IN_SERVICE}
+        ticket, page = race(in_process(partial(faults.open_ticket, fault, notify=False)),
+                            partial(portal.post_page, session, f"/inventory/gpus/{gpu.pk}/transition/", form))
+        assert ticket is not None and page.status_code == 200
+        records = assert_lifecycle_consistent(gpu)
+        if "someone changed it meanwhile" in page.text:  # the task was first: the page's move was refused
+            assert [r.to_state for r in records[2:]] == [L.DEGRADED]
+        else:
+            assert gpu.state == L.RETIRED and [r.to_state for r in records[2:]] in ([L.RETIRED],
+                                                                                    [L.DEGRADED, L.RETIRED])
+
+
 # --- Tickets -------------------------------------------------------------------------------------------
 
 
@@ -250,6 +283,23 @@ def test_return_to_service_twice_moves_once_and_keeps_the_title_private(portal):
         assert not node.history.filter(history_change_reason__contains="Falcon").exists()
 
 
+def test_an_rma_swap_racing_a_status_change_loses_neither(portal):
+    for trial in range(TRIALS):
+        node = in_service_node()
+        gpu = make_gpu(node=node)
+        ticket = make_ticket(S.IN_PROGRESS, node=node, gpu=gpu)
+        swap = {"part": "gpu", "gpu": gpu.pk, "serial": f"NEW-{trial}", "rma_number": f"RMA-{trial}"}
+        page, answer = race(
+            partial(portal.post_page, portal.session(), f"/support/tickets/{ticket.pk}/swap/", swap),
+            partial(portal.api, "POST", f"/api/support/tickets/{ticket.pk}/transition/",
+                    {"status": "waiting_vendor", "from_status": "in_progress"}),
+        )
+        assert page.status_code == 200 and "Swap recorded" in page.text and answer.status_code == 200
+        ticket.refresh_from_db()
+        assert (ticket.status, ticket.rma_number) == (S.WAITING_VENDOR, f"RMA-{trial}")
+        assert GPU.objects.filter(serial=f"NEW-{trial}", node=node).exists()
+
+
 # --- Idempotent creates ------------------------------------------------------------------------------------
 
 ORDERS = "/api/planning/purchase-orders/"
@@ -303,3 +353,18 @@ def test_concurrent_retries_with_one_external_id_all_get_the_first_answer(portal
         answers = race(*[partial(portal.api, "POST", DELIVERIES, delivery)] * THREADS)
         assert_all_replay_the_first(answers)
         assert Delivery.objects.filter(external_id=f"dn-{trial}").count() == 1
+
+
+def test_a_cancel_racing_deliveries_never_cancels_a_delivered_order(portal, order_body):
+    for trial in range(TRIALS):
+        order = portal.api("POST", ORDERS, order_body(f"PO-C-{trial}")).json()
+        line = order["lines"][0]["id"]
+        cancel = partial(portal.api, "POST", f"{ORDERS}{order['id']}/cancel/")
+        deliveries = [partial(portal.api, "POST", DELIVERIES, {"order": order["id"], "items": [
+            {"line": line, "serial": f"SN-C-{trial}-{i}", "hostname": f"c-{trial}-{i}"}]}) for i in range(2)]
+        answers = race(cancel, *deliveries)
+        assert answers[0].status_code in (200, 409) and {a.status_code for a in answers[1:]} <= {201, 400}
+        cancelled = PurchaseOrder.objects.get(pk=order["id"]).status == PurchaseOrder.Status.CANCELLED
+        delivered = Delivery.objects.filter(order=order["id"]).count()
+        assert cancelled != bool(delivered), (cancelled, delivered, [a.text[:200] for a in answers])
+        assert delivered == sum(a.status_code == 201 for a in answers[1:])
