@@ -136,7 +136,9 @@ class TicketViewSet(PortalModelViewSet):
 
     @extend_schema(summary="Return the resolved ticket's degraded node or GPU to service", request=None,
                    responses={200: api.TicketSerializer,
-                              400: OpenApiResponse(description="Nothing to return to service.")})
+                              400: OpenApiResponse(description="Nothing to return to service."),
+                              409: OpenApiResponse(description="Someone returned it (or moved it) meanwhile; "
+                                                               "nothing was changed.")})
     @action(detail=True, methods=["post"], url_path="return-to-service")
     def return_to_service(self, request, pk=None, format=None):
         ticket = self.get_object()
