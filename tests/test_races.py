@@ -252,6 +252,25 @@ def test_status_moves_racing_edits_of_other_fields_lose_nothing(portal):
         assert steps == [S.NEW, S.TRIAGED] + ([S.IN_PROGRESS] if moved else []), history
 
 
+def test_the_edit_page_and_a_bulk_patch_racing_a_status_move_lose_nothing(portal):
+    """The full edit form and a bulk PATCH write back every field of the ticket: neither may write back a status
+    read before a concurrent move committed."""
+    for trial in range(TRIALS):
+        ticket = make_ticket(S.NEW)
+        move = f"/api/support/tickets/{ticket.pk}/transition/"
+        edit = {"title": f"Edited {trial}", "category": "hardware", "priority": "P3"}
+        answers = race(partial(portal.api, "POST", move, {"status": "triaged"}),
+                       partial(portal.post_page, portal.session(), f"/support/tickets/{ticket.pk}/edit/", edit))
+        assert [a.status_code for a in answers] == [200] * 2, [a.text[:300] for a in answers]
+        ticket.refresh_from_db()
+        assert (ticket.status, ticket.title) == (S.TRIAGED, f"Edited {trial}")
+        answers = race(partial(portal.api, "POST", move, {"status": "in_progress"}),
+                       partial(portal.api, "PATCH", "/api/support/tickets/", [{"id": ticket.pk, "priority": "P1"}]))
+        assert [a.status_code for a in answers] == [200] * 2, [a.text[:300] for a in answers]
+        ticket.refresh_from_db()
+        assert (ticket.status, ticket.title, ticket.priority) == (S.IN_PROGRESS, f"Edited {trial}", "P1")
+
+
 def test_concurrent_api_transitions_from_one_status_have_one_winner(portal):
     for _ in range(TRIALS):
         ticket = make_ticket(S.IN_PROGRESS)

@@ -69,6 +69,7 @@ class TicketViewSet(PortalModelViewSet):
         assignee = data.pop("assignee", None)
         try:
             with transaction.atomic():
+                workflow.lock(ticket)  # a bulk PATCH reads it unlocked: apply the change to the row as stored
                 for name, value in data.items():
                     setattr(ticket, name, value)
                 workflow.save_ticket(ticket, user, "Edited through the API")
