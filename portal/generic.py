@@ -284,7 +284,7 @@ class LockedEditMixin:
                 # show (a lifecycle state, a ticket's status) is not written back from a read made before a
                 # concurrent change committed.
                 model = self.get_queryset().model
-                list(model._default_manager.select_for_update().filter(pk=kwargs["pk"]).values_list("pk"))
+                list(model._default_manager.select_for_update(of=("self",)).filter(pk=kwargs["pk"]).values_list("pk"))
             return super().post(request, *args, **kwargs)
 
 
