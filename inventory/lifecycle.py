@@ -4,7 +4,8 @@
     any state → retired
 
 Every change goes through ``transition`` (or ``bulk_transition``), which refuses anything else and
-records who, when, from, to and why.
+records who, when, from, to and why. Both lock the rows and check the state as stored, never one read
+before: two requests racing cannot both start from the same state.
 """
 
 from django.contrib.contenttypes.models import ContentType
@@ -38,6 +39,21 @@ def allowed_targets(state):
     return [s for s in S if s in targets]
 
 
+class StaleState(ValidationError):
+    """The object is no longer in the state the request was made from (someone changed it meanwhile)."""
+
+    def __init__(self, obj, expected, target):
+        self.current = obj.state
+        super().__init__({"to": f"{obj} is now {S(obj.state).label.lower()}, not {S(expected).label.lower()}: "
+                                f"someone changed it meanwhile, so it was not moved to {S(target).label.lower()}."})
+
+
+def lock(obj):
+    """Lock the row of a node or GPU until the transaction ends and read its stored state into ``obj``."""
+    obj.refresh_from_db(fields=["state"], from_queryset=type(obj)._default_manager.select_for_update(of=("self",)))
+    return obj
+
+
 def check_transition(current, target):
     """Raise ``ValidationError`` (on field ``to``) if ``current → target`` is not allowed."""
     if target not in S.values:
@@ -64,8 +80,12 @@ def record_transitions(objs, previous_states, target, user, reason, now):
 
 
 @transaction.atomic
-def transition(obj, target, user=None, reason=""):
-    """Move one node or GPU to ``target``; raises ``ValidationError`` if the rules refuse it."""
+def transition(obj, target, user=None, reason="", expected=None):
+    """Move one node or GPU to ``target``; raises ``ValidationError`` if the rules refuse it, and
+    ``StaleState`` if ``expected`` (the state the request was made from) is no longer the stored one."""
+    lock(obj)
+    if expected and obj.state != expected:
+        raise StaleState(obj, expected, target)
     check_transition(obj.state, target)
     previous = obj.state
     obj.state = target

@@ -39,6 +39,8 @@ from .telemetry.views import NodeGPUChartsMixin
 class TransitionForm(forms.Form):
     to = forms.ChoiceField(label="New state", choices=LifecycleState.choices)
     reason = forms.CharField(max_length=500, required=False)
+    # The state the page showed: a move made from a state that has changed since is refused, not applied.
+    current = forms.ChoiceField(choices=LifecycleState.choices, required=False)
 
 
 class LifecycleListView(ObjectListView):
@@ -81,7 +83,8 @@ class TransitionView(ModelPermissionMixin, View):
             messages.error(request, "Choose a state: " + "; ".join(form.errors.get("to", [])))
         else:
             try:
-                lifecycle.transition(obj, form.cleaned_data["to"], request.user, form.cleaned_data["reason"])
+                lifecycle.transition(obj, form.cleaned_data["to"], request.user, form.cleaned_data["reason"],
+                                     expected=form.cleaned_data["current"])
             except forms.ValidationError as error:
                 messages.error(request, " ".join(error.message_dict["to"]))
             else:

@@ -42,11 +42,14 @@ def order_status(order):
     return PurchaseOrder.Status.PARTIAL if delivered else PurchaseOrder.Status.OPEN
 
 
+@transaction.atomic
 def cancel_order(order):
-    """Cancel an order that nothing was delivered for yet; raises ``ValidationError`` otherwise."""
+    """Cancel an order that nothing was delivered for yet; raises ``ValidationError`` otherwise. The order is
+    locked (as ``receive_delivery`` locks it), so a delivery and a cancel racing never both go through."""
+    order.refresh_from_db(fields=["status"], from_queryset=PurchaseOrder.objects.select_for_update(of=("self",)))
     if order.status == PurchaseOrder.Status.CANCELLED:
         raise ValidationError("The order is already cancelled.")
-    if order.deliveries.exists():
+    if Delivery.objects.filter(order=order).exists():  # as stored now, not the deliveries prefetched before the lock
         raise ValidationError("Part of the order was delivered; it cannot be cancelled.")
     order.status = PurchaseOrder.Status.CANCELLED
     order.save(update_fields=["status", "updated"])

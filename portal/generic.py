@@ -284,7 +284,7 @@ class VersionedFormMixin:
 
 class LockedEditMixin:
     """For an ``UpdateView``: its form gets ``VersionedFormMixin``, and a post is one transaction (the
-    row is locked from the version check to the save)."""
+    row is locked before it is read, until the save)."""
 
     def get_form_class(self):
         form_class = super().get_form_class()
@@ -292,6 +292,12 @@ class LockedEditMixin:
 
     def post(self, request, *args, **kwargs):
         with transaction.atomic():
+            if kwargs.get("pk") is not None:
+                # Lock first: the object the form saves is then read as stored now, so what the form does not
+                # show (a lifecycle state, a ticket's status) is not written back from a read made before a
+                # concurrent change committed.
+                model = self.get_queryset().model
+                list(model._default_manager.select_for_update(of=("self",)).filter(pk=kwargs["pk"]).values_list("pk"))
             return super().post(request, *args, **kwargs)
 
 

@@ -152,10 +152,11 @@ def open_ticket(fault, notify=True):
     try:
         with transaction.atomic():
             workflow.open_ticket(ticket, None, notify=False)
-            asset = fault.asset
-            asset.refresh_from_db(fields=["state"])
+            asset = lifecycle.lock(fault.asset)  # a page or the API may be moving it right now
             if asset.state == LifecycleState.IN_SERVICE:
-                lifecycle.transition(asset, LifecycleState.DEGRADED, reason=f"Ticket #{ticket.pk}: {fault.title}")
+                # The lifecycle record is read by every team: the ticket's number and the fault, not its title.
+                lifecycle.transition(asset, LifecycleState.DEGRADED, expected=LifecycleState.IN_SERVICE,
+                                     reason=f"Ticket #{ticket.pk}: {F(fault.kind).label}")
     except IntegrityError:  # another run opened it first
         return None
     if notify:
@@ -181,9 +182,14 @@ def returnable_asset(ticket):
     return asset if asset is not None and asset.state in RETURNABLE else None
 
 
+@transaction.atomic
 def return_to_service(ticket, user=None):
+    """Move the resolved ticket's asset back to service; None if there is nothing to move (any more: the
+    ticket and the asset are locked and read again, so a double submit moves it once)."""
+    ticket.refresh_from_db(fields=["status"], from_queryset=Ticket.objects.select_for_update(of=("self",)))
     asset = returnable_asset(ticket)
-    if asset is None:
+    if asset is None or lifecycle.lock(asset).state not in RETURNABLE:
         return None
-    return lifecycle.transition(asset, LifecycleState.IN_SERVICE, user=user,
-                                reason=f"Ticket #{ticket.pk} resolved: {ticket.title}")
+    # The lifecycle record is read by every team: the ticket's number, never its (private) title.
+    return lifecycle.transition(asset, LifecycleState.IN_SERVICE, user=user, reason=f"Ticket #{ticket.pk} resolved",
+                                expected=asset.state)

@@ -142,6 +142,8 @@ class StatusForm(forms.Form):
     note = forms.CharField(required=False, max_length=2000, widget=forms.TextInput(attrs={"placeholder": "Note"}))
     # Support staff give the vendor's RMA number with the move to "waiting on vendor" (one step, not an edit).
     rma_number = forms.CharField(required=False, max_length=100, label="RMA number")
+    # The status the page showed: a move from a status that has changed since is refused, not applied.
+    current = forms.ChoiceField(choices=Ticket.Status.choices, required=False)
 
 
 class InlineForm(forms.Form):
@@ -150,6 +152,7 @@ class InlineForm(forms.Form):
     status = forms.ChoiceField(choices=Ticket.Status.choices, required=False)
     priority = forms.ChoiceField(choices=Ticket.Priority.choices, required=False)
     assignee = forms.ModelChoiceField(queryset=None, required=False)
+    current = forms.ChoiceField(choices=Ticket.Status.choices, required=False)  # the status the row showed
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)

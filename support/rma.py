@@ -48,9 +48,8 @@ def _check_new(model, serial, **unique):
 
 
 def _finish(ticket, user, rma_number, text):
-    if rma_number and ticket.rma_number != rma_number:
-        ticket.rma_number = rma_number
-        workflow.save_ticket(ticket, user, f"RMA {rma_number}")
+    if rma_number and ticket.rma_number != rma_number:  # on the locked, freshly read ticket: no change lost
+        workflow.set_fields(ticket, user, f"RMA {rma_number}", rma_number=rma_number)
     workflow.add_comment(ticket, user, f"Swap recorded: {text}", internal=False, notify=False)
 
 

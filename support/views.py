@@ -220,7 +220,7 @@ class TicketEditView(LockedEditMixin, TicketFormMixin, StaffMixin, UpdateView):
 
     def form_valid(self, form):
         user = self.request.user
-        before = Ticket.objects.get(pk=self.object.pk)
+        before = Ticket.objects.get(pk=self.object.pk)  # read under the lock LockedEditMixin took (no stale status)
         with transaction.atomic():
             ticket = form.save(commit=False)
             priority, assignee = ticket.priority, ticket.assignee
@@ -263,14 +263,18 @@ class TicketStatusView(TicketActionView):
             messages.error(request, "Choose a status.")
             return self.redirect(ticket)
         rma_number = form.cleaned_data["rma_number"].strip()
+        changes = {}
         if rma_number and rma_number != ticket.rma_number:
             if not (workflow.is_staff(request.user) and request.user.has_perm("support.change_ticket")):
                 raise PermissionDenied
-            ticket.rma_number = rma_number  # saved with the status, in the same history record
+            changes["rma_number"] = rma_number  # saved with the status, in the same history record
+        target, expected = form.cleaned_data["status"], form.cleaned_data["current"]
         try:
-            if form.cleaned_data["status"] == ticket.status and rma_number:  # no move: the RMA number alone
-                workflow.save_ticket(ticket, request.user, f"RMA {rma_number}")
-            workflow.change_status(ticket, form.cleaned_data["status"], request.user, form.cleaned_data["note"])
+            if target == (expected or ticket.status) and changes:  # no move: the RMA number alone
+                workflow.set_fields(ticket, request.user, f"RMA {rma_number}", **changes)
+            else:
+                workflow.change_status(ticket, target, request.user, form.cleaned_data["note"], expected=expected,
+                                       changes=changes)
         except ValidationError as error:
             messages.error(request, " ".join(error.messages))
         else:
@@ -323,8 +327,8 @@ class TicketInlineView(StaffMixin, View):
             raise PermissionDenied
         message, ok = "", False
         try:
-            if field == "status":
-                workflow.change_status(ticket, form.cleaned_data["status"], user)
+            if field == "status":  # from the status the row showed: a stale row moves nothing
+                workflow.change_status(ticket, form.cleaned_data["status"], user, expected=form.cleaned_data["current"])
             elif field == "priority":
                 workflow.set_priority(ticket, form.cleaned_data["priority"], user)
             else:
@@ -397,7 +401,11 @@ class ReturnToServiceView(StaffMixin, TicketActionView):
         if asset is None or not request.user.has_perm(f"inventory.change_{asset._meta.model_name}"):
             messages.error(request, "There is nothing to return to service.")
             return self.redirect(ticket)
-        faults.return_to_service(ticket, request.user)
+        if faults.return_to_service(ticket, request.user) is None:  # someone did it (or reopened it) meanwhile
+            asset.refresh_from_db(fields=["state"])
+            messages.error(request, f"Nothing was changed: {asset} is now {asset.get_state_display().lower()} and "
+                                    f"ticket #{ticket.pk} {ticket.get_status_display().lower()}.")
+            return self.redirect(ticket)
         messages.success(request, f"{asset} is back in service.")
         return self.redirect(ticket)
 

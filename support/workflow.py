@@ -7,6 +7,11 @@ so pages, API and tasks keep the SLA clock and send the same notices.
 Support staff (``support.work_ticket``) may make any allowed move. A requester may answer a ticket waiting on
 them (back to in progress: a comment of theirs does it too), confirm a resolution (close), reopen a resolved
 ticket, and withdraw a new one (close).
+
+Every change locks the ticket's row and reads it again first (``lock``), so two requests racing apply one after
+the other, each to what the other stored: no change is lost, and a move is checked against the status as stored
+(a double submit of "close" then "reopen" leaves the ticket closed). A move may name the status it was asked
+from (``expected``, what the page showed): if that is no longer the stored one it is refused (``StaleStatus``).
 """
 
 from django.core.exceptions import ValidationError
@@ -30,6 +35,23 @@ ALLOWED = {
 }
 REQUESTER_MOVES = {(S.WAITING_REQUESTER, S.IN_PROGRESS), (S.RESOLVED, S.CLOSED), (S.RESOLVED, S.IN_PROGRESS),
                    (S.NEW, S.CLOSED)}
+
+
+class StaleStatus(ValidationError):
+    """The ticket is no longer in the status the request was made from (someone moved it meanwhile)."""
+
+    def __init__(self, ticket, expected, target):
+        self.current = ticket.status
+        super().__init__({"status": f"Ticket #{ticket.pk} is now {S(ticket.status).label.lower()}, not "
+                                    f"{S(expected).label.lower()}: someone changed it meanwhile, so it was not "
+                                    f"moved to {S(target).label.lower()}."})
+
+
+def lock(ticket):
+    """Lock the ticket's row until the transaction ends and read every stored field into ``ticket`` again
+    (callers set their changes after this, never before)."""
+    ticket.refresh_from_db(from_queryset=Ticket.objects.select_for_update(of=("self",)))
+    return ticket
 
 
 def is_staff(user):
@@ -74,12 +96,19 @@ def open_ticket(ticket, user=None, notify=True):
 
 
 @transaction.atomic
-def change_status(ticket, target, user=None, note="", now=None, notify=True):
-    """Move the ticket to ``target``; raises ``ValidationError`` (field ``status``) if not allowed."""
+def change_status(ticket, target, user=None, note="", now=None, notify=True, expected=None, changes=None):
+    """Move the ticket to ``target``; raises ``ValidationError`` (field ``status``) if not allowed, and
+    ``StaleStatus`` if ``expected`` is given and no longer the stored status. ``changes`` (field: value) are
+    saved with the move, in the same history record."""
     if target not in S.values:
         raise ValidationError({"status": f"'{target}' is not a ticket status."})
+    lock(ticket)
+    if expected and ticket.status != expected:
+        raise StaleStatus(ticket, expected, target)
     if target == ticket.status:
         return ticket
+    for name, value in (changes or {}).items():
+        setattr(ticket, name, value)
     if target not in allowed_targets(ticket, user):
         allowed = ", ".join(S(s).label for s in allowed_targets(ticket, user)) or "none"
         raise ValidationError({"status": f"Cannot go from {S(ticket.status).label} to {S(target).label}; "
@@ -108,7 +137,18 @@ def change_status(ticket, target, user=None, note="", now=None, notify=True):
 
 
 @transaction.atomic
+def set_fields(ticket, user, reason, **values):
+    """Save plain fields (e.g. the RMA number) on the locked, freshly read ticket."""
+    lock(ticket)
+    for name, value in values.items():
+        setattr(ticket, name, value)
+    save_ticket(ticket, user, reason)
+    return ticket
+
+
+@transaction.atomic
 def assign(ticket, assignee, user=None, notify=True, now=None):
+    lock(ticket)
     if ticket.assignee_id == (assignee.pk if assignee else None):
         return ticket
     if assignee is not None and not assignee.has_perm("support.work_ticket"):
@@ -126,6 +166,7 @@ def set_priority(ticket, priority, user=None):
     """A new priority brings the SLA for it: the due times are computed again from when the ticket opened."""
     if priority not in Ticket.Priority.values:
         raise ValidationError({"priority": f"'{priority}' is not a priority."})
+    lock(ticket)
     if priority == ticket.priority:
         return ticket
     ticket.priority = priority
@@ -141,6 +182,7 @@ def add_comment(ticket, user, body, internal=False, notify=True, now=None):
     ticket waiting on them sets it back in progress (the SLA clock runs again)."""
     if internal and not is_staff(user):
         raise ValidationError({"internal": "Only support staff write internal comments."})
+    lock(ticket)
     now = now or timezone.now()
     comment = TicketComment.objects.create(
         ticket=ticket, author=user if user is not None and user.is_authenticated else None,

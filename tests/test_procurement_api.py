@@ -177,12 +177,13 @@ def test_keys_are_per_user(setup):
     assert response.status_code == 201 and PurchaseOrder.objects.count() == 2
 
 
-def test_external_id_repeat_returns_the_existing_object(setup):
+def test_external_id_repeat_replays_the_first_answer(setup):
     client = setup["client"]
     first = client.post(ORDERS, order_body(setup, external_id="erp-1"), format="json")
     again = client.post(ORDERS, order_body(setup, external_id="erp-1"), format="json")
-    assert (first.status_code, again.status_code) == (201, 200)
-    assert again.data["id"] == first.data["id"] and PurchaseOrder.objects.count() == 1
+    assert (first.status_code, again.status_code) == (201, 201)
+    assert again.json() == first.json() and again["Idempotent-Replayed"] == "true"
+    assert PurchaseOrder.objects.count() == 1
     changed = client.post(ORDERS, order_body(setup, external_id="erp-1", vendor="Other"), format="json")
     assert changed.status_code == 409
 
@@ -190,7 +191,7 @@ def test_external_id_repeat_returns_the_existing_object(setup):
     body = {"order": first.data["id"], "external_id": "dn-1", "items": [node_item(line, 1)]}
     assert client.post(DELIVERIES, body, format="json").status_code == 201
     repeat = client.post(DELIVERIES, body, format="json")
-    assert repeat.status_code == 200 and repeat.data["items"][0]["hostname"] == "new-1"
+    assert repeat.status_code == 201 and repeat.json()["items"][0]["hostname"] == "new-1"
     assert counts() == (1, 0, 1, 1)
 
 

@@ -138,6 +138,9 @@ class TransitionSerializer(serializers.Serializer):
     to = EnumChoiceField(LifecycleState, help_text="The target lifecycle state.")
     reason = serializers.CharField(max_length=500, required=False, allow_blank=True, default="",
                                    help_text="Why; kept with the lifecycle record and the change history.")
+    from_state = EnumChoiceField(LifecycleState, required=False, allow_blank=True, default="",
+                                 help_text="Optional: the state the client saw; if it is no longer the stored "
+                                           "one, the move is refused with 409 and nothing changes.")
 
 
 class StateTransitionSerializer(serializers.ModelSerializer):

@@ -4,10 +4,9 @@ the lifecycle actions."""
 
 from django.conf import settings
 from django.core.exceptions import ValidationError as DjangoValidationError
-from django.db import transaction
 from django.utils import timezone
 from drf_spectacular.utils import OpenApiResponse, extend_schema, extend_schema_view, inline_serializer
-from rest_framework import permissions, serializers, viewsets
+from rest_framework import permissions, serializers, status, viewsets
 from rest_framework.decorators import action
 from rest_framework.response import Response
 from rest_framework.views import APIView
@@ -43,6 +42,8 @@ class LifecycleActionsMixin:
                 responses={
                     200: cls.serializer_class,
                     400: OpenApiResponse(description='Refused, e.g. `{"to": ["Cannot go from Retired to ..."]}`.'),
+                    409: OpenApiResponse(description="`from_state` is no longer the stored state: `detail` and "
+                                                     "`state` (the current one) say so; nothing changed."),
                 },
             ),
             transitions=extend_schema(
@@ -66,14 +67,15 @@ class LifecycleActionsMixin:
         obj = self.get_object()
         body = self.get_serializer(data=request.data)
         body.is_valid(raise_exception=True)
-        with transaction.atomic():
-            # Lock the row so two concurrent transitions cannot both start from the same state.
-            locked = type(obj)._default_manager.select_for_update().get(pk=obj.pk)
-            try:
-                lifecycle.transition(locked, body.validated_data["to"], request.user, body.validated_data["reason"])
-            except DjangoValidationError as error:
-                raise serializers.ValidationError(serializers.as_serializer_error(error)) from error
-        obj.state, obj.updated = locked.state, locked.updated
+        data = body.validated_data
+        try:
+            # transition locks the row, so two concurrent transitions cannot both start from the same state.
+            lifecycle.transition(obj, data["to"], request.user, data["reason"], expected=data["from_state"])
+        except lifecycle.StaleState as stale:
+            return Response({"detail": stale.message_dict["to"][0], "state": stale.current},
+                            status=status.HTTP_409_CONFLICT)
+        except DjangoValidationError as error:
+            raise serializers.ValidationError(serializers.as_serializer_error(error)) from error
         return Response(self.serializer_class(obj, context=self.get_serializer_context()).data)
 
     @action(detail=True, methods=["get"], pagination_class=None, filter_backends=[])

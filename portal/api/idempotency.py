@@ -4,14 +4,18 @@
 with a hash of the method, path and body. Repeating the request returns the stored answer with the
 header ``Idempotent-Replayed: true`` and creates nothing; reusing the key for another request is a 422.
 A refused request (4xx) stores nothing, so the client may fix the body and send it again with the same
-key. Two identical requests racing: both run in a transaction that ends by storing the key; the database's
-unique constraint makes the second wait for the first and roll back, and it answers with the stored
-answer (or 409 if there is none).
+key.
 
 ``external_id`` (viewsets that set ``external_id_field``): unique per client. Sending an object again with
-an ``external_id`` already used by the same user returns the existing object with 200 (not 201) when the
-body is the one first sent, and 409 when it differs, so a client that lost the first answer can simply
-retry.
+an ``external_id`` already used by the same user replays the first answer (201 and the same body, header
+``Idempotent-Replayed: true``) when the body is the one first sent, and is a 409 when it differs, so a
+client that lost the first answer can simply retry. An object made another way (no stored answer) is
+answered as it is now, with 200.
+
+Races: a request claims its key (inserts the key's row) before it runs, in the transaction that creates
+the object. A concurrent retry with the same key or external id waits on the unique index until the first
+commits, then replays its answer (or runs itself if the first was refused and rolled back): every retry
+gets the first answer, never "already exists", whichever wins the race.
 """
 
 import hashlib
@@ -80,18 +84,35 @@ class IdempotentCreateMixin:
             return self._replay_if_same(stored, digest)
         try:
             with transaction.atomic():
-                response = run()
-                if status.is_success(response.status_code):
-                    IdempotentRequest.objects.create(
-                        user=request.user, key=key, method=request.method, path=request.path[:500],
-                        body_hash=digest, status=response.status_code, response=response.data,
-                    )
+                claim = self._claim(request, key, digest)
+                if claim is None:  # lost the race: the winner has committed its answer
+                    return self._replay_if_same(IdempotentRequest.objects.get(user=request.user, key=key), digest)
+                return self._run_and_store(claim, run)
+        except IntegrityError:  # a unique field taken meanwhile by a request with another key
+            raise Conflict("Another request created the same object meanwhile; GET it, or retry.") from None
+
+    def _claim(self, request, key, digest):
+        """Insert the key's row (a placeholder until the answer is stored), or None if another request has it.
+
+        The insert waits on the unique index while a concurrent request holding the same key is running: it
+        fails once that one commits, and succeeds if that one rolls back (it was refused: nothing stored)."""
+        try:
+            with transaction.atomic():
+                return IdempotentRequest.objects.create(
+                    user=request.user, key=key, method=request.method, path=request.path[:500], body_hash=digest,
+                    status=0, response={},
+                )
         except IntegrityError:
-            # Lost a race with the same key (or a unique field): the winner's answer, if it stored one.
-            stored = IdempotentRequest.objects.filter(user=request.user, key=key).first()
-            if stored is None:
-                raise Conflict("Another request with this Idempotency-Key is in progress; retry shortly.") from None
-            return self._replay_if_same(stored, digest)
+            return None
+
+    def _run_and_store(self, claim, run):
+        """Run the create in the claim's transaction; store its answer, or roll everything back if refused."""
+        response = run()
+        if status.is_success(response.status_code):
+            claim.status, claim.response = response.status_code, response.data
+            claim.save(update_fields=["status", "response"])
+        else:
+            transaction.set_rollback(True)
         return response
 
     def _replay_if_same(self, stored, digest):
@@ -109,26 +130,26 @@ class IdempotentCreateMixin:
             # Nothing to look up (a NUL cannot be stored, nor searched in PostgreSQL): the serializer says why.
             return self.create_object(request, *args, **kwargs)
         key = f"{self.external_id_field}:{request.path}:{external_id}"[:MAX_KEY_LENGTH]
-        existing = self.get_queryset().filter(
-            **{self.external_id_field: external_id, self.external_id_owner: request.user}
-        ).first()
-        if existing is None:
+        digest = fingerprint(request)
+        lookup = {self.external_id_field: external_id, self.external_id_owner: request.user}
+        if not self.get_queryset().filter(**lookup).exists():
             with transaction.atomic():
-                response = self.create_object(request, *args, **kwargs)
-                IdempotentRequest.objects.update_or_create(
-                    user=request.user, key=key,
-                    defaults={"method": request.method, "path": request.path[:500], "body_hash": fingerprint(request),
-                              "status": response.status_code, "response": response.data},
-                )
-            return response
+                claim = self._claim(request, key, digest)
+                if claim is not None:
+                    return self._run_and_store(claim, lambda: self.create_object(request, *args, **kwargs))
+            # Lost the race to a request with the same external id: it has committed; answer as a retry.
+        existing = self.get_queryset().filter(**lookup).first()
         stored = IdempotentRequest.objects.filter(user=request.user, key=key).first()
-        if stored is not None and stored.body_hash != fingerprint(request):
+        if stored is not None and stored.body_hash != digest:
             raise Conflict(
-                f"You already sent {existing._meta.verbose_name} {existing} with {self.external_id_field} "
-                f"{external_id!r} and a different body."
+                f"You already sent {self.get_queryset().model._meta.verbose_name} {existing or ''} with "
+                f"{self.external_id_field} {external_id!r} and a different body."
             )
-        serializer = self.get_response_serializer(existing)
-        return Response(serializer.data, status=status.HTTP_200_OK)
+        if stored is not None:
+            return replay(stored)
+        if existing is None:  # the claim's row without the object: cannot happen, both commit together
+            raise Conflict(f"{self.external_id_field} {external_id!r} is being created; retry shortly.")
+        return Response(self.get_response_serializer(existing).data, status=status.HTTP_200_OK)
 
     def create_object(self, request, *args, **kwargs):
         """The create itself (the viewset's ordinary ``create`` unless overridden)."""

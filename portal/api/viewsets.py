@@ -233,6 +233,10 @@ class PortalModelViewSet(viewsets.ModelViewSet):
         return instance
 
     def _bulk_update_one(self, item, partial):
+        if isinstance(item, dict) and isinstance(item.get("id"), int):
+            # Lock before reading (as ``update`` does): the save writes back every field, none from a stale read.
+            model = self.get_queryset().model
+            list(model._default_manager.select_for_update(of=("self",)).filter(pk=item["id"]).values_list("pk"))
         instance = self._item_instance(item)
         body = {key: value for key, value in item.items() if key != "id"}
         serializer = self.get_serializer(instance, data=body, partial=partial)

@@ -72,6 +72,9 @@ class TicketSerializer(PortalModelSerializer):
 class TicketTransitionSerializer(serializers.Serializer):
     status = EnumChoiceField(Ticket.Status)
     note = serializers.CharField(required=False, allow_blank=True, default="", max_length=2000)
+    from_status = EnumChoiceField(Ticket.Status, required=False, allow_blank=True, default="",
+                                  help_text="Optional: the status the client saw; if it is no longer the stored "
+                                            "one, the move is refused with 409 and nothing changes.")
 
 
 class SwapSerializer(serializers.Serializer):

@@ -69,6 +69,7 @@ class TicketViewSet(PortalModelViewSet):
         assignee = data.pop("assignee", None)
         try:
             with transaction.atomic():
+                workflow.lock(ticket)  # a bulk PATCH reads it unlocked: apply the change to the row as stored
                 for name, value in data.items():
                     setattr(ticket, name, value)
                 workflow.save_ticket(ticket, user, "Edited through the API")
@@ -82,14 +83,21 @@ class TicketViewSet(PortalModelViewSet):
 
     @extend_schema(summary="Change a ticket's status", request=api.TicketTransitionSerializer,
                    responses={200: api.TicketSerializer,
-                              400: OpenApiResponse(description="Not allowed now; `status` says why.")})
+                              400: OpenApiResponse(description="Not allowed now; `status` says why."),
+                              409: OpenApiResponse(description="`from_status` is no longer the ticket's status: "
+                                                               "`detail` and `status` (the current one) say so.")})
     @action(detail=True, methods=["post"])
     def transition(self, request, pk=None, format=None):
         ticket = self.get_object()
         body = api.TicketTransitionSerializer(data=request.data)
         body.is_valid(raise_exception=True)
+        data = body.validated_data
         try:
-            workflow.change_status(ticket, body.validated_data["status"], request.user, body.validated_data["note"])
+            # change_status locks the row and checks the move against the status as stored.
+            workflow.change_status(ticket, data["status"], request.user, data["note"], expected=data["from_status"])
+        except workflow.StaleStatus as stale:
+            return Response({"detail": stale.message_dict["status"][0], "status": stale.current},
+                            status=status.HTTP_409_CONFLICT)
         except DjangoValidationError as error:
             return Response(error.message_dict, status=status.HTTP_400_BAD_REQUEST)
         return Response(self.get_serializer(self.get_queryset().get(pk=ticket.pk)).data)
@@ -129,7 +137,9 @@ class TicketViewSet(PortalModelViewSet):
 
     @extend_schema(summary="Return the resolved ticket's degraded node or GPU to service", request=None,
                    responses={200: api.TicketSerializer,
-                              400: OpenApiResponse(description="Nothing to return to service.")})
+                              400: OpenApiResponse(description="Nothing to return to service."),
+                              409: OpenApiResponse(description="Someone returned it (or moved it) meanwhile; "
+                                                               "nothing was changed.")})
     @action(detail=True, methods=["post"], url_path="return-to-service")
     def return_to_service(self, request, pk=None, format=None):
         ticket = self.get_object()
@@ -138,7 +148,10 @@ class TicketViewSet(PortalModelViewSet):
             return Response({"detail": "The ticket is open, or its asset is not degraded or in repair."},
                             status=status.HTTP_400_BAD_REQUEST)
         self.staff_only(request, f"inventory.change_{asset._meta.model_name}")
-        faults.return_to_service(ticket, request.user)
+        if faults.return_to_service(ticket, request.user) is None:  # someone did it (or reopened it) meanwhile
+            asset.refresh_from_db(fields=["state"])
+            return Response({"detail": f"Nothing was changed: {asset} is now {asset.get_state_display().lower()}.",
+                             "state": asset.state, "status": ticket.status}, status=status.HTTP_409_CONFLICT)
         return Response(self.get_serializer(self.get_queryset().get(pk=ticket.pk)).data)
 
 
