@@ -17,11 +17,12 @@ deletes the rows it created and restores the ones it changed before it reports t
 import copy
 import csv
 import io
+import time
 from dataclasses import dataclass, field
 
 from django import forms
 from django.core.exceptions import NON_FIELD_ERRORS, ValidationError
-from django.db import DatabaseError, DataError, IntegrityError, models, transaction
+from django.db import DatabaseError, DataError, IntegrityError, connection, models, transaction
 
 from . import history
 
@@ -320,6 +321,17 @@ class Undo:
             history_model.objects.filter(pk__in=self.records).delete()
 
 
+# SQLite has one write lock for the whole database, and a writer waiting on it retries about every 100 ms (its busy
+# handler): batches committed back to back would keep it waiting until the last one. A pause a little longer than
+# that after each batch lets it in. PostgreSQL locks rows, not the database: no pause there.
+SQLITE_PAUSE_S = 0.12
+
+
+def let_others_write():
+    if connection.vendor == "sqlite":
+        time.sleep(SQLITE_PAUSE_S)
+
+
 def write(model, valid, user, batch_rows, progress, undo=None):
     """Create and update the objects of the valid row forms, ``batch_rows`` at a time, each batch with its
     change records. Rows that need their own ``save()`` (lifecycle transitions) are saved last, one by one."""
@@ -339,6 +351,7 @@ def write(model, valid, user, batch_rows, progress, undo=None):
         if undo is not None:
             undo.created += [obj.pk for obj in batch]
             undo.records += [record.pk for record in records]
+            let_others_write()
         done += len(batch)
         progress("writing", done)
     for start in range(0, len(updates), batch_rows):
@@ -354,6 +367,7 @@ def write(model, valid, user, batch_rows, progress, undo=None):
         if undo is not None:
             undo.before += [form.before for form in batch]
             undo.records += [record.pk for record in records]
+            let_others_write()
         done += len(batch)
         progress("writing", done)
     if own:

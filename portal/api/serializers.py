@@ -22,6 +22,13 @@ class OutboundErrorsMixin:
     outbound_error_fields = ()
     outbound_errors_permission = ""
 
+    def get_fields(self):
+        fields = super().get_fields()
+        for name in self.outbound_error_fields:
+            if name in fields:
+                fields[name].allow_null = True  # so the schema says they may be null
+        return fields
+
     def to_representation(self, instance):
         data = super().to_representation(instance)
         request = self.context.get("request")
