@@ -15,7 +15,7 @@ from django.views.generic import RedirectView
 from portal.generic import ModelPermissionMixin, ObjectListView, ObjectView, RelatedTable, object_urls
 
 from . import procurement, webhooks
-from .models import Delivery, DeliveryItem, PurchaseOrder, Webhook, WebhookDelivery
+from .models import Delivery, DeliveryItem, PurchaseOrder, Webhook
 from .tables import money
 
 # --- Tables ---------------------------------------------------------------------------------------
@@ -80,12 +80,6 @@ class WebhookTable(tables.Table):
     class Meta:
         model = Webhook
         fields = ["name", "url", "events", "enabled"]
-
-
-class WebhookDeliveryTable(tables.Table):
-    class Meta:
-        model = WebhookDelivery
-        fields = ["created", "event", "status", "attempts", "last_status_code", "next_attempt_at"]  # errors: managers
 
 
 # --- Filters and forms ----------------------------------------------------------------------------

@@ -112,10 +112,6 @@ class Scenario:
         return sum(self.cash)
 
     @property
-    def opex(self):
-        return self.energy + self.support + self.space
-
-    @property
     def cost_per_useful_hour(self):
         return self.total_cost / self.useful_hours if self.useful_hours else None
 

@@ -349,12 +349,6 @@ class ObjectDeleteView(ModelPermissionMixin, DeleteView):
         return response
 
 
-def url_has_allowed_host(request, url):
-    from django.utils.http import url_has_allowed_host_and_scheme
-
-    return url_has_allowed_host_and_scheme(url, allowed_hosts={request.get_host()}, require_https=request.is_secure())
-
-
 def object_urls(model, list_view, detail_view, form_class, *, extra=()):
     """URL patterns for a model's pages: list, add, detail, edit, delete, plus ``extra`` views given as
     ``(suffix, view, action)``, e.g. ``("import/", NodeImportView.as_view(), "import")`` which becomes

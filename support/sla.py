@@ -115,16 +115,6 @@ def effective_due(ticket, field, now=None):
     return due
 
 
-def response_met(ticket):
-    return ticket.first_response_at is not None and ticket.response_due is not None \
-        and ticket.first_response_at <= ticket.response_due
-
-
-def resolution_met(ticket):
-    return ticket.resolved_at is not None and ticket.resolution_due is not None \
-        and ticket.resolved_at <= ticket.resolution_due
-
-
 def next_due(ticket, now=None):
     """What the running clock counts down to: the first response, then the resolution."""
     if ticket.first_response_at is None:

@@ -68,10 +68,6 @@ def describe(code):
     return f"XID {code} ({kind_of(code)}): {meaning(code)}"
 
 
-def hardware_codes():
-    return [code for code, (kind, _) in CATALOGUE.items() if kind == HARDWARE]
-
-
 @dataclass(frozen=True)
 class Reading:
     """The gauge of one GPU at ``ts``: ``code`` its value then. From hourly Prometheus figures, where the value
