@@ -7,6 +7,10 @@ class PortalConfig(AppConfig):
     verbose_name = "Cluster Portal"
 
     def ready(self):
+        from django.conf import settings
+
         from . import roles
 
         post_migrate.connect(roles.sync_role_permissions, dispatch_uid="portal-sync-roles")
+        for folder in settings.VAR_FOLDERS:  # before the SQLite file or the filesystem broker is first used
+            folder.mkdir(parents=True, exist_ok=True)

@@ -28,7 +28,9 @@ from django.core.exceptions import ImproperlyConfigured
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 VAR_DIR = Path(os.environ.get("PORTAL_VAR_DIR", BASE_DIR / "var"))
-VAR_DIR.mkdir(parents=True, exist_ok=True)
+# Folders the embedded defaults write into (SQLite file, filesystem broker): created when the portal starts
+# (portal.apps), not when these settings are read.
+VAR_FOLDERS = [VAR_DIR]
 
 
 def env_bool(name, default):
@@ -302,8 +304,7 @@ CELERY_BROKER_URL = os.environ.get("CELERY_BROKER_URL", "filesystem://")
 CELERY_BROKER_TRANSPORT_OPTIONS = {}
 if CELERY_BROKER_URL.startswith("filesystem://"):
     BROKER_DIR = VAR_DIR / "broker"
-    for folder in ("queue", "processed", "control"):
-        (BROKER_DIR / folder).mkdir(parents=True, exist_ok=True)
+    VAR_FOLDERS += [BROKER_DIR / folder for folder in ("queue", "processed", "control")]
     CELERY_BROKER_TRANSPORT_OPTIONS = {
         "data_folder_in": str(BROKER_DIR / "queue"),
         "data_folder_out": str(BROKER_DIR / "queue"),

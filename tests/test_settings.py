@@ -112,3 +112,17 @@ def test_security_defaults():
     assert "portal.middleware.LoginRequiredMiddleware" in settings.MIDDLEWARE
     assert "django.middleware.csrf.CsrfViewMiddleware" in settings.MIDDLEWARE
     assert settings.X_FRAME_OPTIONS == "DENY"
+
+
+def test_reading_the_settings_creates_no_folder(tmp_path):
+    """Settings are read by tools that never run the portal (linters, a check of one value): only starting the
+    portal (django.setup) creates the folders of the embedded defaults."""
+    var = tmp_path / "var"
+    code = ("import importlib, os, sys; from pathlib import Path; importlib.import_module('portal.settings'); "
+            "var = Path(os.environ['PORTAL_VAR_DIR']); print(var.exists()); "
+            "import django; django.setup(); print(var.exists(), (var / 'broker' / 'queue').is_dir())")
+    env = {k: v for k, v in os.environ.items() if k not in {"DATABASE_URL", "CELERY_BROKER_URL"}}
+    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=60,
+                         env={**env, "DJANGO_SETTINGS_MODULE": "portal.settings", "DEBUG": "1",
+                              "PORTAL_VAR_DIR": str(var)})
+    assert out.stdout.split() == ["False", "True", "True"], out.stderr
