@@ -11,11 +11,11 @@ from django.core.exceptions import ValidationError
 from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
 from django.db.models import Q
-from django.urls import reverse
 from django.utils import timezone
 from simple_history.models import HistoricalRecords
 
 from portal.history import ChangeRecord
+from portal.models import PortalModel
 
 
 class LifecycleState(models.TextChoices):
@@ -26,29 +26,6 @@ class LifecycleState(models.TextChoices):
     DEGRADED = "degraded", "Degraded"
     IN_REPAIR = "in_repair", "In repair"
     RETIRED = "retired", "Retired"
-
-
-class PortalModel(models.Model):
-    """Shared by every inventory model: timestamps and the URLs the generic views use."""
-
-    created = models.DateTimeField(auto_now_add=True)
-    updated = models.DateTimeField(auto_now=True)
-
-    class Meta:
-        abstract = True
-
-    def get_absolute_url(self):
-        return self._url("detail")
-
-    def _url(self, action):
-        opts = self._meta
-        return reverse(f"{opts.app_label}:{opts.model_name}_{action}", args=[self.pk])
-
-    def get_edit_url(self):
-        return self._url("edit")
-
-    def get_delete_url(self):
-        return self._url("delete")
 
 
 def positive(**kwargs):

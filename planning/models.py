@@ -12,9 +12,10 @@ from django.db import models
 from django.utils import timezone
 from simple_history.models import HistoricalRecords
 
-from inventory.models import GPU, GPUModel, Node, NodeModel, PortalModel, Rack, Site, StorageSystem, Switch
+from inventory.models import GPU, GPUModel, Node, NodeModel, Rack, Site, StorageSystem, Switch
 from portal import outbound
 from portal.history import ChangeRecord
+from portal.models import PortalModel
 
 MONEY = {"max_digits": 14, "decimal_places": 2, "validators": [MinValueValidator(0)]}
 

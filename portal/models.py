@@ -3,7 +3,32 @@ import secrets
 
 from django.conf import settings
 from django.db import models
+from django.urls import reverse
 from django.utils import timezone
+
+
+class PortalModel(models.Model):
+    """Base of the apps' models that have pages: timestamps and the URLs the generic views use
+    (``<app>:<model>_detail`` and so on)."""
+
+    created = models.DateTimeField(auto_now_add=True)
+    updated = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        abstract = True
+
+    def get_absolute_url(self):
+        return self._url("detail")
+
+    def _url(self, action):
+        opts = self._meta
+        return reverse(f"{opts.app_label}:{opts.model_name}_{action}", args=[self.pk])
+
+    def get_edit_url(self):
+        return self._url("edit")
+
+    def get_delete_url(self):
+        return self._url("delete")
 
 
 def hash_token(key):

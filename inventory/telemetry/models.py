@@ -10,9 +10,10 @@ from django.db import models
 from django.utils import timezone
 from simple_history.models import HistoricalRecords
 
-from inventory.models import GPU, Node, PortalModel, Site
+from inventory.models import GPU, Node, Site
 from portal import outbound
 from portal.history import ChangeRecord
+from portal.models import PortalModel
 
 
 def validate_source_url(value):
