@@ -21,6 +21,7 @@ from django.db.models import Q
 from django.utils import timezone
 
 from portal import http
+from portal.tasks import enqueue
 
 from .models import Webhook, WebhookAttempt, WebhookDelivery
 
@@ -55,10 +56,9 @@ def emit(event, payload, webhooks=None):
 
 
 def _queue(pk):
-    try:
-        send_webhook.delay(pk)
-    except Exception:  # a broker outage must not fail the request that already committed
-        log.exception("Could not queue webhook delivery %s; it stays pending", pk)
+    # A broker outage must not fail the request that already committed: the delivery stays pending and
+    # requeue_pending_webhooks queues it again.
+    enqueue(send_webhook, pk)
 
 
 def sign(secret, body):

@@ -6,11 +6,12 @@ from django.conf import settings
 from django.core.exceptions import ValidationError as DjangoValidationError
 from django.utils import timezone
 from drf_spectacular.utils import OpenApiResponse, extend_schema, extend_schema_view, inline_serializer
-from rest_framework import permissions, serializers, status, viewsets
+from rest_framework import permissions, serializers, viewsets
 from rest_framework.decorators import action
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from portal.api.exceptions import Conflict
 from portal.api.viewsets import ChangePermission, PortalModelViewSet
 
 from .. import filters, lifecycle, querysets
@@ -72,8 +73,7 @@ class LifecycleActionsMixin:
             # transition locks the row, so two concurrent transitions cannot both start from the same state.
             lifecycle.transition(obj, data["to"], request.user, data["reason"], expected=data["from_state"])
         except lifecycle.StaleState as stale:
-            return Response({"detail": stale.message_dict["to"][0], "state": stale.current},
-                            status=status.HTTP_409_CONFLICT)
+            raise Conflict(stale.message_dict["to"][0], state=stale.current) from stale
         except DjangoValidationError as error:
             raise serializers.ValidationError(serializers.as_serializer_error(error)) from error
         return Response(self.serializer_class(obj, context=self.get_serializer_context()).data)
@@ -193,7 +193,7 @@ class TelemetrySourceViewSet(PortalModelViewSet):
     def pull(self, request, pk=None):
         source = self.get_object()
         if not source.enabled:
-            return Response({"detail": f"{source} is disabled; enable it to pull it."}, status=409)
+            raise Conflict(f"{source} is disabled; enable it to pull it.")
         if not queue_pull_now(source.pk):  # recorded as due: still accepted, run by the next poll
             return Response({"detail": PULL_NOT_QUEUED}, status=202)
         return Response({"detail": f"Pull of {source} queued."}, status=202)

@@ -10,8 +10,9 @@ from rest_framework.permissions import IsAuthenticated
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from portal.api.exceptions import Conflict
 from portal.api.idempotency import KEY_PARAMETER, IdempotentCreateMixin
-from portal.api.viewsets import ChangePermission, Conflict, PortalModelViewSet
+from portal.api.viewsets import ChangePermission, PortalModelViewSet
 
 from .. import analysis, bom, filters, plans, procurement, sizing
 from ..models import CapacityPlan, Contract, Delivery
@@ -23,8 +24,8 @@ IDEMPOTENT_CREATE = {
     "parameters": [KEY_PARAMETER],
     "description_suffix": (
         "\n\nIdempotent: repeat it with the same `Idempotency-Key` header (answer replayed, header "
-        "`Idempotent-Replayed: true`) or the same `external_id` (200 with the existing object; 409 if the body "
-        "differs)."
+        "`Idempotent-Replayed: true`) or the same `external_id` (the first answer replayed; 200 with the existing "
+        "object if it was created otherwise; 409 if the body differs)."
     ),
 }
 
@@ -173,7 +174,7 @@ class PurchaseOrderViewSet(IdempotentCreateMixin, PortalModelViewSet):
         try:
             procurement.cancel_order(order)
         except DjangoValidationError as error:
-            return Response({"detail": error.messages[0]}, status=status.HTTP_409_CONFLICT)
+            raise Conflict(error.messages[0]) from error
         return Response(self.get_serializer(self.get_queryset().get(pk=order.pk)).data)
 
 

@@ -4,6 +4,21 @@ from rest_framework import exceptions, status
 from rest_framework.views import exception_handler as drf_exception_handler
 
 
+class Conflict(exceptions.APIException):
+    """409: the object cannot take this change in its current state (stale state, a reference in use, a
+    request racing another). ``Conflict("why", state="degraded")`` answers ``{"detail": "why", "state":
+    "degraded"}``: what the client needs to decide what to do next."""
+
+    status_code = status.HTTP_409_CONFLICT
+    default_detail = "The object cannot be changed or deleted in its current state."
+    default_code = "conflict"
+
+    def __init__(self, detail=None, code=None, **current):
+        if current:
+            detail = {"detail": detail or self.default_detail, **current}
+        super().__init__(detail, code)
+
+
 class PayloadTooLarge(exceptions.APIException):
     status_code = status.HTTP_413_REQUEST_ENTITY_TOO_LARGE
     default_code = "payload_too_large"

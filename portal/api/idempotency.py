@@ -29,6 +29,8 @@ from rest_framework.response import Response
 
 from portal.models import IdempotentRequest
 
+from .exceptions import Conflict
+
 HEADER = "Idempotency-Key"
 REPLAYED = "Idempotent-Replayed"
 MAX_KEY_LENGTH = IdempotentRequest._meta.get_field("key").max_length
@@ -43,11 +45,6 @@ KEY_PARAMETER = OpenApiParameter(
 class KeyReused(exceptions.APIException):
     status_code = status.HTTP_422_UNPROCESSABLE_ENTITY
     default_code = "idempotency_key_reused"
-
-
-class Conflict(exceptions.APIException):
-    status_code = status.HTTP_409_CONFLICT
-    default_code = "conflict"
 
 
 def fingerprint(request):

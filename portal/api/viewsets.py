@@ -8,17 +8,12 @@ from rest_framework.settings import api_settings
 
 from portal import locking
 
+from .exceptions import Conflict
 from .history import HistoryPagination, ObjectChangeSerializer
 from .metadata import PortalMetadata
 from .permissions import RolePermission
 
 MAX_BULK_ITEMS = 1000
-
-
-class Conflict(exceptions.APIException):
-    status_code = status.HTTP_409_CONFLICT
-    default_detail = "The object cannot be changed or deleted in its current state."
-    default_code = "conflict"
 
 
 class PreconditionFailed(exceptions.APIException):

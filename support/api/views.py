@@ -13,6 +13,7 @@ from rest_framework.views import APIView
 
 from inventory.api.serializers import GPUSerializer, NodeSerializer
 from inventory.models import GPU
+from portal.api.exceptions import Conflict
 from portal.api.permissions import RolePermission
 from portal.api.viewsets import PortalModelViewSet
 
@@ -96,8 +97,7 @@ class TicketViewSet(PortalModelViewSet):
             # change_status locks the row and checks the move against the status as stored.
             workflow.change_status(ticket, data["status"], request.user, data["note"], expected=data["from_status"])
         except workflow.StaleStatus as stale:
-            return Response({"detail": stale.message_dict["status"][0], "status": stale.current},
-                            status=status.HTTP_409_CONFLICT)
+            raise Conflict(stale.message_dict["status"][0], status=stale.current) from stale
         except DjangoValidationError as error:
             return Response(error.message_dict, status=status.HTTP_400_BAD_REQUEST)
         return Response(self.get_serializer(self.get_queryset().get(pk=ticket.pk)).data)
@@ -150,8 +150,8 @@ class TicketViewSet(PortalModelViewSet):
         self.staff_only(request, f"inventory.change_{asset._meta.model_name}")
         if faults.return_to_service(ticket, request.user) is None:  # someone did it (or reopened it) meanwhile
             asset.refresh_from_db(fields=["state"])
-            return Response({"detail": f"Nothing was changed: {asset} is now {asset.get_state_display().lower()}.",
-                             "state": asset.state, "status": ticket.status}, status=status.HTTP_409_CONFLICT)
+            raise Conflict(f"Nothing was changed: {asset} is now {asset.get_state_display().lower()}.",
+                           state=asset.state, status=ticket.status)
         return Response(self.get_serializer(self.get_queryset().get(pk=ticket.pk)).data)
 
 
