@@ -353,14 +353,6 @@ class Switch(PortalModel):
     def __str__(self):
         return self.name
 
-    def rack_neighbours(self):
-        """The other nodes placed in this node's rack. A CSV import gives the rack ``placed_nodes`` (found for
-        all its rows in one query) to spare a query per row."""
-        placed = getattr(self.rack, "placed_nodes", None)
-        if placed is not None:
-            return [node for node in placed if node.pk != self.pk]
-        return self.rack.nodes.exclude(pk=self.pk).exclude(position=None).select_related("node_model")
-
     def clean(self):
         errors = {}
         if self.rack_id and self.site_id and self.rack.site_id != self.site_id:
