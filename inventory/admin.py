@@ -10,6 +10,8 @@ from django.contrib.contenttypes.admin import GenericTabularInline
 from django.contrib.contenttypes.prefetch import GenericPrefetch
 from simple_history.admin import SimpleHistoryAdmin
 
+from portal.admin import ReadOnlyMixin
+
 from .lifecycle import bulk_transition
 from .models import (
     GPU,
@@ -37,17 +39,6 @@ from .telemetry.models import (
 )
 
 TIMESTAMPS = ("created", "updated")
-
-
-class ReadOnlyMixin:
-    def has_add_permission(self, request, obj=None):
-        return False
-
-    def has_change_permission(self, request, obj=None):
-        return False
-
-    def has_delete_permission(self, request, obj=None):
-        return False
 
 
 class TransitionInline(ReadOnlyMixin, GenericTabularInline):

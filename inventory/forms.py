@@ -7,6 +7,7 @@ and the import all refuse the same things with the same messages.
 from django import forms
 from django.core.exceptions import ValidationError
 
+from portal.forms import DateInput
 from portal.imports import ImportForm, NamedChoiceField
 
 from . import lifecycle
@@ -22,10 +23,6 @@ from .models import (
     StorageSystem,
     Switch,
 )
-
-
-class DateInput(forms.DateInput):
-    input_type = "date"
 
 
 class LifecycleFormMixin:

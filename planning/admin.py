@@ -8,6 +8,8 @@ from django.contrib import admin
 from django.db.models import Count
 from simple_history.admin import SimpleHistoryAdmin
 
+from portal.admin import ReadOnlyMixin
+
 from .models import (
     CapacityPlan,
     Contract,
@@ -26,19 +28,6 @@ from .models import (
     WebhookAttempt,
     WebhookDelivery,
 )
-
-
-class ReadOnlyMixin:
-    """Shown, never written here."""
-
-    def has_add_permission(self, request, obj=None):
-        return False
-
-    def has_change_permission(self, request, obj=None):
-        return False
-
-    def has_delete_permission(self, request, obj=None):
-        return False
 
 
 class SLATermInline(admin.TabularInline):

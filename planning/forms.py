@@ -12,8 +12,8 @@ from django.conf import settings
 from django.core.exceptions import NON_FIELD_ERRORS
 from django.template.defaultfilters import filesizeformat
 
-from inventory.forms import DateInput
 from inventory.models import GPU, GPUModel, Node
+from portal.forms import DateInput
 
 from . import sizing
 from .coverage import purchase_conflicts

@@ -5,6 +5,19 @@ from django.contrib import admin, messages
 from .models import APIToken, WorkerHeartbeat
 
 
+class ReadOnlyMixin:
+    """An admin (or inline) that shows records and never writes them: history, deliveries, telemetry rows."""
+
+    def has_add_permission(self, request, obj=None):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False
+
+    def has_delete_permission(self, request, obj=None):
+        return False
+
+
 @admin.register(APIToken)
 class APITokenAdmin(admin.ModelAdmin):
     """Only the hash is stored. A token added here gets a fresh key, shown once in a message."""
