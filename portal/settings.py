@@ -50,8 +50,8 @@ DEBUG = env_bool("DEBUG", False)
 SECRET_KEY = os.environ.get("SECRET_KEY", "")
 if not SECRET_KEY:
     if not DEBUG:
-        raise ImproperlyConfigured("SECRET_KEY must be set in the environment (only DEBUG=1, the demo, runs "
-                                   "without one).")
+        raise ImproperlyConfigured("SECRET_KEY must be set in the environment. For the demo's database and local "
+                                   "commands set DEBUG=1 instead (e.g. DEBUG=1 manage.py makemigrations).")
     SECRET_KEY = "insecure-demo-key-only-for-debug-mode-" + "x" * 20
 
 ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", "127.0.0.1,localhost,[::1],testserver")
