@@ -9,8 +9,8 @@ class PlanningConfig(AppConfig):
         from inventory.costs import register_cost_provider
         from portal.files import delete_file_with_row
 
-        from . import webhooks  # noqa: F401  (registers the send_webhook Celery task in workers)
-        from .costs import node_gpu_hour_costs
+        from .contracts.costs import node_gpu_hour_costs
+        from .webhooks import delivery  # noqa: F401  (registers the send_webhook Celery task in workers)
 
         register_cost_provider(node_gpu_hour_costs)
         delete_file_with_row(self.get_model("ContractDocument"))

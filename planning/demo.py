@@ -1,7 +1,7 @@
 """Demo contracts for ``manage.py seed_demo`` (which calls ``seed`` after the fleet exists; inventory does
 not import planning): the purchase of each site's nodes, a support contract covering most of them (not
 the old A100s), a GPU rental that ends within 60 days, an expansion contract and, under it, an expansion order
-partly delivered (2 of 4 DGX H200 with their GPUs, received through ``procurement.receive_delivery``, so the
+partly delivered (2 of 4 DGX H200 with their GPUs, received through ``procurement.orders.receive_delivery``, so the
 nodes and GPUs are in state delivered, without a rack yet, with their lifecycle records).
 
 Idempotent like the rest of the demo: contracts are matched on vendor and reference, coverage and SLA
@@ -11,8 +11,8 @@ external id (a delivery, once received, is not repeated).
 Capacity plans: a draft (the 2027 H200 expansion, with its planned training runs and scenario assumptions), one
 submitted by the admin and waiting for a second manager (the demo manager can approve it), and one the manager
 submitted and the admin approved, whose bill of materials the procurement API can turn into an order. A plan is
-created once with its workloads and lines and moved through ``planning.plans`` (which records the events); it is
-found again by name and left as it is, so a plan changed in the portal is not undone by seeding again."""
+created once with its workloads and lines and moved through ``planning.plans.workflow`` (which records the events); it
+is found again by name and left as it is, so a plan changed in the portal is not undone by seeding again."""
 
 from datetime import date, timedelta
 from decimal import Decimal as D
@@ -23,10 +23,12 @@ from django.utils import timezone
 from inventory.management.commands.seed_demo import gpu_uuid
 from inventory.models import GPUModel, Node, NodeModel, Site
 
-from . import plans
-from .models import CapacityPlan, Contract, Delivery, OrderLine, PlanItem, PlanWorkload, PurchaseOrder, SLATerm
-from .procurement import ItemIn, receive_delivery
-from .tasks import raise_renewal_alerts
+from .contracts.models import Contract, SLATerm
+from .contracts.tasks import raise_renewal_alerts
+from .plans import workflow
+from .plans.models import CapacityPlan, PlanItem, PlanWorkload
+from .procurement.models import Delivery, OrderLine, PurchaseOrder
+from .procurement.orders import ItemIn, receive_delivery
 
 PRICE_PER_NODE = D("300000")  # a DGX H100 class server, list price
 SLA = [("P1", 4, 24), ("P2", 8, 48), ("P3", 24, 120), ("P4", 72, 240)]
@@ -52,7 +54,7 @@ PLAN_DEFAULTS = {"description": "", "horizon_months": 12, "site": None, "node_mo
                  "expand_lead_months": 4, "rent_lead_months": 1}
 # name → the plan's fields (site and node model by name), its workloads (name, start month, GPU model, sizing
 # inputs), its bill of materials (node model, GPU model, description, quantity, unit cost in USD) and its
-# workflow: [(step, user, comment)] through ``planning.plans``.
+# workflow: [(step, user, comment)] through ``planning.plans.workflow``.
 PLANS = {
     "2027 H200 expansion": {
         "fields": {
@@ -217,5 +219,5 @@ def seed_plans(seeder, users):
         seeder.created[PlanWorkload._meta.verbose_name_plural] += len(workloads)
         seeder.created[PlanItem._meta.verbose_name_plural] += len(items)
         for step, username, comment in spec["workflow"]:
-            plan = plans.TRANSITIONS[step](plan, users[username], comment)
+            plan = workflow.TRANSITIONS[step](plan, users[username], comment)
     return {name: obj for (name,), obj in found.items()}

@@ -296,7 +296,7 @@ SPECTACULAR_SETTINGS = {
     "REDOC_DIST": "SIDECAR",
     "COMPONENT_SPLIT_REQUEST": True,
     # Choice sets that share a field name ("kind") with others get names of their own.
-    "ENUM_NAME_OVERRIDES": {"ScenarioKindEnum": "planning.scenarios.SCENARIO_KINDS"},
+    "ENUM_NAME_OVERRIDES": {"ScenarioKindEnum": "planning.plans.scenarios.SCENARIO_KINDS"},
 }
 
 # --- Celery ------------------------------------------------------------------------------------
@@ -359,7 +359,7 @@ RENEWAL_ALERT_DAYS = int(os.environ.get("RENEWAL_ALERT_DAYS", "30"))  # alert th
 ENERGY_PRICE_PER_KWH = float(os.environ.get("ENERGY_PRICE_PER_KWH", "0.20"))  # in COST_CURRENCY
 DEFAULT_PUE = float(os.environ.get("DEFAULT_PUE", "1.3"))  # power usage effectiveness of every site
 RACK_COST_PER_MONTH = float(os.environ.get("RACK_COST_PER_MONTH", "1500"))  # space for one rack, in COST_CURRENCY
-# Capacity-plan scenarios (planning.scenarios): rental rate when no rental contract gives one, facility build
+# Capacity-plan scenarios (planning.plans.scenarios): rental rate when no rental contract gives one, facility build
 # cost per kW of IT load, network and storage as a share of the node price, support per year as a share of capex.
 RENTAL_GPU_HOUR_COST = float(os.environ.get("RENTAL_GPU_HOUR_COST", "2.50"))
 DELIVERY_LEAD_DAYS = int(os.environ.get("DELIVERY_LEAD_DAYS", "90"))  # an open order's nodes arrive this long after it

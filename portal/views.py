@@ -14,8 +14,8 @@ from django.views.decorators.http import require_safe
 from django.views.generic import TemplateView
 
 from inventory import queries as inventory_queries
-from planning import queries as planning_queries
-from planning import recommendations as planning_recommendations
+from planning.contracts import queries as planning_queries
+from planning.recommendations import store as planning_recommendations
 from support import queries as support_queries
 
 from . import changelog

@@ -10,9 +10,9 @@ class SupportConfig(AppConfig):
 
         delete_file_with_row(self.get_model("TicketAttachment"))
 
-        from planning import recommendations
+        from planning.recommendations import gather
 
         from .queries import hardware_ticket_days
 
-        if hardware_ticket_days not in recommendations.FAULT_DAY_SOURCES:
-            recommendations.FAULT_DAY_SOURCES.append(hardware_ticket_days)
+        if hardware_ticket_days not in gather.FAULT_DAY_SOURCES:
+            gather.FAULT_DAY_SOURCES.append(hardware_ticket_days)

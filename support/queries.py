@@ -20,7 +20,7 @@ def at_risk(user, limit=AT_RISK_LIMIT):
 def hardware_ticket_days(since):
     """``{(node id, day)}``: days since ``since`` on which someone filed a hardware ticket against a node or one
     of its GPUs (telemetry's own tickets are left out: their fault already counts as a move to degraded). The
-    ageing recommendation counts these as fault days (``planning.recommendations.FAULT_DAY_SOURCES``)."""
+    ageing recommendation counts these as fault days (``planning.recommendations.gather.FAULT_DAY_SOURCES``)."""
     tickets = (Ticket.objects.filter(category=Ticket.Category.HARDWARE, created__gte=since)
                .exclude(source=Ticket.Source.TELEMETRY)
                .annotate(on_node=Coalesce(F("node_id"), F("gpu__node_id")), day=TruncDate("created"))

@@ -1,7 +1,7 @@
 """SLA computation: plain functions over a ticket, no HTTP.
 
 - ``policy_for(ticket)``: the response and resolution hours for the ticket's priority, from the active support
-  contract covering its asset (a GPU is covered through its node, rack and site; see ``planning.coverage``).
+  contract covering its asset (a GPU is covered through its node, rack and site; see ``planning.contracts.coverage``).
   Where several cover it, the strictest promise wins; where none does (or it has no term for the priority),
   ``settings.SUPPORT_DEFAULT_SLA`` applies.
 - ``apply_policy(ticket)``: sets ``response_due`` and ``resolution_due`` = opened + hours + time paused.
@@ -18,7 +18,7 @@ from django.conf import settings
 from django.db.models import Q
 from django.utils import timezone
 
-from planning import coverage
+from planning.contracts import coverage
 from planning.models import Contract, SLATerm
 
 OK, SOON, BREACHED, PAUSED, MET = "ok", "breaching soon", "breached", "paused", "met"

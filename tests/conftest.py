@@ -94,7 +94,7 @@ class RetryNow(Exception):
 @pytest.fixture
 def retries(monkeypatch):
     """Run a webhook delivery's retries at once, recording the countdowns asked for (Celery would wait them out)."""
-    from planning import webhooks
+    from planning.webhooks import delivery as webhooks
 
     countdowns = []
 

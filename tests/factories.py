@@ -233,17 +233,17 @@ def make_capacity_recommendation(start):
     91 % against an 80 % target and 20 GPUs waiting, so 4 nodes of 8 GPUs at the node model's list price."""
     from datetime import timedelta
 
-    from planning import recommendations as recs
     from planning.models import Recommendation
+    from planning.recommendations import rules, store
 
     node_model = make_node_model(name="HGX H200 8-GPU", list_price=Decimal("380000.00"))
     site = make_site(name="zrh-1")
     hours = [start + timedelta(hours=h) for h in range(48)]
-    stats = recs.PartitionStats(
+    stats = rules.PartitionStats(
         partition="train-h200", gpus=32, gpu_hours=32 * 168.0, util_mean=91.0, jobs_started=40, wait_p50_hours=4.5,
         wait_p95_hours=11.0, gpus_waiting=20.0, site_id=site.pk, site_name=site.name, node_model_id=node_model.pk,
         node_model_name=node_model.name, node_price=node_model.list_price,
         series={"x": [h.isoformat() for h in hours], "util": [90 + h % 5 for h in range(48)]},
     )
-    recs.write([recs.capacity_bound(stats)], start + timedelta(days=7))
+    store.write([rules.capacity_bound(stats)], start + timedelta(days=7))
     return Recommendation.objects.get()

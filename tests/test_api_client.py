@@ -16,8 +16,8 @@ import pytest
 from django.core.management import call_command
 
 from inventory.models import GPU, LifecycleState, Node
-from planning import plans
 from planning.models import CapacityPlan, Delivery, PlanItem, PurchaseOrder
+from planning.plans import workflow as plans
 from portal.models import APIToken
 from portal.roles import MANAGER
 from tests.conftest import make_user

@@ -15,7 +15,7 @@ from django.urls import reverse
 from django.utils import timezone
 
 from inventory.models import LifecycleState
-from planning import coverage, tasks
+from planning.contracts import coverage, tasks
 from planning.models import Contract, ContractDocument, RenewalAlert, SLATerm
 from tests.conftest import make_user
 from tests.factories import make_gpu, make_node, make_rack, make_site

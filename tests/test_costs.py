@@ -1,4 +1,4 @@
-"""Costs per GPU-hour on hand-computed cases (see the worked examples in ``planning.costs``), and the
+"""Costs per GPU-hour on hand-computed cases (see the worked examples in ``planning.contracts.costs``), and the
 utilization dashboards' idle cost using them through ``inventory.costs``."""
 
 from datetime import timedelta
@@ -12,7 +12,7 @@ from inventory import costs as inventory_costs
 from inventory.models import GPUHourly, LifecycleState
 from inventory.telemetry import queries
 from inventory.telemetry.rollups import floor_hour
-from planning import costs
+from planning.contracts import costs
 from planning.models import Contract
 from tests.factories import make_gpu, make_gpu_model, make_node, make_node_model, make_site
 

@@ -20,8 +20,8 @@ from django.utils import timezone
 
 from inventory import tasks
 from inventory.telemetry.models import TelemetrySource
-from planning import webhooks
 from planning.models import Webhook, WebhookDelivery
+from planning.webhooks import delivery as webhooks
 from portal.celery import app
 from tests.pgserver import free_port
 from tests.test_plans import act, create_plan

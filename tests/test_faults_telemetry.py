@@ -20,8 +20,8 @@ from django.core import mail
 from inventory import tasks
 from inventory.telemetry.models import GPUHourly, TelemetrySource
 from inventory.telemetry.pull import backoff_seconds
-from planning import webhooks
 from planning.models import WebhookDelivery
+from planning.webhooks import delivery as webhooks
 from support import notifications
 from support.models import Ticket
 from tests.conftest import make_user

@@ -6,7 +6,7 @@ from datetime import date, timedelta
 
 import pytest
 
-from planning import forecast as fc
+from planning.plans import forecast as fc
 
 from .factories import make_gpu
 

@@ -27,8 +27,8 @@ from playwright.sync_api import expect
 
 from inventory.models import GPUDaily, GPUHourly, LifecycleState, Node, TelemetrySource
 from inventory.telemetry.rollups import floor_hour
-from planning import plans
 from planning.models import CapacityPlan, Contract, PlanItem, PurchaseOrder
+from planning.plans import workflow as plans
 from portal.models import APIToken
 from portal.roles import MANAGER, PROCUREMENT
 from tests.conftest import make_user

@@ -20,8 +20,8 @@ from django.test import Client
 from playwright.sync_api import expect
 
 from inventory.models import GPU, LifecycleState
-from planning import recommendations as recs
 from planning.models import CapacityPlan
+from planning.recommendations import store
 from portal.roles import MANAGER, RESEARCHER, SUPPORT
 from support.models import Ticket
 from tests.conftest import make_user
@@ -183,7 +183,7 @@ def test_journey_2_recommendation_to_an_approved_plan_with_its_bill_of_materials
 def test_the_bill_of_materials_of_a_plan_not_yet_approved_says_why(capacity_rec):
     """The API's refusal names the plan's status, so an integration knows to wait for the approval."""
     user = make_user("max", MANAGER)
-    plan = recs.accept(capacity_rec, user).plan
+    plan = store.accept(capacity_rec, user).plan
     client = Client()
     client.force_login(user)
     response = client.get(f"/api/planning/plans/{plan.pk}/bom/")
@@ -437,7 +437,7 @@ def test_the_ticket_queue_and_the_sizing_page_fit_a_1280_screen(capacity_rec, br
     assert table <= box and page_width <= screen, f"figures table {table} px in {box} px, page {page_width} px"
 
     # A plan whose workload has many inputs and whose scenarios have long notes: every table fits its card.
-    plan = recs.accept(capacity_rec, engineer).plan
+    plan = store.accept(capacity_rec, engineer).plan
     plan.workloads.create(name="8x22B MoE pre-training", start_month=2, gpu_model=gpu.gpu_model, inputs={
         "params_billion": 141, "active_params_billion": 39, "tokens_billion": 4000, "precision": "fp8", "mfu": 0.5,
         "num_gpus": 768, "dataset_tb": 30, "seq_len": 8192, "deadline_days": 60})
@@ -475,7 +475,7 @@ def test_a_refused_swap_names_the_fields_as_the_form_labels_them():
 
 def test_a_workload_past_the_horizon_says_which_months_are_allowed(capacity_rec):
     user = make_user("max", MANAGER)
-    plan = recs.accept(capacity_rec, user).plan
+    plan = store.accept(capacity_rec, user).plan
     client = Client()
     client.force_login(user)
     gpu_model = make_gpu_model(name="B200")
@@ -509,7 +509,7 @@ def test_planning_and_support_pages_fit_a_phone_screen(capacity_rec, browser_pag
     session, page = browser_page, browser_page.page
     manager = make_user("max", MANAGER)
     manager.groups.add(*make_user("sam", SUPPORT).groups.all())  # one user who sees both apps
-    plan = recs.accept(capacity_rec, manager).plan
+    plan = store.accept(capacity_rec, manager).plan
     gpu = make_gpu(node=make_node(hostname="gpu-zrh-040"), slot=0)
     ticket = make_ticket(title="NCCL timeouts on every multi-node job", gpu=gpu, node=gpu.node)
     log_in(page, "max", "/support/tickets/")

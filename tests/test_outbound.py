@@ -18,8 +18,8 @@ from django.utils import timezone
 from inventory.telemetry.models import PullReport, TelemetrySource
 from inventory.telemetry.pull import pull
 from inventory.telemetry.records import SourceError
-from planning import webhooks
 from planning.models import Webhook, WebhookAttempt, WebhookDelivery
+from planning.webhooks import delivery as webhooks
 from portal import http
 from portal.roles import MANAGER, VIEWER
 from tests.conftest import RetryNow, make_user, token_client

@@ -7,8 +7,8 @@ from decimal import Decimal
 import pytest
 
 from inventory.models import GPUDaily, GPUModel, LifecycleState, NodeModel
-from planning import analysis, capacity
 from planning.models import CapacityPlan, Contract, OrderLine, PlanWorkload, PurchaseOrder
+from planning.plans import analysis, capacity
 
 from .factories import make_gpu, make_node, make_node_model, make_site
 

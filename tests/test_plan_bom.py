@@ -1,4 +1,4 @@
-"""A plan's bill of materials filled from its build / expand / hybrid scenario (``planning.bom``): quantities and
+"""A plan's bill of materials filled from its build / expand / hybrid scenario (``planning.plans.bom``): quantities and
 prices computed by hand on a small plan, the total equal to the scenario's capex, the refusals, the plan page's
 button and confirmation, and the API action; the approved plan's ``/bom/`` then serves the lines."""
 
@@ -10,8 +10,9 @@ from django.core.exceptions import ValidationError
 from django.test import Client
 
 from inventory.models import GPU, GPUModel, LifecycleState, NodeModel
-from planning import analysis, bom, plans
 from planning.models import CapacityPlan, PlanItem, PlanWorkload
+from planning.plans import analysis, bom
+from planning.plans import workflow as plans
 from portal.roles import MANAGER, PROCUREMENT
 from tests.conftest import make_user, token_client
 from tests.factories import make_attachment, make_fabric, make_gpu, make_node, make_node_model, make_site, make_switch

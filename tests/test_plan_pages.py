@@ -8,8 +8,8 @@ from decimal import Decimal
 import pytest
 from django.contrib.messages import get_messages
 
-from planning import plans
 from planning.models import CapacityPlan, PlanEvent, PlanItem, PlanWorkload
+from planning.plans import workflow as plans
 from portal.roles import MANAGER
 from tests.conftest import make_user
 from tests.factories import make_gpu_model, make_node_model

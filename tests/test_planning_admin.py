@@ -8,7 +8,7 @@ from django.contrib import admin
 from django.urls import reverse
 
 from planning.models import Contract, OrderLine, PurchaseOrder, Webhook, WebhookAttempt, WebhookDelivery
-from planning.procurement import ItemIn, receive_delivery
+from planning.procurement.orders import ItemIn, receive_delivery
 from tests.factories import make_gpu_model, make_node_model, make_site
 
 pytestmark = pytest.mark.django_db

@@ -8,8 +8,8 @@ from decimal import Decimal
 import pytest
 from django.core.exceptions import ValidationError
 
-from planning import plans
 from planning.models import CapacityPlan, Contract, PlanEvent, PlanItem, PlanWorkload, Webhook, WebhookDelivery
+from planning.plans import workflow as plans
 from portal.roles import MANAGER, PROCUREMENT
 from tests.conftest import make_user, token_client
 from tests.factories import make_gpu_model, make_node_model, make_site

@@ -263,7 +263,7 @@ def test_delivery_emits_a_webhook_event(setup, django_capture_on_commit_callback
     hook = Webhook.objects.create(name="erp", url="http://127.0.0.1:9/", secret="s", events=["delivery.received"])
     Webhook.objects.create(name="plans", url="http://127.0.0.1:9/", secret="s", events=["plan.approved"])
     queued = []
-    monkeypatch.setattr("planning.webhooks.send_webhook.delay", queued.append)
+    monkeypatch.setattr("planning.webhooks.delivery.send_webhook.delay", queued.append)
     order = create_order(setup)
     with django_capture_on_commit_callbacks(execute=True):
         response = setup["client"].post(DELIVERIES, {"order": order["id"], "items": [

@@ -19,9 +19,10 @@ from inventory.telemetry import allocation, simulator, slurm
 from inventory.telemetry.models import GPUHourly, SlurmJob
 from inventory.telemetry.pull import store
 from inventory.telemetry.records import Collected
-from planning import recommendations as recs
 from planning.models import CapacityPlan, Recommendation
-from planning.tasks import analyse_recommendations
+from planning.recommendations import gather, rules
+from planning.recommendations import store as rec_store
+from planning.recommendations.tasks import analyse_recommendations
 from support.models import Ticket
 from tests.factories import (
     build_gpu,
@@ -115,7 +116,7 @@ def idle_fleet():
 def gathered(django_db_blocker, build):
     with django_db_blocker.unblock(), transaction.atomic():
         build()
-        partitions, nodes = recs.gather(END)
+        partitions, nodes = gather.gather(END)
         transaction.set_rollback(True)
     return {p.partition: p for p in partitions}, nodes
 
@@ -145,7 +146,7 @@ TODAY = END.date()
 
 
 def fired(rule, p):
-    return rule(p, recs.THRESHOLDS) is not None
+    return rule(p, rules.THRESHOLDS) is not None
 
 
 # --- Each rule on the scenarios that should and should not trigger it ---------------------------------------
@@ -153,16 +154,16 @@ def fired(rule, p):
 
 @pytest.mark.parametrize("partition", SCENARIO_PARTITIONS)
 def test_capacity_bound_only_where_gpus_are_busy_and_jobs_wait(db, scenarios, partition):
-    assert fired(recs.capacity_bound, scenarios[partition]) == (partition == "train-h200")
+    assert fired(rules.capacity_bound, scenarios[partition]) == (partition == "train-h200")
 
 
 def test_capacity_bound_not_when_jobs_wait_while_gpus_idle(db, half_idle):
-    assert not fired(recs.capacity_bound, half_idle)
+    assert not fired(rules.capacity_bound, half_idle)
 
 
 def test_capacity_bound_suggests_nodes_of_the_partitions_model_at_its_price(db, scenarios):
     p = scenarios["train-h200"]
-    finding = recs.capacity_bound(p)
+    finding = rules.capacity_bound(p)
     assert finding.key == "capacity_bound:partition=train-h200"
     assert finding.node_model_id == p.node_model_id and finding.node_price == Decimal("450000.00")
     # The GPUs waiting on average plus the load above an 80 % target, in nodes of 8 GPUs.
@@ -176,11 +177,11 @@ def test_capacity_bound_suggests_nodes_of_the_partitions_model_at_its_price(db, 
 
 @pytest.mark.parametrize("partition", SCENARIO_PARTITIONS)
 def test_scheduling_bound_not_where_queues_are_short_or_gpus_busy(db, scenarios, partition):
-    assert not fired(recs.scheduling_bound, scenarios[partition])
+    assert not fired(rules.scheduling_bound, scenarios[partition])
 
 
 def test_scheduling_bound_when_jobs_wait_hours_while_half_the_gpus_run_nothing(db, half_idle):
-    finding = recs.scheduling_bound(half_idle)
+    finding = rules.scheduling_bound(half_idle)
     assert finding is not None and finding.severity == "high"
     assert half_idle.allocated_share < 0.6 and half_idle.wait_p50_hours > 1
     assert "queue policy" in finding.action
@@ -188,12 +189,12 @@ def test_scheduling_bound_when_jobs_wait_hours_while_half_the_gpus_run_nothing(d
 
 @pytest.mark.parametrize("partition", SCENARIO_PARTITIONS)
 def test_storage_bound_only_where_allocated_gpus_stall_between_bursts(db, scenarios, partition):
-    assert fired(recs.storage_bound, scenarios[partition]) == (partition == "a100-legacy")
+    assert fired(rules.storage_bound, scenarios[partition]) == (partition == "a100-legacy")
 
 
 def test_storage_bound_evidence(db, scenarios):
     p = scenarios["a100-legacy"]
-    finding = recs.storage_bound(p)
+    finding = rules.storage_bound(p)
     assert p.allocated_share > 0.8 and p.busy_util < 50 and p.stall_share > 0.4
     assert finding.chart["data"]["series"][1]["name"] == "max utilization (%)"
     assert "storage read throughput" in finding.action
@@ -201,7 +202,7 @@ def test_storage_bound_evidence(db, scenarios):
 
 @pytest.mark.parametrize("partition", SCENARIO_PARTITIONS)
 def test_network_bound_only_where_per_gpu_utilization_falls_with_node_count(db, scenarios, partition):
-    assert fired(recs.network_bound, scenarios[partition]) == (partition == "train-h100")
+    assert fired(rules.network_bound, scenarios[partition]) == (partition == "train-h100")
 
 
 def util_by_width(p):
@@ -226,7 +227,7 @@ def test_network_bound_evidence_names_the_oversubscribed_switches(db, scenarios)
     p = scenarios["train-h100"]
     assert (p.oversubscription, p.fabric_gbps_per_gpu, p.fabrics) == (2.0, 400.0, ["zrh-ib"])
     (switch,) = p.oversubscribed_switches
-    finding = recs.network_bound(p)
+    finding = rules.network_bound(p)
     assert finding.severity == "high" and p.multi_node_share > 0.5
     assert f"{switch} (2.00:1)" in finding.action and "non-blocking" in finding.action and "zrh-ib" in finding.summary
     figures = {f["label"]: f["value"] for f in finding.figures}
@@ -240,7 +241,8 @@ def test_network_bound_evidence_names_the_oversubscribed_switches(db, scenarios)
 
 
 def test_network_bound_page_shows_the_groups_and_the_chart(viewer_client, scenarios):
-    recs.write([replace(recs.network_bound(scenarios["train-h100"]), site_id=None)], END)  # the site was rolled back
+    # the site was rolled back
+    rec_store.write([replace(rules.network_bound(scenarios["train-h100"]), site_id=None)], END)
     text = viewer_client.get(Recommendation.objects.get().get_absolute_url()).content.decode()
     assert "Per-GPU utilization on 3–4 nodes" in text and "Oversubscribed switches" in text
     assert 'data-chart="hbar"' in text and "Per-GPU utilization by node count, partition train-h100" in text
@@ -248,41 +250,41 @@ def test_network_bound_page_shows_the_groups_and_the_chart(viewer_client, scenar
 
 def test_network_bound_needs_a_weak_fabric(db, scenarios):
     p = replace(scenarios["train-h100"], oversubscription=1.0, oversubscribed_switches={})
-    assert recs.network_bound(p) is None  # falling, but non-blocking and 400 Gb/s per GPU: not the hardware
-    thin = recs.network_bound(replace(p, fabric_gbps_per_gpu=200.0))
+    assert rules.network_bound(p) is None  # falling, but non-blocking and 400 Gb/s per GPU: not the hardware
+    thin = rules.network_bound(replace(p, fabric_gbps_per_gpu=200.0))
     assert thin is not None and "400 Gb/s rail on zrh-ib (now 200 Gb/s per GPU)" in thin.action
-    assert recs.network_bound(replace(p, oversubscription=None, fabric_gbps_per_gpu=None, fabrics=[])) is None
+    assert rules.network_bound(replace(p, oversubscription=None, fabric_gbps_per_gpu=None, fabrics=[])) is None
 
 
 def test_network_bound_not_when_utilization_is_flat_with_width(db, scenarios):
     # train-h200's 2-node jobs run as fast per GPU as its single-node ones: an oversubscribed fabric is no cause.
     flat = replace(scenarios["train-h200"], oversubscription=2.0, oversubscribed_switches={"leaf": 2.0},
                    fabrics=["ib"], fabric_gbps_per_gpu=400.0)
-    assert recs.network_bound(flat) is None
+    assert rules.network_bound(flat) is None
 
 
 def test_network_bound_not_with_too_few_multi_node_jobs(db, scenarios):
     p = scenarios["train-h100"]
     few = [p.widths[0]] + [replace(w, jobs=4) for w in p.widths[1:]]
-    assert recs.network_bound(replace(p, widths=few)) is None
+    assert rules.network_bound(replace(p, widths=few)) is None
     thin = [p.widths[0]] + [replace(w, gpu_hours=49.0, util_sum=w.util * 49.0) for w in p.widths[1:]]
-    assert recs.network_bound(replace(p, widths=thin)) is None
+    assert rules.network_bound(replace(p, widths=thin)) is None
     # Without single-node jobs to compare with, there is no fall to measure.
-    assert recs.network_bound(replace(p, widths=p.widths[1:])) is None
+    assert rules.network_bound(replace(p, widths=p.widths[1:])) is None
 
 
 def test_network_bound_severity_follows_the_multi_node_share(db, scenarios):
     p = scenarios["train-h100"]
-    assert recs.network_bound(replace(p, multi_node_share=0.3)).severity == "medium"
+    assert rules.network_bound(replace(p, multi_node_share=0.3)).severity == "medium"
 
 
 # --- Per-GPU utilization by node count on a small hand-made data set ---------------------------------------
 
 
 def test_node_count_groups():
-    assert [recs.Width(low, high).label for low, high in recs.WIDTHS] == [
+    assert [rules.Width(low, high).label for low, high in rules.WIDTHS] == [
         "1 node", "2 nodes", "3–4 nodes", "5–8 nodes", "9+ nodes"]
-    assert [recs.width_of(n) for n in (1, 2, 3, 4, 5, 8, 9, 512)] == [0, 1, 2, 2, 3, 3, 4, 4]
+    assert [rules.width_of(n) for n in (1, 2, 3, 4, 5, 8, 9, 512)] == [0, 1, 2, 2, 3, 3, 4, 4]
 
 
 def hand_fleet():
@@ -337,15 +339,15 @@ def test_per_gpu_utilization_by_node_count_on_a_hand_made_data_set(db):
     SlurmJob.objects.create(source=source, job_id="6", partition="other", submit_time=DAY, start_time=DAY,
                             end_time=DAY + timedelta(hours=14), nodes="hnd-001", node_count=1, gpus=2)
 
-    (p,) = recs.gather(END)[0]
+    (p,) = gather.gather(END)[0]
     assert [(w.label, w.jobs, w.gpu_hours, w.util) for w in p.widths] == [
         ("1 node", 1, 4.0, (80 + 90 + 70 + 80) / 4),  # 80.0
         ("2 nodes", 1, 8.0, (50 + 50 + 50 + 40 + 50 + 50 + 50 + 40) / 8),  # 47.5
     ]
     assert (p.oversubscription, p.oversubscribed_switches, p.fabric_gbps_per_gpu) == (1.5, {"hand-leaf-01": 1.5}, 400.0)
-    assert recs.network_bound(p) is None  # one job per group is too few
-    loose = replace(recs.THRESHOLDS, network_min_jobs=1, network_min_gpu_hours=4.0)
-    finding = recs.network_bound(p, loose)
+    assert rules.network_bound(p) is None  # one job per group is too few
+    loose = replace(rules.THRESHOLDS, network_min_jobs=1, network_min_gpu_hours=4.0)
+    finding = rules.network_bound(p, loose)
     figures = {f["label"]: f["value"] for f in finding.figures}
     assert figures["Per-GPU utilization lost on 2 nodes"] == round(100 * (1 - 47.5 / 80), 1)  # 40.6 %
     assert (figures["GPU-hours of jobs on 2 nodes"], figures["Jobs on 1 node"]) == (8.0, 1)
@@ -360,28 +362,28 @@ def test_per_gpu_utilization_by_node_count_reads_the_same_queries_for_more_jobs(
     job(source, "a1", "hnd-001", DAY, DAY + timedelta(hours=2))
     job(source, "a2", "hnd-[001-002]", DAY + timedelta(hours=2), DAY + timedelta(hours=4))
     with CaptureQueriesContext(connection) as few:
-        recs.gather(END)
+        gather.gather(END)
     for k in range(200):
         hosts = ("hnd-[001-004]", "hnd-[001-002]", "hnd-003", "hnd-004")[k % 4]
         job(source, f"b{k}", hosts, DAY + timedelta(minutes=6 * k), DAY + timedelta(minutes=6 * k + 150))
     with django_assert_max_num_queries(len(few)):
-        (p,) = recs.gather(END)[0]
+        (p,) = gather.gather(END)[0]
     assert sum(w.jobs for w in p.widths) == 202
 
 
 @pytest.mark.parametrize("partition", SCENARIO_PARTITIONS)
 def test_memory_bound_only_where_frame_buffers_are_full_and_jobs_run_out_of_memory(db, scenarios, partition):
-    assert fired(recs.memory_bound, scenarios[partition]) == (partition == "train-h200")
+    assert fired(rules.memory_bound, scenarios[partition]) == (partition == "train-h200")
 
 
 def test_memory_bound_needs_out_of_memory_failures(db, scenarios):
     p = scenarios["train-h200"]
     assert p.memory_share >= 0.85 and p.oom_jobs >= 1
-    assert recs.memory_bound(p).severity == "high"
-    assert recs.memory_bound(replace(p, oom_jobs=0, failed_jobs=0)) is None
+    assert rules.memory_bound(p).severity == "high"
+    assert rules.memory_bound(replace(p, oom_jobs=0, failed_jobs=0)) is None
     # Failures elsewhere (train-h100 has its share) do not make a partition with room in memory memory-bound.
     network = scenarios["train-h100"]
-    assert network.memory_share < 0.85 and recs.memory_bound(replace(network, oom_jobs=3)) is None
+    assert network.memory_share < 0.85 and rules.memory_bound(replace(network, oom_jobs=3)) is None
 
 
 def test_ageing_nodes_out_of_warranty_or_with_repeated_faults(db, health):
@@ -389,9 +391,9 @@ def test_ageing_nodes_out_of_warranty_or_with_repeated_faults(db, health):
     assert health["zrh-h100-003"].xid_days >= 3  # its degraded GPU reports XID errors every day
     assert health["lys-res-001"].fault_days == 2
     assert health["lys-res-002"].fault_days == 1  # one episode is not repeated
-    expired_or_faulty = {name for name, node in health.items() if any(recs.is_ageing(node, TODAY))}
+    expired_or_faulty = {name for name, node in health.items() if any(rules.is_ageing(node, TODAY))}
     assert expired_or_faulty == {"lys-a100-001", "lys-a100-002", "zrh-h100-003", "lys-res-001"}
-    findings = {f.title: f for f in recs.ageing(health.values(), TODAY)}
+    findings = {f.title: f for f in rules.ageing(health.values(), TODAY)}
     assert set(findings) == {"3 ageing nodes at Lyon", "1 ageing node at Zurich"}
     lyon = findings["3 ageing nodes at Lyon"]
     assert lyon.node_count == 3 and lyon.key.startswith("ageing:site=")
@@ -400,14 +402,14 @@ def test_ageing_nodes_out_of_warranty_or_with_repeated_faults(db, health):
 
 
 def test_ageing_nothing_for_healthy_nodes_in_warranty():
-    node = recs.NodeHealth(1, "gpu-1", 1, "A", 1, "M", None, warranty_end=date(2030, 1, 1), fault_days=1, xid_days=2)
-    assert recs.ageing([node], TODAY) == []
-    assert recs.ageing([replace(node, warranty_end=None)], TODAY) == []
+    node = rules.NodeHealth(1, "gpu-1", 1, "A", 1, "M", None, warranty_end=date(2030, 1, 1), fault_days=1, xid_days=2)
+    assert rules.ageing([node], TODAY) == []
+    assert rules.ageing([replace(node, warranty_end=None)], TODAY) == []
 
 
 def test_analyse_finds_each_scenarios_bottleneck_and_nothing_else(db, gathered_scenarios):
     partitions, nodes = gathered_scenarios
-    keys = {f.key for f in recs.analyse(list(partitions.values()), nodes, TODAY)}
+    keys = {f.key for f in rules.analyse(list(partitions.values()), nodes, TODAY)}
     assert {k for k in keys if not k.startswith("ageing")} == {
         "capacity_bound:partition=train-h200", "memory_bound:partition=train-h200",
         "storage_bound:partition=a100-legacy", "network_bound:partition=train-h100"}
@@ -424,7 +426,7 @@ def test_gather_reads_a_constant_number_of_queries(db):
     degraded_on(first, date(2026, 5, 1), date(2026, 6, 1))
     ContentType.objects.clear_cache()
     with CaptureQueriesContext(connection) as small:
-        recs.gather(END)
+        gather.gather(END)
     site = Node.objects.first().site
     more = add_partition(site, "zrh-h100", "train-h100", 8, make_node_model(), make_gpu_model())
     GPU.objects.filter(node__in=more[:2]).update(state=S.DEGRADED)
@@ -434,7 +436,7 @@ def test_gather_reads_a_constant_number_of_queries(db):
     store(TelemetrySource.objects.get(name="dcgm"), Collected(hours=backfill_more), END)
     ContentType.objects.clear_cache()
     with CaptureQueriesContext(connection) as large:
-        partitions, _ = recs.gather(END)
+        partitions, _ = gather.gather(END)
     assert len(partitions) == 2
     assert len(large) == len(small) <= 26
 
@@ -444,18 +446,18 @@ def test_gather_reads_a_constant_number_of_queries(db):
 
 def finding(kind="capacity_bound", scope="partition=p1", **kw):
     values = {"kind": kind, "key": f"{kind}:{scope}", "severity": "medium", "title": f"{kind} {scope}",
-              "summary": "s", "action": "a", "figures": [recs.figure("x", 1.5, "%")],
+              "summary": "s", "action": "a", "figures": [rules.figure("x", 1.5, "%")],
               "chart": {"type": "hbar", "title": "t", "data": {"labels": ["a"], "series": []}}, "partition": "p1"}
-    return recs.Finding(**{**values, **kw})
+    return rules.Finding(**{**values, **kw})
 
 
 def test_rerunning_updates_the_open_recommendation_instead_of_adding_one(db):
     now = END
-    assert recs.write([finding(), finding("storage_bound")], now) == {
+    assert rec_store.write([finding(), finding("storage_bound")], now) == {
         "created": 2, "updated": 0, "resolved": 0, "skipped": 0}
     first = Recommendation.objects.get(kind="capacity_bound")
     later = now + timedelta(days=1)
-    counts = recs.write([finding(severity="high", summary="worse"), finding("storage_bound")], later)
+    counts = rec_store.write([finding(severity="high", summary="worse"), finding("storage_bound")], later)
     assert counts == {"created": 0, "updated": 2, "resolved": 0, "skipped": 0}
     assert Recommendation.objects.count() == 2
     first.refresh_from_db()
@@ -463,34 +465,34 @@ def test_rerunning_updates_the_open_recommendation_instead_of_adding_one(db):
 
 
 def test_a_recommendation_no_longer_found_is_resolved(db):
-    recs.write([finding(), finding("storage_bound")], END)
-    assert recs.write([finding()], END + timedelta(days=1))["resolved"] == 1
+    rec_store.write([finding(), finding("storage_bound")], END)
+    assert rec_store.write([finding()], END + timedelta(days=1))["resolved"] == 1
     assert Recommendation.objects.get(kind="storage_bound").status == "resolved"
     # Found again later: a new open one.
-    assert recs.write([finding(), finding("storage_bound")], END + timedelta(days=2))["created"] == 1
+    assert rec_store.write([finding(), finding("storage_bound")], END + timedelta(days=2))["created"] == 1
     assert Recommendation.objects.filter(kind="storage_bound", status="open").count() == 1
 
 
 def test_a_dismissed_recommendation_is_not_raised_again_for_a_while(db, manager):
-    recs.write([finding()], END)
-    recs.dismiss(Recommendation.objects.get(), manager, "Burst rental already booked")
+    rec_store.write([finding()], END)
+    rec_store.dismiss(Recommendation.objects.get(), manager, "Burst rental already booked")
     decided = Recommendation.objects.get().decided_at
-    assert recs.write([finding()], decided + timedelta(days=1))["skipped"] == 1
-    assert recs.write([finding()], decided + timedelta(days=31))["created"] == 1
+    assert rec_store.write([finding()], decided + timedelta(days=1))["skipped"] == 1
+    assert rec_store.write([finding()], decided + timedelta(days=31))["created"] == 1
 
 
 def test_run_writes_what_gather_finds(db, manager):
     idle_fleet()
-    counts = recs.run(END)
+    counts = rec_store.run(END)
     assert counts["created"] >= 1
     assert Recommendation.objects.filter(key="scheduling_bound:partition=train-h200", status="open").exists()
-    assert recs.run(END)["created"] == 0  # idempotent
+    assert rec_store.run(END)["created"] == 0  # idempotent
     assert Recommendation.objects.filter(key="scheduling_bound:partition=train-h200").count() == 1
 
 
 def test_the_daily_task_runs_the_analysis(db, monkeypatch):
     calls = []
-    monkeypatch.setattr(recs, "run", lambda: calls.append(1) or {"created": 0, "updated": 0, "resolved": 0,
+    monkeypatch.setattr(rec_store, "run", lambda: calls.append(1) or {"created": 0, "updated": 0, "resolved": 0,
                                                                    "skipped": 0})
     assert analyse_recommendations() == {"created": 0, "updated": 0, "resolved": 0, "skipped": 0}
     assert calls == [1]
@@ -508,13 +510,13 @@ def test_the_task_is_on_the_beat_schedule(settings):
 def capacity_rec(db):
     node_model = make_node_model(name="Test B200 node")
     site = make_site(name="Geneva")
-    recs.write([finding(title="Partition p1 is capacity-bound", node_model_id=node_model.pk, node_count=3,
+    rec_store.write([finding(title="Partition p1 is capacity-bound", node_model_id=node_model.pk, node_count=3,
                         node_price=Decimal("500000.00"), site_id=site.pk)], END)
     return Recommendation.objects.get()
 
 
 def test_accepting_a_capacity_bound_one_makes_a_draft_plan_with_the_nodes(capacity_rec, manager):
-    rec = recs.accept(capacity_rec, manager)
+    rec = rec_store.accept(capacity_rec, manager)
     plan = rec.plan
     assert rec.status == "accepted" and rec.decided_by == manager and rec.decided_at is not None
     assert plan.status == CapacityPlan.Status.DRAFT and plan.owner == manager
@@ -526,23 +528,23 @@ def test_accepting_a_capacity_bound_one_makes_a_draft_plan_with_the_nodes(capaci
 
 
 def test_accepting_other_kinds_makes_a_plan_without_lines(db, manager):
-    recs.write([finding("storage_bound")], END)
-    rec = recs.accept(Recommendation.objects.get(), manager)
+    rec_store.write([finding("storage_bound")], END)
+    rec = rec_store.accept(Recommendation.objects.get(), manager)
     assert rec.plan.items.count() == 0
 
 
 def test_only_an_open_recommendation_is_decided(capacity_rec, manager):
-    recs.accept(capacity_rec, manager)
+    rec_store.accept(capacity_rec, manager)
     with pytest.raises(ValidationError, match="accepted"):
-        recs.accept(capacity_rec, manager)
+        rec_store.accept(capacity_rec, manager)
     with pytest.raises(ValidationError, match="accepted"):
-        recs.dismiss(capacity_rec, manager, "no")
+        rec_store.dismiss(capacity_rec, manager, "no")
 
 
 def test_dismissing_needs_a_reason(capacity_rec, manager):
     with pytest.raises(ValidationError, match="reason"):
-        recs.dismiss(capacity_rec, manager, "  ")
-    rec = recs.dismiss(capacity_rec, manager, "Rental covers it")
+        rec_store.dismiss(capacity_rec, manager, "  ")
+    rec = rec_store.dismiss(capacity_rec, manager, "Rental covers it")
     assert (rec.status, rec.dismiss_reason, rec.plan) == ("dismissed", "Rental covers it", None)
 
 
@@ -553,8 +555,8 @@ LIST = "/planning/recommendations/"
 
 def test_list_shows_open_recommendations_most_severe_first(viewer_client, db):
     found = [finding(severity="low", title="Low one"), finding("storage_bound", severity="high", title="High one")]
-    recs.write([*found, finding("memory_bound", title="Resolved one")], END)
-    recs.write(found, END + timedelta(hours=1))
+    rec_store.write([*found, finding("memory_bound", title="Resolved one")], END)
+    rec_store.write(found, END + timedelta(hours=1))
     response = viewer_client.get(LIST)
     assert response.status_code == 200
     text = response.content.decode()
@@ -568,10 +570,10 @@ def test_list_shows_open_recommendations_most_severe_first(viewer_client, db):
 
 
 def test_list_query_count_does_not_grow(viewer_client, db, django_assert_max_num_queries):
-    recs.write([finding(scope=f"partition=p{i}") for i in range(3)], END)
+    rec_store.write([finding(scope=f"partition=p{i}") for i in range(3)], END)
     with django_assert_max_num_queries(12) as small:
         viewer_client.get(LIST)
-    recs.write([finding(scope=f"partition=p{i}") for i in range(40)], END)
+    rec_store.write([finding(scope=f"partition=p{i}") for i in range(40)], END)
     with django_assert_max_num_queries(len(small)):
         assert viewer_client.get(LIST).content.decode().count("capacity_bound partition=p") >= 40
 
@@ -648,7 +650,8 @@ API = "/api/planning/recommendations/"
 
 
 def test_api_lists_recommendations_with_evidence_and_filters(viewer_api, capacity_rec):
-    recs.write([finding(title="Partition p1 is capacity-bound"), finding("storage_bound")], END + timedelta(hours=1))
+    rec_store.write([finding(title="Partition p1 is capacity-bound"), finding("storage_bound")],
+                    END + timedelta(hours=1))
     body = viewer_api.get(API).json()
     assert body["count"] == 2
     rec = viewer_api.get(f"{API}{capacity_rec.pk}/").json()
@@ -657,10 +660,10 @@ def test_api_lists_recommendations_with_evidence_and_filters(viewer_api, capacit
 
 
 def test_api_list_query_count_does_not_grow(viewer_api, db, django_assert_max_num_queries):
-    recs.write([finding(scope=f"partition=p{i}") for i in range(3)], END)
+    rec_store.write([finding(scope=f"partition=p{i}") for i in range(3)], END)
     with django_assert_max_num_queries(12) as small:
         viewer_api.get(API)
-    recs.write([finding(scope=f"partition=p{i}") for i in range(40)], END)
+    rec_store.write([finding(scope=f"partition=p{i}") for i in range(40)], END)
     with django_assert_max_num_queries(len(small)):
         assert viewer_api.get(API).json()["count"] == 40
 
@@ -719,29 +722,29 @@ def test_schema_documents_the_endpoints(viewer_api):
 def test_storage_bound_on_bursty_and_on_steadily_starved_gpus(db, scenarios):
     bursty = scenarios["a100-legacy"]
     assert bursty.engine_hours == bursty.busy_hours  # the simulator reports DCGM profiling fields
-    assert "bursts of full speed between stalls" in recs.storage_bound(bursty).summary
+    assert "bursts of full speed between stalls" in rules.storage_bound(bursty).summary
     # The same allocation, but steady utilization and a graphics engine active a fifth of the time.
     steady = replace(bursty, busy_util=82.0, stall_share=0.05, engine_active=0.2)
-    finding = recs.storage_bound(steady)
+    finding = rules.storage_bound(steady)
     assert finding is not None and finding.severity == "high"  # 20 % < 0.7 × 35 %
     assert "graphics engines were active only 20 % of the time, steadily" in finding.summary
     figures = {f["label"]: f["value"] for f in finding.figures}
     assert figures["Graphics engine active (DCGM profiling)"] == 20.0
-    assert recs.storage_bound(replace(steady, engine_active=0.3)).severity == "medium"
+    assert rules.storage_bound(replace(steady, engine_active=0.3)).severity == "medium"
 
 
 def test_storage_bound_not_on_healthy_or_thinly_measured_partitions(db, scenarios):
     bursty = scenarios["a100-legacy"]
     healthy = replace(bursty, busy_util=85.0, stall_share=0.1, engine_active=0.9)
-    assert recs.storage_bound(healthy) is None
+    assert rules.storage_bound(healthy) is None
     # Low activity, but the profiling fields cover only a fifth of the GPU-hours: not enough to say.
     thin = replace(healthy, engine_active=0.2, engine_hours=0.2 * bursty.busy_hours)
-    assert recs.storage_bound(thin) is None
+    assert rules.storage_bound(thin) is None
     # Starved GPUs nobody holds are the scheduler's business, not the storage's.
-    assert recs.storage_bound(replace(healthy, engine_active=0.2, allocated_gpu_hours=0.5 * bursty.gpu_hours)) is None
+    assert rules.storage_bound(replace(healthy, engine_active=0.2, allocated_gpu_hours=0.5 * bursty.gpu_hours)) is None
     for name in SCENARIO_PARTITIONS:  # and the simulator's healthy partitions stay quiet with both signs read
         if name != "a100-legacy":
-            assert recs.storage_bound(scenarios[name]) is None, name
+            assert rules.storage_bound(scenarios[name]) is None, name
 
 
 def test_allocated_share_never_exceeds_one(db, scenarios):
@@ -780,14 +783,14 @@ def test_rules_match_slurm_short_names_to_fqdns_in_any_case(db, gathered_scenari
     assert {w.label: w.jobs for w in after.widths} == {label: jobs for label, (jobs, _) in before.items()}
     for w in after.widths:
         assert w.util == pytest.approx(before[w.label][1], abs=1.0)
-    assert recs.network_bound(after) is not None
+    assert rules.network_bound(after) is not None
 
 
 def test_ageing_counts_hardware_tickets_people_filed(db, gathered_scenarios, variant):
     assert {n.hostname: n for n in gathered_scenarios[1]}["lys-res-002"].fault_days == 1
     health = {n.hostname: n for n in variant[1]}
     assert health["lys-res-002"].fault_days == 2
-    assert any(recs.is_ageing(health["lys-res-002"], TODAY))
+    assert any(rules.is_ageing(health["lys-res-002"], TODAY))
 
 
 def memory_jobs(source, nodes, minutes, used_gb, hours=10, oom=True):
@@ -822,16 +825,16 @@ def test_memory_bound_weighs_each_hour_by_the_time_jobs_ran(db, minutes, used_gb
     # Memory held outside any job (the other nodes, no job in the window) is not the jobs' and does not count.
     GPUHourly.objects.bulk_create(GPUHourly(gpu=gpu, hour=DAY, util_mean=0, util_max=0, mem_used_mean_gb=80)
                                   for node in nodes[2:] for gpu in node.gpus.all())
-    (p,) = recs.gather(END)[0]
+    (p,) = gather.gather(END)[0]
     # By hand: per node-hour 2 GPUs × used × minutes/60 / 80 used over 2 × minutes/60 GPU-hours held.
     assert p.memory_share == pytest.approx(used_gb / 80)
     assert p.oom_jobs == 1
-    assert fired(recs.memory_bound, p) == fires
+    assert fired(rules.memory_bound, p) == fires
     hours = [datetime.fromisoformat(x) for x in p.series["x"]]
     by_hour = dict(zip(hours, p.series["memory"], strict=True))
     assert by_hour[DAY] == by_hour[DAY + timedelta(hours=9)] == round(100 * used_gb / 80, 1)
     if fires:
-        figures = {f["label"]: f["value"] for f in recs.memory_bound(p).figures}
+        figures = {f["label"]: f["value"] for f in rules.memory_bound(p).figures}
         assert figures["Frame buffer used while jobs ran"] == round(100 * used_gb / 80, 1)
 
 
@@ -846,7 +849,7 @@ def test_memory_used_in_an_hour_counts_at_most_the_gpu_hours_jobs_held(db):
     GPUHourly.objects.bulk_create(
         GPUHourly(gpu=gpu, hour=DAY + timedelta(hours=hour), util_mean=50, util_max=90, mem_used_mean_gb=used)
         for gpu in nodes[0].gpus.all() for hour, used in ((1, 60), (2, 40)))
-    (p,) = recs.gather(END)[0]
+    (p,) = gather.gather(END)[0]
     assert p.memory_share == pytest.approx(0.6)
 
 
@@ -855,5 +858,5 @@ def test_without_slurm_jobs_frame_buffer_use_is_the_busy_hour_mean(db):
     GPUHourly.objects.bulk_create(
         GPUHourly(gpu=gpu, hour=DAY + timedelta(hours=hour), util_mean=60, util_max=util, mem_used_mean_gb=used)
         for gpu in nodes[0].gpus.all() for hour, util, used in ((1, 90, 64), (2, 90, 32), (3, 5, 80)))
-    (p,) = recs.gather(END)[0]
+    (p,) = gather.gather(END)[0]
     assert p.memory_share == pytest.approx((64 + 32) / 2 / 80)  # hour 3 was not busy

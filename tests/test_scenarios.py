@@ -4,7 +4,7 @@ from dataclasses import replace
 
 import pytest
 
-from planning import scenarios as sc
+from planning.plans import scenarios as sc
 
 HOURS = 730
 

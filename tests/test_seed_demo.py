@@ -167,7 +167,7 @@ def test_lifecycle_events_recorded(seeded):
 
 def test_expansion_order_partly_delivered(seeded):
     from planning.models import Delivery, PurchaseOrder
-    from planning.procurement import lines_with_counts
+    from planning.procurement.orders import lines_with_counts
 
     order = PurchaseOrder.objects.get(reference="NV-SO-2026-0311")
     assert order.contract.reference == "NV-EXP-2026-0007" and order.site.name == "Zurich DC1"
@@ -330,7 +330,7 @@ def test_sites_have_their_running_costs(seeded):
 
 def test_capacity_plans(seeded, client):
     from planning.models import CapacityPlan, PlanItem, PlanWorkload
-    from planning.plan_views import workflow_actions, workload_rows
+    from planning.plans.views import workflow_actions, workload_rows
 
     by_status = {plan.status: plan for plan in CapacityPlan.objects.select_related("site", "node_model")}
     assert set(by_status) == {"draft", "submitted", "approved"} and "3 capacity plans" in seeded
@@ -389,8 +389,8 @@ def test_the_approved_plan_becomes_an_order(seeded):
 
 
 def test_a_plan_changed_in_the_portal_is_not_undone(seeded):
-    from planning import plans
     from planning.models import CapacityPlan, PlanEvent
+    from planning.plans import workflow as plans
 
     submitted = CapacityPlan.objects.get(status="submitted")
     plans.approve(submitted, User.objects.get(username="manager"), "ok")

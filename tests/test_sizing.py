@@ -1,4 +1,4 @@
-"""Workload sizing: hand-computed cases of ``planning.sizing``, the page and ``POST /api/planning/sizing/``."""
+"""Workload sizing: hand-computed cases of ``planning.sizing.sizing``, the page and ``POST /api/planning/sizing/``."""
 
 import math
 from types import SimpleNamespace
@@ -9,8 +9,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from inventory.catalog import GPU_MODELS
-from planning import sizing
-from planning.sizing import GPU, SizingError, Workload, compare_all, fit_class, size
+from planning.sizing import sizing
+from planning.sizing.sizing import GPU, SizingError, Workload, compare_all, fit_class, size
 
 CATALOG = {d["name"]: GPU.of(SimpleNamespace(**d)) for d in GPU_MODELS}
 H100 = "H100 SXM 80GB"

@@ -11,8 +11,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 from django.utils import timezone
 
-from planning import webhooks
 from planning.models import Webhook, WebhookDelivery
+from planning.webhooks import delivery as webhooks
 from tests.conftest import RetryNow
 
 SECRET = "s3cret"

@@ -4,18 +4,23 @@ from django.urls import path
 
 from portal.api.routers import PortalRouter
 
-from . import recommendations, views, webhooks
+from ..contracts.api.views import ContractViewSet
+from ..plans.api.views import CapacityPlanViewSet
+from ..procurement.api.views import DeliveryViewSet, PurchaseOrderViewSet
+from ..recommendations.api.views import RecommendationViewSet
+from ..sizing.api.views import SizingView
+from ..webhooks.api.views import WebhookDeliveryViewSet, WebhookViewSet
 
 router = PortalRouter()
-router.register("contracts", views.ContractViewSet)
-router.register("plans", views.CapacityPlanViewSet)
-router.register("purchase-orders", views.PurchaseOrderViewSet)
-router.register("deliveries", views.DeliveryViewSet)
-router.register("webhooks", webhooks.WebhookViewSet)
-router.register("webhook-deliveries", webhooks.WebhookDeliveryViewSet)
-router.register("recommendations", recommendations.RecommendationViewSet)
+router.register("contracts", ContractViewSet)
+router.register("plans", CapacityPlanViewSet)
+router.register("purchase-orders", PurchaseOrderViewSet)
+router.register("deliveries", DeliveryViewSet)
+router.register("webhooks", WebhookViewSet)
+router.register("webhook-deliveries", WebhookDeliveryViewSet)
+router.register("recommendations", RecommendationViewSet)
 
 urlpatterns = [
-    path("sizing/", views.SizingView.as_view(), name="sizing"),
+    path("sizing/", SizingView.as_view(), name="sizing"),
     *router.urls,
 ]

@@ -3,7 +3,7 @@
 import django.core.validators
 import django.db.models.deletion
 import django.utils.timezone
-import planning.models
+import planning.contracts.models
 import simple_history.models
 from django.conf import settings
 from django.db import migrations, models
@@ -73,7 +73,7 @@ class Migration(migrations.Migration):
             name='ContractDocument',
             fields=[
                 ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('file', models.FileField(upload_to=planning.models.contract_document_path)),
+                ('file', models.FileField(upload_to=planning.contracts.models.contract_document_path)),
                 ('name', models.CharField(max_length=200)),
                 ('content_type', models.CharField(max_length=100)),
                 ('size', models.PositiveIntegerField(help_text='Bytes.')),

@@ -317,9 +317,9 @@ class Command(BaseCommand):
         backfilled += (self.daily_history(),)
         self.seed_other_apps(seeder, users)
         # The expansion recommendations the daily task would write (safe to run again).
-        from planning import recommendations
+        from planning.recommendations import store
 
-        recommendations.run()
+        store.run()
         self.summary(seeder, backfilled)
 
     @staticmethod

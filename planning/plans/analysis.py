@@ -1,0 +1,246 @@
+"""A capacity plan's analysis: demand (forecast from telemetry plus the planned workloads), capacity month by
+month, the build / expand / rent / hybrid scenarios and the recommendation. This module gathers the figures from
+the database and hands them to the plain-Python ``forecast``, ``capacity`` and ``scenarios`` modules.
+
+The horizon starts with the month after today. A planned workload's GPU-hours (``planning.sizing.sizing``) are spread
+evenly over the months its wall-clock time spans, from its start month; what falls after the horizon is left
+out (and said so). The scenario assumptions come from the plan where it sets them, else from the fleet (the site
+with the most GPUs, the most common node model in service, the last order's price, the active rentals' rate),
+else from the settings; each assumption is listed with where it came from.
+"""
+
+import math
+from dataclasses import dataclass, field
+
+from django.conf import settings
+from django.core.exceptions import ValidationError
+from django.db.models import Count, Sum
+from django.utils import timezone
+
+from inventory.models import LifecycleState, Node, NodeModel, Site
+
+from ..contracts.costs import rental_gpu_hour_cost
+from ..contracts.coverage import active_contracts
+from ..contracts.models import Contract
+from ..procurement.models import OrderLine
+from ..sizing import sizing
+from . import capacity, forecast, scenarios
+
+DAYS_PER_MONTH = 365 / 12
+
+
+@dataclass
+class WorkloadDemand:
+    name: str
+    start_month: int
+    gpu_hours: float | None  # None: it cannot be sized
+    months: int
+    per_month: list
+    error: str = ""
+
+
+@dataclass
+class Analysis:
+    plan: object
+    months: list
+    forecast: forecast.Forecast
+    workloads: list
+    demand: list  # GPU-hours per month: forecast mean + workloads
+    capacity: capacity.Capacity
+    assumptions: scenarios.Assumptions
+    assumption_rows: list  # (label, value, where it comes from)
+    scenarios: list
+    recommendation: scenarios.Recommendation
+    notes: list = field(default_factory=list)
+
+    @property
+    def gaps(self):
+        """Capacity − demand per month, GPU-hours (negative: short)."""
+        return [c - d for c, d in zip(self.capacity.hours, self.demand, strict=True)]
+
+    @property
+    def rows(self):
+        """Month by month: (month, history-based demand, workloads, demand, capacity, gap)."""
+        workloads = [sum(w.per_month[i] for w in self.workloads) for i in range(len(self.months))]
+        return list(zip(self.months, self.forecast.mean, workloads, self.demand, self.capacity.hours, self.gaps,
+                        strict=True))
+
+
+def workload_demand(plan, horizon):
+    """Each planned workload's GPU-hours spread over the months it runs."""
+    rows, gpus = [], None
+    for workload in plan.workloads.select_related("gpu_model"):
+        gpus = gpus if gpus is not None else sizing.catalog_gpus()
+        per_month = [0.0] * horizon
+        try:
+            sized = sizing.size(workload.workload(), gpus)
+        except (ValueError, ValidationError) as error:
+            rows.append(WorkloadDemand(workload.name, workload.start_month, None, 0, per_month,
+                                       " ".join(getattr(error, "messages", [str(error)]))))
+            continue
+        hours, days = sized["gpu_hours"], sized["wall_clock_days"]
+        months = max(1, math.ceil(days / DAYS_PER_MONTH - 1e-9))
+        for offset in range(months):
+            index = workload.start_month - 1 + offset
+            if index < horizon:
+                per_month[index] = hours / months
+        rows.append(WorkloadDemand(workload.name, workload.start_month, hours, months, per_month))
+    return rows
+
+
+def site_for(plan):
+    """The plan's site, else the site with the most GPUs in service."""
+    if plan.site_id:
+        return plan.site
+    return (Site.objects.annotate(n=Count("nodes__gpus", filter=_serving("nodes__state")))
+            .order_by("-n", "name").first())
+
+
+def _serving(lookup):
+    from django.db.models import Q
+
+    return Q(**{f"{lookup}__in": (LifecycleState.IN_SERVICE, LifecycleState.DEGRADED)})
+
+
+def node_model_for(plan):
+    """The plan's node model, else the most common one in service, else the catalog's first with a price."""
+    if plan.node_model_id:
+        return plan.node_model, "the plan"
+    common = (NodeModel.objects.annotate(n=Count("nodes", filter=_serving("nodes__state"))).filter(n__gt=0)
+              .order_by("-n", "name").first())
+    if common:
+        return common, "the most common node model in service"
+    return NodeModel.objects.filter(list_price__isnull=False).order_by("-list_price").first(), "the catalog"
+
+
+def node_price_for(plan, node_model):
+    if plan.node_price is not None:
+        return float(plan.node_price), "the plan"
+    last = (OrderLine.objects.filter(node_model=node_model).select_related("order")
+            .order_by("-order__ordered_on", "-pk").first()) if node_model else None
+    if last:
+        return float(last.unit_price), f"order {last.order.reference} ({last.order.ordered_on:%Y-%m-%d})"
+    if node_model and node_model.list_price is not None:
+        return float(node_model.list_price), f"{node_model}'s list price"
+    return 0.0, "unknown: set the node price on the plan"
+
+
+def rental_rate_for(plan, today):
+    if plan.rental_gpu_hour_cost is not None:
+        return float(plan.rental_gpu_hour_cost), "the plan"
+    rates = [rate for c in active_contracts(today, [Contract.Kind.RENTAL]) if (rate := rental_gpu_hour_cost(c))]
+    if rates:
+        return float(sum(rates) / len(rates)), f"the active rental contracts ({len(rates)})"
+    return settings.RENTAL_GPU_HOUR_COST, "the portal's default"
+
+
+def power_headroom_kw(site):
+    """The site's power capacity less the maximum draw of its nodes that are not retired; None if unknown."""
+    if site is None or not site.power_capacity_kw:
+        return None
+    drawn = (Node.objects.filter(site=site).exclude(state=LifecycleState.RETIRED)
+             .aggregate(w=Sum("node_model__max_power_w"))["w"] or 0)
+    return float(site.power_capacity_kw) - drawn / 1000
+
+
+def assumptions_for(plan, today):
+    site = site_for(plan)
+    node_model, model_source = node_model_for(plan)
+    price, price_source = node_price_for(plan, node_model)
+    rate, rate_source = rental_rate_for(plan, today)
+    headroom = power_headroom_kw(site)
+    a = scenarios.Assumptions(
+        horizon=plan.horizon_months,
+        gpus_per_node=node_model.gpu_slots if node_model else sizing.GPUS_PER_NODE,
+        node_kw=node_model.max_power_w / 1000 if node_model else 10.2,
+        node_height_u=node_model.height_u if node_model else 8,
+        node_price=price, rental_rate=rate, target_utilization=plan.target_utilization / 100,
+        lead_build=plan.build_lead_months, lead_expand=plan.expand_lead_months, lead_rent=plan.rent_lead_months,
+        site_pue=site.effective_pue if site else settings.DEFAULT_PUE,
+        site_energy_price=site.effective_energy_price if site else settings.ENERGY_PRICE_PER_KWH,
+        site_rack_cost=site.effective_rack_cost if site else settings.RACK_COST_PER_MONTH,
+        site_power_headroom_kw=headroom, build_pue=settings.DEFAULT_PUE,
+        build_energy_price=settings.ENERGY_PRICE_PER_KWH, build_cost_per_kw=settings.BUILD_COST_PER_KW,
+        network_share=settings.NETWORK_SHARE_OF_NODE_PRICE, storage_share=settings.STORAGE_SHARE_OF_NODE_PRICE,
+        support_share_per_year=settings.SUPPORT_SHARE_OF_CAPEX_PER_YEAR,
+    )
+    site_source = "the plan" if plan.site_id else "the site with the most GPUs in service"
+    currency = settings.COST_CURRENCY
+    rows = [
+        ("Site to expand", str(site) if site else "none", site_source),
+        ("Node to buy", f"{node_model} ({a.gpus_per_node} GPUs, {a.node_kw:g} kW)" if node_model else "none",
+         model_source),
+        ("Node price", f"{price:,.0f} {currency}", price_source),
+        ("Rental", f"{rate:,.2f} {currency} per GPU-hour", rate_source),
+        ("Target utilization", f"{plan.target_utilization} %", "the plan"),
+        ("Lead times", f"rent {a.lead_rent}, expand {a.lead_expand}, build {a.lead_build} months", "the plan"),
+        ("Site PUE and energy", f"{a.site_pue:g}, {a.site_energy_price:g} {currency}/kWh",
+         "the site" if site and site.pue is not None else "the portal's defaults"),
+        ("Site power left", f"{headroom:,.1f} kW" if headroom is not None else "unknown", "site capacity − nodes"),
+        ("Space", f"{a.site_rack_cost:,.0f} {currency} per rack and month",
+         "the site" if site and site.rack_cost_per_month is not None else "the portal's default"),
+        ("New cluster", f"{a.build_cost_per_kw:,.0f} {currency} per kW, PUE {a.build_pue:g}", "the settings"),
+        ("Network, storage, support", f"{a.network_share:.0%} and {a.storage_share:.0%} of the node price, "
+         f"{a.support_share_per_year:.0%} of capex a year", "the settings"),
+        ("Depreciation", f"{a.depreciation_months} months", "the settings"),
+    ]
+    return a, rows
+
+
+def analyse(plan, today=None):
+    today = today or timezone.localdate()
+    first = forecast.add_months(today, 1)
+    horizon = plan.horizon_months
+    history = forecast.monthly_history(today)
+    predicted = forecast.forecast(history, first, horizon)
+    workloads = workload_demand(plan, horizon)
+    demand = [predicted.mean[i] + sum(w.per_month[i] for w in workloads) for i in range(horizon)]
+    base = capacity.baseline(first, horizon, today)
+    a, rows = assumptions_for(plan, today)
+    results = scenarios.scenarios(demand, base.hours, a)
+    notes = list(predicted.notes)
+    for w in workloads:
+        if w.gpu_hours is None:
+            notes.append(f"Workload {w.name} cannot be sized and is left out: {w.error}")
+        elif w.start_month - 1 + w.months > horizon:
+            notes.append(f"Workload {w.name} runs past the horizon; only its months inside it count.")
+    if not a.node_price:
+        notes.append("No node price is known: owned scenarios show no hardware cost. Set one on the plan.")
+    return Analysis(plan, predicted.months, predicted, workloads, demand, base, a, rows, results,
+                    scenarios.recommend(demand, base.hours, results, a), notes)
+
+
+def as_dict(an):
+    """The analysis as plain data (the API's answer)."""
+    band = an.forecast.lower is not None
+    return {
+        "plan": an.plan.pk,
+        "currency": settings.COST_CURRENCY,
+        "forecast_method": an.forecast.method,
+        "history": [{"month": month, "gpu_hours": value} for month, value in an.forecast.history],
+        "months": [
+            {"month": month, "forecast_gpu_hours": predicted,
+             "forecast_low": an.forecast.lower[i] if band else None,
+             "forecast_high": an.forecast.upper[i] if band else None,
+             "workload_gpu_hours": planned, "demand_gpu_hours": demand, "capacity_gpu_hours": capacity,
+             "gap_gpu_hours": gap}
+            for i, (month, predicted, planned, demand, capacity, gap) in enumerate(an.rows)
+        ],
+        "capacity_sources": an.capacity.sources,
+        "workloads": [{"name": w.name, "start_month": w.start_month, "gpu_hours": w.gpu_hours, "months": w.months,
+                       "error": w.error} for w in an.workloads],
+        "assumptions": [{"name": name, "value": value, "source": source}
+                        for name, value, source in an.assumption_rows],
+        "scenarios": [
+            {"kind": s.kind, "label": s.label, "feasible": s.feasible, "nodes": s.nodes, "lead_months": s.lead_months,
+             "capex": s.capex, "energy": s.energy, "support": s.support, "space": s.space, "rental": s.rental,
+             "total_cash": s.total_cash, "total_cost": s.total_cost, "cost_per_useful_gpu_hour": s.cost_per_useful_hour,
+             "utilization": s.utilization, "met_from_month": s.met_from, "unmet_gpu_hours": s.unmet_hours,
+             "useful_gpu_hours": s.useful_hours, "notes": s.notes,
+             "capacity_gpu_hours": s.capacity, "added_gpus": s.added_gpus, "cash": s.cash, "cost": s.cost}
+            for s in an.scenarios
+        ],
+        "recommendation": {"kind": an.recommendation.kind, "headline": an.recommendation.headline,
+                           "reasons": an.recommendation.reasons},
+        "notes": an.notes,
+    }

@@ -1,0 +1,216 @@
+"""Capacity plans with their workloads and bill of materials (both lists written in the same request as the plan,
+in one transaction), the workflow's events, the bill of materials and, for the schema, the shape of
+``GET /api/planning/plans/{id}/analysis/`` (``planning.plans.analysis.as_dict``)."""
+
+from django.core.exceptions import ValidationError as DjangoValidationError
+from rest_framework import serializers
+
+from inventory.api.serializers import COMMON, TIMESTAMPS
+from portal.api.serializers import EnumChoiceField, PortalModelSerializer
+
+from ...common import NestedListMixin
+from ...sizing import sizing
+from .. import scenarios, workflow
+from ..models import SCENARIO_FIELDS, CapacityPlan, PlanEvent, PlanItem, PlanWorkload
+
+
+class PlanWorkloadSerializer(PortalModelSerializer):
+    gpu_hours = serializers.SerializerMethodField(help_text="GPU-hours of the run (planning.sizing).")
+
+    class Meta:
+        model = PlanWorkload
+        fields = ["id", "name", "start_month", "gpu_model", "inputs", "gpu_hours"]
+
+    def get_gpu_hours(self, workload) -> float | None:
+        if "gpus" not in self.context:
+            self.context["gpus"] = sizing.catalog_gpus()
+        try:
+            return sizing.size(workload.workload(), self.context["gpus"])["gpu_hours"]
+        except (ValueError, DjangoValidationError):
+            return None
+
+
+# Quantity × unit cost: up to 10 + 12 integer digits and 2 decimals; a grand total sums many lines. A narrower
+# field cannot show a large line at all (quantize fails: a 500 on the plan and its BOM).
+TOTAL_DIGITS, GRAND_TOTAL_DIGITS = 24, 28
+
+
+class PlanItemSerializer(PortalModelSerializer):
+    total = serializers.DecimalField(max_digits=TOTAL_DIGITS, decimal_places=2, read_only=True,
+                                     help_text="Quantity × unit cost.")
+
+    class Meta:
+        model = PlanItem
+        fields = ["id", "node_model", "gpu_model", "description", "quantity", "unit_cost", "currency", "total"]
+
+    def validate_currency(self, currency):
+        return currency.upper()
+
+
+class CapacityPlanSerializer(NestedListMixin, PortalModelSerializer):
+    """A capacity plan with its workloads and bill of materials (both lists replaced on update when given).
+    Created and changed only while draft; the status moves through the plan's actions (submit, approve,
+    reject, reopen)."""
+
+    nested = {"workloads": "plan", "items": "plan"}
+
+    status = EnumChoiceField(CapacityPlan.Status, read_only=True)
+    workloads = PlanWorkloadSerializer(many=True, required=False)
+    items = PlanItemSerializer(many=True, required=False, help_text="The bill of materials.")
+    submitted_by = serializers.CharField(source="submitted_by.username", read_only=True, allow_null=True)
+    decided_by = serializers.CharField(source="decided_by.username", read_only=True, allow_null=True)
+
+    class Meta:
+        model = CapacityPlan
+        fields = [
+            *COMMON, "name", "description", "horizon_months", "owner", *SCENARIO_FIELDS, "status", "workloads", "items",
+            "submitted_by", "submitted_at", "decided_by", "decided_at", *TIMESTAMPS,
+        ]
+
+    def validate(self, attrs):
+        if self.instance is not None:
+            try:
+                workflow.check_editable(self.instance)
+            except DjangoValidationError as error:
+                raise serializers.ValidationError(error.messages) from error
+        attrs = super().validate(attrs)
+        horizon = attrs.get("horizon_months", self.instance.horizon_months if self.instance else 12)
+        if "workloads" in attrs:
+            starts = [(w["name"], w["start_month"]) for w in attrs["workloads"]]
+        else:
+            starts = self.instance.workloads.values_list("name", "start_month") if self.instance else []
+        if beyond := [name for name, start in starts if start > horizon]:
+            raise serializers.ValidationError(
+                {"workloads": f"Start after the horizon of {horizon} months: {', '.join(beyond)}."})
+        return attrs
+
+
+class PlanCommentSerializer(serializers.Serializer):
+    comment = serializers.CharField(required=False, allow_blank=True, default="",
+                                    help_text="Why (required to reject).")
+
+
+class PlanEventSerializer(serializers.ModelSerializer):
+    from_status = EnumChoiceField(CapacityPlan.Status)
+    to_status = EnumChoiceField(CapacityPlan.Status)
+
+    class Meta:
+        model = PlanEvent
+        fields = ["id", "username", "at", "from_status", "to_status", "comment"]
+
+
+class BOMLineSerializer(serializers.Serializer):
+    id = serializers.IntegerField()
+    item = serializers.CharField(help_text="The node model, GPU model or description.")
+    node_model = serializers.IntegerField(allow_null=True)
+    gpu_model = serializers.IntegerField(allow_null=True)
+    description = serializers.CharField()
+    quantity = serializers.IntegerField()
+    unit_cost = serializers.DecimalField(max_digits=14, decimal_places=2)
+    currency = serializers.CharField()
+    total = serializers.DecimalField(max_digits=TOTAL_DIGITS, decimal_places=2)
+
+
+class BillOfMaterialsSerializer(serializers.Serializer):
+    lines = BOMLineSerializer(many=True)
+    totals = serializers.DictField(child=serializers.DecimalField(max_digits=GRAND_TOTAL_DIGITS, decimal_places=2),
+                                   help_text="Grand total per currency.")
+
+
+class BOMFillSerializer(serializers.Serializer):
+    scenario = serializers.ChoiceField(
+        choices=scenarios.SCENARIO_KINDS, required=False,
+        error_messages={"invalid_choice": '"{input}" is not a scenario: choose expand, build or hybrid.'},
+        help_text="The scenario to buy for: expand, build or hybrid (rent buys nothing and is refused). "
+                  "Default: the recommended one.")
+
+
+class BOMFillResultSerializer(BillOfMaterialsSerializer):
+    scenario = serializers.ChoiceField(choices=scenarios.SCENARIO_KINDS)
+    scenario_capex = serializers.FloatField(help_text="The scenario's capex, which the lines add up to (to the "
+                                                      "cent of each unit cost).")
+    replaced_lines = serializers.IntegerField(help_text="Lines removed (hand-entered ones too); kept in the "
+                                                        "history.")
+    notes = serializers.ListField(child=serializers.CharField())
+
+
+# --- The analysis ---------------------------------------------------------------------------------------
+
+
+Number = serializers.FloatField
+
+
+class HistoryMonthSerializer(serializers.Serializer):
+    month = serializers.DateField()
+    gpu_hours = Number(help_text="Busy GPU-hours in the month, from the daily rollups.")
+
+
+class AnalysisMonthSerializer(serializers.Serializer):
+    month = serializers.DateField()
+    forecast_gpu_hours = Number(help_text="Demand forecast from the telemetry history.")
+    forecast_low = Number(allow_null=True, help_text="80 % prediction interval, low end (null: no interval).")
+    forecast_high = Number(allow_null=True)
+    workload_gpu_hours = Number(help_text="The plan's workloads in this month.")
+    demand_gpu_hours = Number(help_text="Forecast + workloads.")
+    capacity_gpu_hours = Number(help_text="Owned, rented and incoming GPUs × 730 h.")
+    gap_gpu_hours = Number(help_text="Capacity − demand; negative when short.")
+
+
+class WorkloadDemandSerializer(serializers.Serializer):
+    name = serializers.CharField()
+    start_month = serializers.IntegerField()
+    gpu_hours = Number(allow_null=True, help_text="Null when the workload cannot be sized (see error).")
+    months = serializers.IntegerField(help_text="Months its wall-clock time spans.")
+    error = serializers.CharField()
+
+
+class AssumptionSerializer(serializers.Serializer):
+    name = serializers.CharField()
+    value = serializers.CharField()
+    source = serializers.CharField(help_text="Where the value comes from: the plan, the fleet or the settings.")
+
+
+class ScenarioSerializer(serializers.Serializer):
+    kind = serializers.ChoiceField(choices=scenarios.SCENARIO_KINDS)
+    label = serializers.CharField()
+    feasible = serializers.BooleanField()
+    nodes = serializers.IntegerField(help_text="Owned nodes bought.")
+    lead_months = serializers.IntegerField()
+    capex = Number()
+    energy = Number()
+    support = Number()
+    space = Number()
+    rental = Number()
+    total_cash = Number(help_text="Spend within the horizon, capex when ordered.")
+    total_cost = Number(help_text="Cost within the horizon, capex depreciated.")
+    cost_per_useful_gpu_hour = Number(allow_null=True)
+    utilization = Number(allow_null=True, help_text="Share of the added GPU-hours that serve demand.")
+    met_from_month = serializers.IntegerField(allow_null=True, help_text="1-based; null: not within the horizon.")
+    unmet_gpu_hours = Number()
+    useful_gpu_hours = Number()
+    notes = serializers.ListField(child=serializers.CharField())
+    capacity_gpu_hours = serializers.ListField(child=Number(), help_text="Per month, baseline included.")
+    added_gpus = serializers.ListField(child=Number())
+    cash = serializers.ListField(child=Number())
+    cost = serializers.ListField(child=Number())
+
+
+class RecommendationSerializer(serializers.Serializer):
+    kind = serializers.ChoiceField(choices=scenarios.SCENARIO_KINDS, allow_null=True,
+                                   help_text="Null: no new capacity needed.")
+    headline = serializers.CharField()
+    reasons = serializers.ListField(child=serializers.CharField())
+
+
+class PlanAnalysisSerializer(serializers.Serializer):
+    plan = serializers.IntegerField()
+    currency = serializers.CharField()
+    forecast_method = serializers.CharField()
+    history = HistoryMonthSerializer(many=True)
+    months = AnalysisMonthSerializer(many=True)
+    capacity_sources = serializers.ListField(child=serializers.CharField())
+    workloads = WorkloadDemandSerializer(many=True)
+    assumptions = AssumptionSerializer(many=True)
+    scenarios = ScenarioSerializer(many=True)
+    recommendation = RecommendationSerializer()
+    notes = serializers.ListField(child=serializers.CharField())

@@ -1,0 +1,176 @@
+"""Capacity plans: workloads, bill of materials and the draft → submitted → approved/rejected workflow of
+``planning.plans.workflow``."""
+
+from dataclasses import MISSING
+
+from django.conf import settings
+from django.core.exceptions import ValidationError
+from django.core.validators import MaxValueValidator, MinValueValidator
+from django.db import models
+from django.utils import timezone
+from simple_history.models import HistoricalRecords
+
+from inventory.models import GPUModel, NodeModel, Site
+from portal.history import ChangeRecord
+from portal.models import PortalModel
+
+from ..common import MONEY, CatalogLine, check_currency
+
+
+class PlanStatus(models.TextChoices):
+    DRAFT = "draft", "Draft"
+    SUBMITTED = "submitted", "Submitted"
+    APPROVED = "approved", "Approved"
+    REJECTED = "rejected", "Rejected"
+
+
+class CapacityPlan(PortalModel):
+    """What to buy over a horizon: planned workloads and the bill of materials. Edited while draft; the
+    workflow (``planning.plans``) moves it draft → submitted → approved / rejected, rejected → draft."""
+
+    Status = PlanStatus  # named apart from PurchaseOrder.Status: the API schema names enums after the class
+
+    name = models.CharField(max_length=200, unique=True)
+    description = models.TextField(blank=True)
+    horizon_months = models.PositiveIntegerField(default=12, validators=[MinValueValidator(1), MaxValueValidator(120)])
+    # Scenario assumptions (``planning.scenarios``); empty ones fall back to the fleet's data and the settings.
+    site = models.ForeignKey(Site, on_delete=models.SET_NULL, null=True, blank=True, related_name="capacity_plans",
+                             help_text="The site to expand (its PUE, energy price and power headroom). "
+                                       "Empty: the site with the most GPUs.")
+    node_model = models.ForeignKey(NodeModel, on_delete=models.SET_NULL, null=True, blank=True, related_name="+",
+                                   help_text="The node to buy. Empty: the most common node model in service.")
+    node_price = models.DecimalField(
+        max_digits=12, decimal_places=2, null=True, blank=True, validators=[MinValueValidator(0)],
+        help_text="Price of one node. Empty: the last order's unit price for the model, else its list price.")
+    rental_gpu_hour_cost = models.DecimalField(
+        "rental cost per GPU-hour", max_digits=10, decimal_places=4, null=True, blank=True,
+        validators=[MinValueValidator(0)],
+        help_text="Empty: the rate of the active rental contracts, else the portal's default.")
+    target_utilization = models.PositiveIntegerField(
+        "target utilization (%)", default=80, validators=[MinValueValidator(10), MaxValueValidator(100)],
+        help_text="Capacity is sized so that forecast demand fills it to this share.")
+    build_lead_months = models.PositiveIntegerField(
+        "lead time to build (months)", default=9, validators=[MaxValueValidator(60)],
+        help_text="A new cluster: site, power, cooling, delivery and burn-in.")
+    expand_lead_months = models.PositiveIntegerField(
+        "lead time to expand (months)", default=4, validators=[MaxValueValidator(60)],
+        help_text="Nodes added to an existing site: order, delivery and burn-in.")
+    rent_lead_months = models.PositiveIntegerField(
+        "lead time to rent (months)", default=1, validators=[MaxValueValidator(60)])
+    owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True,
+                              related_name="capacity_plans")
+    status = models.CharField(max_length=20, choices=Status.choices, default=Status.DRAFT, db_index=True,
+                              editable=False)
+    submitted_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True,
+                                     related_name="+", editable=False)
+    submitted_at = models.DateTimeField(null=True, blank=True, editable=False)
+    decided_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True,
+                                   related_name="+", editable=False, help_text="Who approved or rejected it.")
+    decided_at = models.DateTimeField(null=True, blank=True, editable=False)
+    history = HistoricalRecords(bases=[ChangeRecord])
+
+    class Meta:
+        ordering = ["-created", "name"]
+
+    def __str__(self):
+        return self.name
+
+    @property
+    def is_draft(self):
+        return self.status == self.Status.DRAFT
+
+
+# The assumptions of a plan's scenarios, edited with its name and horizon (page and API).
+SCENARIO_FIELDS = ["site", "node_model", "node_price", "rental_gpu_hour_cost", "target_utilization",
+                   "build_lead_months", "expand_lead_months", "rent_lead_months"]
+
+
+class PlanWorkload(models.Model):
+    """A planned training run, starting in a month of the plan's horizon; ``inputs`` are the other inputs of
+    ``planning.sizing.Workload`` (``params_billion``, ``tokens_billion``, ...), checked by ``sizing.validate``."""
+
+    plan = models.ForeignKey(CapacityPlan, on_delete=models.CASCADE, related_name="workloads")
+    name = models.CharField(max_length=200)
+    start_month = models.PositiveIntegerField(validators=[MinValueValidator(1)],
+                                              help_text="1 = the plan's first month.")
+    gpu_model = models.ForeignKey(GPUModel, on_delete=models.PROTECT, related_name="+")
+    inputs = models.JSONField(default=dict, help_text="Sizing inputs other than the GPU model, e.g. "
+                                                      '{"params_billion": 70, "tokens_billion": 2000}.')
+    history = HistoricalRecords(bases=[ChangeRecord])  # plan edits are in the change log, line by line
+
+    class Meta:
+        ordering = ["plan", "start_month", "pk"]
+
+    def __str__(self):
+        return self.name
+
+    def workload(self):
+        """The ``sizing.Workload``; raises ``ValidationError`` for unknown or missing inputs."""
+        from ..sizing import sizing
+
+        if not isinstance(self.inputs, dict):
+            raise ValidationError({"inputs": "Give the sizing inputs as an object."})
+        allowed = set(sizing.INPUTS) - {"gpu_model"}
+        if unknown := sorted(set(self.inputs) - allowed):
+            raise ValidationError({"inputs": f"Unknown sizing inputs: {', '.join(unknown)}."})
+        required = {name for name in allowed if sizing.INPUTS[name].default is MISSING}
+        if missing := sorted(required - set(self.inputs)):
+            raise ValidationError({"inputs": f"Missing sizing inputs: {', '.join(missing)}."})
+        return sizing.Workload(gpu_model=self.gpu_model.name, **self.inputs)
+
+    def clean(self):
+        from ..sizing import sizing
+
+        if self.plan_id and self.start_month and self.start_month > self.plan.horizon_months:
+            horizon = self.plan.horizon_months
+            raise ValidationError({"start_month": f"Month {self.start_month} is past the plan's horizon of {horizon} "
+                                                  f"months: choose 1 to {horizon}, or lengthen the plan's horizon."})
+        if self.gpu_model_id:
+            try:
+                errors = sizing.validate(self.workload(), sizing.catalog_gpus())
+            except TypeError as error:  # a text where a number belongs
+                raise ValidationError({"inputs": "Sizing inputs are numbers (precision: a name)."}) from error
+            if errors:
+                raise ValidationError({"inputs": [f"{name}: {' '.join(msgs)}" for name, msgs in errors.items()]})
+
+
+class PlanItem(CatalogLine):
+    """A line of a plan's bill of materials: so many of a node model, GPU model, or switches/storage
+    (description) at a unit cost."""
+
+    plan = models.ForeignKey(CapacityPlan, on_delete=models.CASCADE, related_name="items")
+    unit_cost = models.DecimalField(**MONEY)
+    currency = models.CharField(max_length=3, default="USD", help_text="ISO 4217 code, e.g. USD, EUR, CHF.")
+    history = HistoricalRecords(bases=[ChangeRecord])
+
+    class Meta:
+        ordering = ["plan", "pk"]
+
+    @property
+    def total(self):
+        return self.quantity * self.unit_cost
+
+    def clean(self):
+        super().clean()
+        if message := check_currency(self.currency):
+            raise ValidationError({"currency": message})
+        self.currency = self.currency.upper()
+
+
+class PlanEvent(models.Model):
+    """One step of a plan's workflow: who, when, from and to which status, and the comment."""
+
+    plan = models.ForeignKey(CapacityPlan, on_delete=models.CASCADE, related_name="events")
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True,
+                             related_name="+")
+    username = models.CharField(max_length=150, help_text="Kept when the user is deleted.")
+    at = models.DateTimeField(default=timezone.now)
+    from_status = models.CharField(max_length=20, choices=CapacityPlan.Status.choices)
+    to_status = models.CharField(max_length=20, choices=CapacityPlan.Status.choices)
+    comment = models.TextField(blank=True)
+
+    class Meta:
+        ordering = ["plan", "at", "pk"]
+
+    def __str__(self):
+        return f"{self.plan}: {self.from_status} → {self.to_status} by {self.username}"

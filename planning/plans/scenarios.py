@@ -1,0 +1,278 @@
+"""Build, expand, rent or both: what each way of meeting a plan's demand costs and when it delivers.
+
+Plain Python over plain numbers (``Assumptions``, demand and baseline capacity in GPU-hours per month);
+``planning.plans.analysis`` gathers those from the database. Money is in the portal's currency; a month is 730 h.
+
+Sizing the addition
+    GPUs needed in a month = demand / (730 h × target utilization). The shortfall is what the baseline lacks;
+    owned scenarios buy whole nodes for the horizon's peak shortfall; renting takes whole nodes month by
+    month for that month's shortfall.
+
+The scenarios
+    - *Expand*: the nodes join an existing site after ``lead_expand`` months. Capex: nodes × node price
+      × (1 + network share + storage share). Opex from arrival: energy, support, space (racks × the site's
+      rack cost). Infeasible when the added power exceeds the site's headroom.
+    - *Build*: a new cluster after ``lead_build`` months. Capex as for expanding plus the facility
+      (``build_cost_per_kw`` × the nodes' IT load in kW). Opex: energy at the default PUE and price, support;
+      space is in the facility cost.
+    - *Rent*: from ``lead_rent`` months on, the month's shortfall in whole nodes at the rental rate per
+      GPU-hour. No capex; power and support are the provider's.
+    - *Hybrid*: expand, and rent the shortfall from ``lead_rent`` until the owned nodes arrive.
+
+Costs
+    - Energy per node-month: node max power (kW) × load × 730 h × PUE × price per kWh, where load =
+      ``idle_power_share`` + (1 − ``idle_power_share``) × the added capacity's utilization that month.
+    - Support per month: capex × ``support_share_per_year`` / 12. Space: racks × rack cost per month, a rack
+      holding as many nodes as both its height (``rack_units``) and power (``rack_power_kw``) allow.
+    - Capex is paid when ordered (month 1: the cash chart) and depreciated over ``depreciation_months`` from
+      arrival: the horizon's *cost* counts only the depreciation inside it, so owned hardware keeps the value
+      it has left at the end.
+    - *Cost per useful GPU-hour*: the horizon's cost / the demand GPU-hours the addition serves (served with
+      the addition − served by the baseline alone). Its utilization is that over the added GPU-hours.
+
+Meeting demand and the recommendation
+    - A month's demand is met when capacity × target utilization ≥ demand; "meets demand from" is the
+      first month from which every later month is met.
+    - Unmet GPU-hours: Σ max(0, demand − capacity). The recommendation ranks feasible scenarios by
+      horizon cost + unmet GPU-hours × the rental rate (what the missing hours would cost to rent at short
+      notice, if they can be had at all), ties going to the one that leaves fewer hours unserved, and explains
+      the choice against the others.
+"""
+
+import math
+from dataclasses import dataclass, field
+
+from django.conf import settings
+
+HOURS = 730
+KINDS = {"expand": "Expand an existing site", "build": "Build a new cluster", "rent": "Rent",
+         "hybrid": "Hybrid: rent, then expand"}
+SCENARIO_KINDS = list(KINDS.items())  # as choices, for the API schema
+
+
+@dataclass
+class Assumptions:
+    horizon: int
+    gpus_per_node: int
+    node_kw: float
+    node_height_u: int
+    node_price: float
+    rental_rate: float  # per GPU-hour
+    target_utilization: float  # 0-1
+    lead_build: int
+    lead_expand: int
+    lead_rent: int
+    site_pue: float
+    site_energy_price: float
+    site_rack_cost: float
+    site_power_headroom_kw: float | None  # None: unknown
+    build_pue: float
+    build_energy_price: float
+    build_cost_per_kw: float
+    network_share: float
+    storage_share: float
+    support_share_per_year: float
+    depreciation_months: int = 48
+    idle_power_share: float = 0.3
+    rack_power_kw: float = 40.0
+    rack_units: int = 42
+
+
+@dataclass
+class Scenario:
+    kind: str
+    nodes: int  # owned nodes added
+    capacity: list  # GPU-hours per month, baseline included
+    added_gpus: list  # owned and rented GPUs added per month
+    cash: list  # spend per month (capex when ordered)
+    cost: list  # cost per month (capex as depreciation)
+    capex: float
+    energy: float
+    support: float
+    space: float
+    rental: float
+    lead_months: int
+    met_from: int | None  # 1-based month, None: not within the horizon
+    unmet_hours: float
+    useful_hours: float
+    added_hours: float
+    feasible: bool = True
+    notes: list = field(default_factory=list)
+
+    @property
+    def label(self):
+        return KINDS[self.kind]
+
+    @property
+    def total_cost(self):
+        return sum(self.cost)
+
+    @property
+    def total_cash(self):
+        return sum(self.cash)
+
+    @property
+    def cost_per_useful_hour(self):
+        return self.total_cost / self.useful_hours if self.useful_hours else None
+
+    @property
+    def utilization(self):
+        return self.useful_hours / self.added_hours if self.added_hours else None
+
+
+def gpus_needed(demand, target):
+    return [d / (HOURS * target) for d in demand]
+
+
+def shortfall_gpus(demand, baseline, target):
+    """GPUs missing per month for demand to fill capacity to the target utilization."""
+    return [max(0.0, need - base / HOURS) for need, base in zip(gpus_needed(demand, target), baseline, strict=True)]
+
+
+def met_from(demand, capacity, target):
+    """The first 1-based month from which capacity × target meets demand in every later month; None if never."""
+    first = None
+    for month, (d, c) in enumerate(zip(demand, capacity, strict=True), start=1):
+        if c * target + 1e-6 >= d:
+            first = first or month
+        else:
+            first = None
+    return first
+
+
+def served(demand, capacity):
+    return sum(min(d, c) for d, c in zip(demand, capacity, strict=True))
+
+
+def nodes_per_rack(a):
+    return max(1, min(a.rack_units // max(1, a.node_height_u), int(a.rack_power_kw // a.node_kw) if a.node_kw else 99))
+
+
+def _scenario(kind, demand, baseline, a, owned_nodes=0, arrival=None, rent_until=None, build=False):
+    """One scenario: ``owned_nodes`` arriving after ``arrival`` months, and rented nodes for the shortfall
+    from ``a.lead_rent`` until ``rent_until`` (1-based month, exclusive; None: no renting)."""
+    months = len(demand)
+    short = shortfall_gpus(demand, baseline, a.target_utilization)
+    owned_gpus = owned_nodes * a.gpus_per_node
+    capex = owned_nodes * a.node_price * (1 + a.network_share + a.storage_share)
+    if build:
+        capex += owned_nodes * a.node_kw * a.build_cost_per_kw
+    pue, price = (a.build_pue, a.build_energy_price) if build else (a.site_pue, a.site_energy_price)
+    racks = math.ceil(owned_nodes / nodes_per_rack(a)) if owned_nodes else 0
+    capacity, added, cash, cost = [], [], [], []
+    energy = support = space = rental = 0.0
+    for month in range(1, months + 1):
+        base = baseline[month - 1]
+        owned_now = owned_gpus if arrival is not None and month > arrival else 0
+        rented_now = 0
+        if rent_until is not None and a.lead_rent < month < rent_until:
+            missing = max(0.0, short[month - 1] - owned_now)
+            rented_now = math.ceil(missing / a.gpus_per_node - 1e-9) * a.gpus_per_node
+        cap = base + (owned_now + rented_now) * HOURS
+        d = demand[month - 1]
+        added_hours = (owned_now + rented_now) * HOURS
+        load = (min(d, cap) - min(d, base)) / added_hours if added_hours else 0.0
+        month_cash = capex if month == 1 else 0.0
+        month_cost = capex / a.depreciation_months if owned_now else 0.0
+        if owned_now:
+            kwh = owned_nodes * a.node_kw * (a.idle_power_share + (1 - a.idle_power_share) * load) * HOURS * pue
+            month_energy, month_support = kwh * price, capex * a.support_share_per_year / 12
+            month_space = 0.0 if build else racks * a.site_rack_cost
+            energy, support, space = energy + month_energy, support + month_support, space + month_space
+            month_cash += month_energy + month_support + month_space
+            month_cost += month_energy + month_support + month_space
+        month_rental = rented_now * HOURS * a.rental_rate
+        rental += month_rental
+        cash.append(month_cash + month_rental)
+        cost.append(month_cost + month_rental)
+        capacity.append(cap)
+        added.append(owned_now + rented_now)
+    useful = served(demand, capacity) - served(demand, baseline)
+    lead = {"expand": a.lead_expand, "build": a.lead_build, "rent": a.lead_rent,
+            "hybrid": min(a.lead_rent, a.lead_expand)}[kind]
+    return Scenario(kind, owned_nodes, capacity, added, cash, cost, capex, energy, support, space, rental, lead,
+                    met_from(demand, capacity, a.target_utilization),
+                    sum(max(0.0, d - c) for d, c in zip(demand, capacity, strict=True)), useful,
+                    sum(g * HOURS for g in added))
+
+
+def scenarios(demand, baseline, a):
+    """The four scenarios for ``demand`` and ``baseline`` (GPU-hours per month over the horizon)."""
+    peak = max(shortfall_gpus(demand, baseline, a.target_utilization), default=0.0)
+    nodes = math.ceil(peak / a.gpus_per_node - 1e-9) if peak > 0 else 0
+    never = len(demand) + 1
+    expand = _scenario("expand", demand, baseline, a, nodes, a.lead_expand)
+    build = _scenario("build", demand, baseline, a, nodes, a.lead_build, build=True)
+    rent = _scenario("rent", demand, baseline, a, rent_until=never)
+    hybrid = _scenario("hybrid", demand, baseline, a, nodes, a.lead_expand, rent_until=a.lead_expand + 1)
+    added_kw = nodes * a.node_kw
+    if a.site_power_headroom_kw is not None and added_kw > a.site_power_headroom_kw:
+        for scenario in (expand, hybrid):
+            scenario.feasible = False
+            scenario.notes.append(f"{nodes} nodes draw {added_kw:,.1f} kW; the site has {a.site_power_headroom_kw:,.1f}"
+                                  " kW of power left.")
+    for scenario in (expand, build, hybrid):
+        if nodes and scenario.lead_months >= len(demand) and scenario.kind != "hybrid":
+            scenario.notes.append("The hardware arrives after the horizon ends.")
+    if a.lead_expand <= a.lead_rent:
+        hybrid.notes.append("Expanding is as quick as renting: nothing to bridge.")
+    return [expand, build, rent, hybrid]
+
+
+@dataclass
+class Recommendation:
+    kind: str | None  # None: no new capacity
+    headline: str
+    reasons: list
+
+
+def _money(value):
+    return f"{value:,.0f} {settings.COST_CURRENCY}"  # the reasons are read on their own: say the currency
+
+
+def recommend(demand, baseline, results, a):
+    """Pick a scenario (or none) and say why, comparing it with the others."""
+    peak_need = max(gpus_needed(demand, a.target_utilization), default=0.0)
+    peak_base = max((b / HOURS for b in baseline), default=0.0)
+    if not any(shortfall_gpus(demand, baseline, a.target_utilization)):
+        reasons = [f"Forecast demand peaks at {peak_need:,.0f} GPUs at {a.target_utilization:.0%} utilization; "
+                   f"the fleet has {min(b / HOURS for b in baseline):,.0f} GPUs or more in every month."]
+        if not any(demand):
+            reasons.append("No demand: no telemetry history and no planned workloads.")
+        return Recommendation(None, "No new capacity needed within the horizon.", reasons)
+
+    def score(s):
+        return s.total_cost + s.unmet_hours * a.rental_rate
+
+    def rank(s):  # ties go to the scenario that leaves fewer hours unserved
+        return (round(score(s), 2), s.unmet_hours)
+
+    feasible = [s for s in results if s.feasible]
+    best = min(feasible, key=rank)
+    base_unmet = sum(max(0.0, d - b) for d, b in zip(demand, baseline, strict=True))
+    reasons = [f"Demand peaks at {peak_need:,.0f} GPUs ({a.target_utilization:.0%} utilization) against "
+               f"{peak_base:,.0f} in the fleet; without new capacity {base_unmet:,.0f} GPU-hours go unserved."]
+    per_hour = best.cost_per_useful_hour
+    reasons.append(f"{best.label}: {_money(best.total_cost)} over {len(demand)} months"
+                   + (f", {per_hour:,.2f} {settings.COST_CURRENCY} per useful GPU-hour" if per_hour is not None else "")
+                   + (f", demand met from month {best.met_from}" if best.met_from else ", demand not fully met")
+                   + (f", {best.unmet_hours:,.0f} GPU-hours unserved" if best.unmet_hours >= 1 else "") + ".")
+    for other in sorted((s for s in results if s is not best), key=rank):
+        if not other.feasible:
+            reasons.append(f"{other.label} is not possible: {' '.join(other.notes)}")
+            continue
+        extra = score(other) - score(best)
+        why = []
+        if other.unmet_hours > best.unmet_hours + 1:
+            why.append(f"leaves {other.unmet_hours - best.unmet_hours:,.0f} more GPU-hours unserved "
+                       f"(lead time {other.lead_months} months)")
+        if other.total_cost > best.total_cost:
+            why.append(f"costs {_money(other.total_cost - best.total_cost)} more")
+        elif other.total_cost < best.total_cost:
+            why.append(f"costs {_money(best.total_cost - other.total_cost)} less")
+        reasons.append(f"{other.label} {' and '.join(why) or 'comes out the same'} "
+                       f"({_money(extra)} more once unserved hours are priced at the rental rate).")
+    if best.kind == "rent" and len(demand) < a.depreciation_months:
+        reasons.append(f"Over {len(demand)} months, owned hardware depreciated over {a.depreciation_months} months "
+                       "does not pay off against renting at this demand; a longer horizon may change that.")
+    return Recommendation(best.kind, f"Recommended: {best.label.lower()}.", reasons)

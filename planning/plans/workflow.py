@@ -1,0 +1,101 @@
+"""The capacity plan workflow and its bill of materials.
+
+    draft → submitted → approved
+                      → rejected → draft (reopened)
+
+A plan is edited (workloads, bill of materials) only while draft. Approval is a second manager's: the user
+who submitted the plan cannot approve it. Every step records a ``PlanEvent`` (who, when, from, to, comment);
+approval emits the ``plan.approved`` webhook event with the bill of materials.
+"""
+
+from collections import defaultdict
+
+from django.core.exceptions import ValidationError
+from django.db import transaction
+from django.utils import timezone
+
+from ..webhooks.delivery import emit as emit_webhook
+from .models import CapacityPlan, PlanEvent
+
+S = CapacityPlan.Status
+
+ALLOWED = {
+    S.DRAFT: {S.SUBMITTED},
+    S.SUBMITTED: {S.APPROVED, S.REJECTED},
+    S.REJECTED: {S.DRAFT},
+    S.APPROVED: set(),
+}
+
+
+def check_editable(plan):
+    """Raise ``ValidationError`` unless the plan is a draft (the only status in which it may change)."""
+    if not plan.is_draft:
+        raise ValidationError(f"The plan is {plan.get_status_display().lower()}; only a draft plan can be changed.")
+
+
+def check_transition(plan, target):
+    if target not in ALLOWED[plan.status]:
+        options = ", ".join(S(s).label.lower() for s in S if s in ALLOWED[plan.status]) or "none"
+        raise ValidationError(f"A {plan.get_status_display().lower()} plan cannot become "
+                              f"{S(target).label.lower()}; allowed from here: {options}.")
+
+
+@transaction.atomic
+def _move(plan, target, user, comment, **fields):
+    """Check and make the transition, record its event; ``fields`` are set on the plan as well."""
+    plan = CapacityPlan.objects.select_for_update().get(pk=plan.pk)
+    check_transition(plan, target)
+    previous, plan.status = plan.status, target
+    for name, value in fields.items():
+        setattr(plan, name, value)
+    plan._change_reason = f"{previous} → {target}"
+    plan.save()
+    PlanEvent.objects.create(plan=plan, user=user, username=user.get_username(), from_status=previous,
+                             to_status=target, comment=comment or "")
+    return plan
+
+
+def submit(plan, user, comment=""):
+    if plan.is_draft and not plan.items.exists():
+        raise ValidationError("A plan needs at least one bill-of-materials line before it is submitted.")
+    return _move(plan, S.SUBMITTED, user, comment, submitted_by=user, submitted_at=timezone.now())
+
+
+def approve(plan, user, comment=""):
+    if plan.status == S.SUBMITTED and plan.submitted_by_id == user.pk:
+        raise ValidationError("A second manager approves: you submitted this plan.")
+    plan = _move(plan, S.APPROVED, user, comment, decided_by=user, decided_at=timezone.now())
+    emit_webhook("plan.approved", {
+        "plan": {"id": plan.pk, "name": plan.name, "horizon_months": plan.horizon_months,
+                 "approved_by": user.get_username(), "approved_at": plan.decided_at, "comment": comment or ""},
+        "bill_of_materials": bill_of_materials(plan),
+    })
+    return plan
+
+
+def reject(plan, user, comment=""):
+    if not (comment or "").strip():
+        raise ValidationError("Say why the plan is rejected (comment).")
+    return _move(plan, S.REJECTED, user, comment, decided_by=user, decided_at=timezone.now())
+
+
+def reopen(plan, user, comment=""):
+    """A rejected plan back to draft, to be revised and submitted again."""
+    return _move(plan, S.DRAFT, user, comment, submitted_by=None, submitted_at=None, decided_by=None,
+                 decided_at=None)
+
+
+TRANSITIONS = {"submit": submit, "approve": approve, "reject": reject, "reopen": reopen}
+
+
+def bill_of_materials(plan):
+    """The plan's items with their line totals, and the grand total per currency."""
+    lines, totals = [], defaultdict(int)
+    for item in plan.items.select_related("node_model", "gpu_model"):
+        lines.append({
+            "id": item.pk, "item": item.what, "node_model": item.node_model_id, "gpu_model": item.gpu_model_id,
+            "description": item.description, "quantity": item.quantity, "unit_cost": item.unit_cost,
+            "currency": item.currency, "total": item.total,
+        })
+        totals[item.currency] += item.total
+    return {"lines": lines, "totals": dict(sorted(totals.items()))}

@@ -1,0 +1,20 @@
+"""Filter set of the recommendation list."""
+
+import django_filters
+
+from inventory.filters import STATE_WIDGET, SearchFilterSet
+
+from .models import Recommendation
+
+R = Recommendation
+
+
+class RecommendationFilterSet(SearchFilterSet):
+    search_fields = ("title", "summary", "partition")
+    status = django_filters.MultipleChoiceFilter(choices=R.Status.choices, widget=STATE_WIDGET)
+    kind = django_filters.MultipleChoiceFilter(choices=R.Kind.choices, widget=STATE_WIDGET)
+    severity = django_filters.MultipleChoiceFilter(choices=R.Severity.choices, widget=STATE_WIDGET)
+
+    class Meta:
+        model = Recommendation
+        fields = ["status", "kind", "severity", "partition", "site"]

@@ -1,0 +1,319 @@
+"""The query layer of the recommendations (``rules`` says what they mean): set-based aggregates, a constant
+number of queries whatever the fleet's size, returning the rules' plain data."""
+
+from collections import Counter, defaultdict
+from datetime import datetime, timedelta
+
+from django.contrib.contenttypes.models import ContentType
+from django.db.models import (
+    Avg,
+    Count,
+    DurationField,
+    ExpressionWrapper,
+    F,
+    FloatField,
+    IntegerField,
+    Q,
+    Sum,
+    Value,
+)
+from django.db.models.functions import Cast, Coalesce, Greatest, TruncDate
+from django.utils import timezone
+
+from inventory.models import GPU, Fabric, FabricAttachment, LifecycleState, Node, StateTransition
+from inventory.telemetry import allocation, jobstats, slurm
+from inventory.telemetry.matching import NodeMatcher
+from inventory.telemetry.models import GPUDaily, GPUHourly, SlurmJob, SlurmJobNode
+from inventory.telemetry.rollups import floor_hour
+
+from ..procurement.models import OrderLine
+from .rules import THRESHOLDS, WIDTHS, NodeHealth, PartitionStats, Width, width_of
+
+FAILED_STATES = ("FAILED", "OUT_OF_MEMORY")
+FAST_FABRICS = (Fabric.Kind.INFINIBAND, Fabric.Kind.ROCE)
+
+
+def window(now, t=THRESHOLDS):
+    return floor_hour(now) - timedelta(days=t.window_days), now
+
+
+def gather(now=None, t=THRESHOLDS):
+    """(partition stats, suspect nodes' health) for the window ending ``now``."""
+    now = now or timezone.now()
+    return partition_stats(now, t), node_health(now, t)
+
+
+def partition_stats(now, t=THRESHOLDS):
+    start, end = window(now, t)
+    in_service = LifecycleState.IN_SERVICE
+    rows = GPUHourly.objects.filter(hour__gte=start, hour__lt=end, util_mean__isnull=False,
+                                    gpu__node__state=in_service)
+    busy = Q(util_max__gte=t.busy_util_max)
+    memory = ExpressionWrapper(F("mem_used_mean_gb") / Cast("gpu__gpu_model__memory_gb", FloatField()),
+                               output_field=FloatField())
+    stats = {}
+    for row in (rows.values(partition=F("gpu__node__partition"))
+                .annotate(gpus=Count("gpu", distinct=True), gpu_hours=Count("pk"), util_hours=Sum("util_mean"),
+                          idle_hours=Count("pk", filter=Q(util_mean__lt=t.idle_util)),
+                          busy_hours=Count("pk", filter=busy), busy_util=Sum("util_mean", filter=busy),
+                          busy_max=Sum("util_max", filter=busy),
+                          memory=Avg(memory, filter=busy & Q(mem_used_mean_gb__isnull=False)),
+                          engine=Avg("gr_engine_active_mean", filter=busy),
+                          engine_hours=Count("pk", filter=busy & Q(gr_engine_active_mean__isnull=False)))
+                .order_by("partition")):
+        hours = row["gpu_hours"]
+        stats[row["partition"]] = PartitionStats(
+            partition=row["partition"], gpus=row["gpus"], gpu_hours=float(hours),
+            util_mean=row["util_hours"] / hours, busy_hours=float(row["busy_hours"]),
+            busy_util=row["busy_util"] / row["busy_hours"] if row["busy_hours"] else None,
+            stall_share=1 - row["busy_util"] / row["busy_max"] if row["busy_max"] else None,
+            idle_share=row["idle_hours"] / hours, memory_share=row["memory"],
+            engine_active=row["engine"], engine_hours=float(row["engine_hours"]),
+        )
+    if not stats:
+        return []
+    add_series(stats, rows, busy, memory)
+    add_memory(stats, rows, memory, start, end, now)
+    add_jobs(stats, start, end, now)
+    multi_node = add_widths(stats, start, end, now)
+    add_nodes(stats)
+    add_fabric(stats, multi_node)
+    return [stats[name] for name in sorted(stats)]
+
+
+def add_series(stats, rows, busy, memory):
+    """Hourly mean utilization, max utilization and frame-buffer use per partition (one query)."""
+    cells = defaultdict(dict)
+    hours = set()
+    for row in (rows.values("hour", partition=F("gpu__node__partition"))
+                .annotate(mean_util=Avg("util_mean"), max_util=Avg("util_max"), memory=Avg(memory, filter=busy))
+                .order_by()):
+        cells[row["partition"]][row["hour"]] = row
+        hours.add(row["hour"])
+    x = sorted(hours)
+    for name, p in stats.items():
+        mine = cells[name]
+
+        def values(key, scale=1.0, mine=mine):
+            return [None if h not in mine or mine[h][key] is None else round(mine[h][key] * scale, 1) for h in x]
+
+        p.series = {"x": [h.isoformat() for h in x], "util": values("mean_util"), "util_max": values("max_util"),
+                    "memory": values("memory", 100.0)}
+
+
+def add_memory(stats, rows, memory, start, end, now):
+    """Frame-buffer use while jobs ran, over the window and per hour (two queries), in place of the busy-hour
+    mean wherever Slurm placed jobs on the partition's nodes.
+
+    An hourly rollup averages the frame buffer over the whole hour: a job of ten minutes that filled it reads
+    as a sixth full. So each node-hour counts the GPU-hours its jobs held in it (``allocation
+    .held_by_node_hour``, at most the GPUs that reported) and the frame buffer used in it (Σ used / the GPU's
+    memory, at most what was held: memory outside jobs is not theirs); the share is Σ used / Σ held, a ratio
+    that weighs each hour by the time jobs actually ran in it. Node-hours without jobs do not count.
+    """
+    held = allocation.held_by_node_hour(
+        SlurmJobNode.objects.filter(node__state=LifecycleState.IN_SERVICE, node__partition__in=list(stats)),
+        start, end, now)
+    if not held:
+        return
+    totals = defaultdict(lambda: [0.0, 0.0])  # partition → [frame buffer used, GPU-hours held]
+    hourly = defaultdict(lambda: defaultdict(lambda: [0.0, 0.0]))  # partition → hour → the same
+    for node_id, partition, hour, used, reporting in (
+            rows.filter(mem_used_mean_gb__isnull=False)
+            .values_list("gpu__node_id", "gpu__node__partition", "hour")
+            .annotate(used=Sum(memory), reporting=Count("pk")).order_by()):
+        gpu_hours = min(held.get((node_id, hour), 0.0), reporting)
+        if gpu_hours <= 0:
+            continue
+        for cell in (totals[partition], hourly[partition][hour]):
+            cell[0] += min(used, gpu_hours)
+            cell[1] += gpu_hours
+    for name, (used, gpu_hours) in totals.items():
+        p = stats[name]
+        p.memory_share = used / gpu_hours
+        cells = hourly[name]
+        p.series["memory"] = [round(100 * cells[h][0] / cells[h][1], 1) if h in cells else None
+                              for h in map(datetime.fromisoformat, p.series["x"])]
+
+
+def add_jobs(stats, start, end, now):
+    """Allocated GPU-hours and multi-node share, queue waits, GPUs waiting, failures (four queries)."""
+    jobs = SlurmJob.objects.filter(partition__in=list(stats))
+    for row in jobstats.multi_node_share(jobs, start, end, now=now):
+        if p := stats.get(row["partition"]):
+            p.allocated_gpu_hours, p.multi_node_share = row["gpu_hours"] or 0.0, row["share"]
+    for row in jobstats.queue_wait_percentiles(jobs.filter(start_time__gte=start, start_time__lt=end)):
+        if p := stats.get(row["partition"]):
+            p.jobs_started, p.wait_p50_hours, p.wait_p95_hours = row["jobs"], row["p50_hours"], row["p95_hours"]
+    gpus = Cast("gpus", IntegerField())
+    waited = Greatest(ExpressionWrapper(Coalesce(F("start_time"), Value(now)) - F("submit_time"),
+                                        output_field=DurationField()), Value(timedelta(0)))
+    ended = Q(end_time__gte=start, end_time__lt=end)
+    for row in (jobs.filter(submit_time__gte=start, submit_time__lt=end).values("partition")
+                .annotate(wait_time=Sum(ExpressionWrapper(gpus * waited, output_field=DurationField())))
+                .order_by()):
+        if p := stats.get(row["partition"]):
+            p.gpus_waiting = jobstats.hours(row["wait_time"] or timedelta(0)) / ((end - start).total_seconds() / 3600)
+    for row in (jobs.filter(Q(end_time__isnull=True) | Q(end_time__gte=start), start_time__lt=end, gpus__gt=0)
+                .values("partition")
+                .annotate(ended_jobs=Count("pk", filter=ended),
+                          failed=Count("pk", filter=ended & Q(state__in=FAILED_STATES)),
+                          oom=Count("pk", filter=ended & Q(state="OUT_OF_MEMORY")))
+                .order_by()):
+        if p := stats.get(row["partition"]):
+            p.ended_jobs, p.failed_jobs, p.oom_jobs = row["ended_jobs"], row["failed"], row["oom"]
+
+
+def node_prices(model_ids):
+    """Price of one node per model: the last order's unit price, else the list price (two queries)."""
+    from inventory.models import NodeModel
+
+    prices = {pk: price for pk, price in NodeModel.objects.filter(pk__in=model_ids).values_list("pk", "list_price")}
+    seen = set()
+    for model_id, price in (OrderLine.objects.filter(node_model__in=model_ids)
+                            .order_by("-order__ordered_on", "-pk").values_list("node_model_id", "unit_price")):
+        if model_id not in seen:
+            seen.add(model_id)
+            prices[model_id] = price
+    return prices
+
+
+def add_nodes(stats):
+    """Nodes in service per partition: count, main site and main node model with its price (three queries)."""
+    counts = defaultdict(Counter)
+    sites, models = {}, {}
+    for row in (Node.objects.filter(state=LifecycleState.IN_SERVICE, partition__in=list(stats))
+                .values("partition", "site_id", "site__name", "node_model_id", "node_model__name",
+                        "node_model__gpu_slots")
+                .annotate(n=Count("pk")).order_by()):
+        counts[row["partition"]][(row["site_id"], row["node_model_id"])] += row["n"]
+        sites[row["site_id"]] = row["site__name"]
+        models[row["node_model_id"]] = (row["node_model__name"], row["node_model__gpu_slots"])
+    prices = node_prices(list(models)) if models else {}
+    for name, counter in counts.items():
+        p = stats[name]
+        (site_id, model_id), _ = counter.most_common(1)[0]
+        p.nodes = sum(counter.values())
+        p.site_id, p.site_name = site_id, sites[site_id]
+        p.node_model_id, (p.node_model_name, p.gpu_slots) = model_id, models[model_id]
+        p.node_price = prices.get(model_id)
+
+
+def add_widths(stats, start, end, now):
+    """Per partition: its jobs grouped by node count (``WIDTHS``) with their GPU-hours and mean per-GPU
+    utilization; returns {partition: ids of the nodes its measured multi-node jobs ran on} (three queries).
+
+    Slurm keeps a job's nodes only as a compressed host list (gpu-[001-004]), which SQL cannot expand
+    portably. So the jobs are read in one query and their host lists expanded here; the nodes' ids come in a
+    second; in the third the database reduces those nodes' GPU-hours to node-hours (Σ utilization and GPUs
+    reporting per node and hour, 8× fewer rows than GPU-hours); each job then adds up its nodes' hours.
+    Only full hours inside the job's run count: in the hours it starts and ends the GPUs did other things.
+    """
+    jobs = []
+    for partition, hostlist, gpus, started, ended in (
+            jobstats.in_window(SlurmJob.objects.filter(partition__in=list(stats)), start, end)
+            .values_list("partition", "nodes", "gpus", "start_time", "end_time").order_by()):
+        try:
+            hosts = slurm.expand_hostlist(hostlist)
+        except ValueError:  # a host list the pull let through but nobody can read: the job cannot be placed
+            continue
+        if hosts:
+            jobs.append((partition, hosts, gpus, started, ended))
+    matcher = NodeMatcher() if jobs else None  # Slurm's short names against the inventory's FQDNs, any case
+    ids = {host: matcher.node_id(host) for _, hosts, *_ in jobs for host in hosts}
+    slots = dict(Node.objects.filter(pk__in={pk for pk in ids.values() if pk})
+                 .values_list("pk", "node_model__gpu_slots")) if ids else {}
+    nodes = {host: (pk, slots[pk]) for host, pk in ids.items() if pk in slots}
+    node_hours = {(node_id, hour): (util, gpus) for node_id, hour, util, gpus in (
+        GPUHourly.objects.filter(gpu__node_id__in=[pk for pk, _ in nodes.values()], hour__gte=start,
+                                 hour__lt=end, util_mean__isnull=False)
+        .values_list("gpu__node_id", "hour").annotate(util=Sum("util_mean"), gpus=Count("pk")).order_by())
+    } if nodes else {}
+    widths = {name: [Width(low, high) for low, high in WIDTHS] for name in stats}
+    multi_node = defaultdict(set)
+    for partition, hosts, gpus, started, ended in jobs:
+        placed = [nodes[host] for host in hosts if host in nodes]
+        if len(placed) < len(hosts) or gpus < sum(slots for _, slots in placed):
+            continue  # a node not in the inventory, or nodes shared with other jobs: no clean measurement
+        first = floor_hour(max(started, start))
+        if first < started:
+            first += timedelta(hours=1)
+        last = min(ended or now, end)
+        hours = [first + timedelta(hours=k) for k in range(int((last - first).total_seconds() // 3600))]
+        cells = [node_hours[(pk, hour)] for pk, _ in placed for hour in hours if (pk, hour) in node_hours]
+        if not cells:
+            continue
+        w = widths[partition][width_of(len(placed))]
+        w.jobs += 1
+        w.util_sum += sum(util for util, _ in cells)
+        w.gpu_hours += sum(count for _, count in cells)
+        if len(placed) > 1:
+            multi_node[partition].update(pk for pk, _ in placed)
+    for name, p in stats.items():
+        p.widths = [w for w in widths[name] if w.jobs]
+    return multi_node
+
+
+def add_fabric(stats, multi_node):
+    """Per partition, over the nodes its multi-node jobs ran on (``multi_node``: {partition: node ids}): the
+    fast fabrics they attach to, the highest oversubscription of those attachments' switches, the switches
+    above 1:1 and the weakest node's fast-fabric bandwidth per GPU slot (one query)."""
+    node_ids = set().union(*multi_node.values()) if multi_node else set()
+    if not node_ids:
+        return
+    attachments = defaultdict(list)
+    for node_id, *row in (FabricAttachment.objects.filter(node_id__in=node_ids, fabric__kind__in=FAST_FABRICS)
+                          .values_list("node_id", "fabric__name", "switch__name", "switch__oversubscription_ratio",
+                                       "ports", "speed_gbps", "node__node_model__gpu_slots")):
+        attachments[node_id].append(row)
+    for name, ids in multi_node.items():
+        rows = [row for node_id in sorted(ids) for row in attachments[node_id]]
+        if not rows:
+            continue
+        p = stats[name]
+        ratios = {switch: float(ratio) for _, switch, ratio, *_ in rows if switch is not None and ratio is not None}
+        p.fabrics = sorted({fabric for fabric, *_ in rows})
+        p.oversubscription = max(ratios.values(), default=None)
+        p.oversubscribed_switches = {switch: ratio for switch, ratio in sorted(ratios.items()) if ratio > 1}
+        p.fabric_gbps_per_gpu = min(float(ports * speed) / max(slots, 1) for *_, ports, speed, slots in rows)
+
+
+# Other apps that know of faults (support: hardware tickets people filed) register a function here:
+# ``(since) → {(node id, day)}``, days on which the node or one of its GPUs had a fault. Planning imports no
+# app above it; the app registers itself when it loads (``support.apps``).
+FAULT_DAY_SOURCES = []
+
+
+def node_health(now, t=THRESHOLDS):
+    """Nodes (not retired) out of warranty or with faults, with their fault days and XID days (five queries)."""
+    today = timezone.localdate(now)
+    fault_since = now - timedelta(days=t.fault_window_days)
+    types = ContentType.objects.get_for_models(Node, GPU)
+    node_type, gpu_type = types[Node], types[GPU]
+    moves = StateTransition.objects.filter(to_state=LifecycleState.DEGRADED, created__gte=fault_since)
+    days = set(moves.filter(content_type=node_type).values_list("object_id", TruncDate("created")).distinct())
+    gpu_moves = moves.filter(content_type=gpu_type).values_list("object_id", TruncDate("created")).distinct()
+    gpu_moves = list(gpu_moves)
+    gpu_nodes = dict(GPU.objects.filter(pk__in={gpu for gpu, _ in gpu_moves}, node__isnull=False)
+                     .values_list("pk", "node_id")) if gpu_moves else {}
+    days |= {(gpu_nodes[gpu], day) for gpu, day in gpu_moves if gpu in gpu_nodes}
+    for source in FAULT_DAY_SOURCES:
+        days |= source(fault_since)
+    fault_days = Counter(node for node, _ in days)
+    xid = {row["node_id"]: row for row in (
+        GPUDaily.objects.filter(day__gte=today - timedelta(days=t.xid_window_days), xid_errors__gt=0,
+                                gpu__node__isnull=False)
+        .values(node_id=F("gpu__node_id"))
+        .annotate(errors=Sum("xid_errors"), days=Count("day", distinct=True)).order_by())}
+    suspects = Node.objects.exclude(state=LifecycleState.RETIRED).filter(
+        Q(warranty_end__lt=today) | Q(pk__in=list(fault_days)) | Q(pk__in=list(xid)))
+    rows = list(suspects.values("pk", "hostname", "site_id", "site__name", "node_model_id", "node_model__name",
+                                "warranty_end").order_by("hostname"))
+    prices = node_prices({row["node_model_id"] for row in rows}) if rows else {}
+    return [NodeHealth(node_id=row["pk"], hostname=row["hostname"], site_id=row["site_id"],
+                       site_name=row["site__name"], node_model_id=row["node_model_id"],
+                       node_model_name=row["node_model__name"], node_price=prices.get(row["node_model_id"]),
+                       warranty_end=row["warranty_end"], fault_days=fault_days.get(row["pk"], 0),
+                       xid_errors=xid.get(row["pk"], {}).get("errors", 0),
+                       xid_days=xid.get(row["pk"], {}).get("days", 0))
+            for row in rows]

@@ -1,0 +1,531 @@
+"""Expansion recommendations from telemetry: the fleet's warning signs, detected.
+
+The analysis (daily by Celery beat, ``planning.tasks.analyse_recommendations``, or on demand from the
+recommendations page) reads the last ``window_days`` of GPU hourly rollups and Slurm job records, the
+nodes' warranty and fault history, and writes a ``Recommendation`` per bottleneck it finds, with its
+evidence (figures and a chart's series) and a suggested action. Three layers, one module each:
+
+- ``gather`` (the query layer): set-based aggregates, a constant number of queries whatever the fleet's
+  size, returning plain data (``PartitionStats`` per Slurm partition, ``NodeHealth`` per suspect node);
+- ``rules`` (this module: the plain data and the rules ``capacity_bound`` … ``ageing``): plain functions over
+  that data, no database;
+- ``store``: ``run``, the entry point, gathers, applies the rules and writes the findings idempotently (one open
+  recommendation per kind and scope, updated on every run), resolves open ones the rules no longer find, and
+  leaves alone what a manager decided on lately. ``accept`` turns one into a draft capacity plan, ``dismiss``
+  records why not.
+
+Definitions (per partition, over the window, nodes in service only)
+    - *utilization*: mean of the GPUs' hourly mean utilization (``GPUHourly.util_mean``).
+    - *busy hour*: a GPU-hour whose max utilization reached ``busy_util_max`` (work ran in it).
+    - *stall share*: 1 − (Σ mean / Σ max utilization) over busy hours: how much of a busy hour the GPUs
+      waited between bursts of full speed. DCGM has no "waiting on data loading" counter; bursts of full speed
+      between near-idle stalls are its signature in the rollups (all-reduce waits are shorter and steadier).
+    - *allocated share*: Slurm-allocated GPU-hours (``jobstats.multi_node_share``) / GPU-hours observed.
+    - *queue wait* p50/p95 of jobs started in the window (``jobstats.queue_wait_percentiles``); *GPUs
+      waiting*: Σ GPUs × wait of the jobs submitted in the window (pending ones until now) / window hours.
+    - *frame-buffer use*: memory used / the GPU model's memory while jobs ran: per node-hour the frame buffer
+      used (GPU-hours) and the GPU-hours Slurm's jobs held there, Σ used / Σ held over the window, so that
+      short jobs with gaps between them do not dilute it (``add_memory``). Where Slurm placed no job on the
+      partition's nodes, the mean over busy hours.
+    - *per-GPU utilization by node count*: the jobs in the window grouped by how many nodes they ran on
+      (``WIDTHS``: 1, 2, 3–4, 5–8, 9+); per group the jobs, their GPU-hours and the mean ``util_mean`` of their
+      nodes' GPUs (in whatever state the nodes are now) over the full hours each job ran (``add_widths``).
+      Only jobs holding their nodes whole count: a shared node mixes other jobs' work into its GPUs, and
+      Slurm does not say which GPUs were whose.
+      DCGM's utilization is the throughput proxy every source reports (SM and tensor activity often are not).
+
+Rules and thresholds (``Thresholds``; the defaults are ``THRESHOLDS``)
+    - capacity-bound: utilization ≥ 80 % and long queue waits (p50 ≥ 1 h or p95 ≥ 4 h, over ≥ 5 started jobs)
+      → add nodes (enough for the GPUs waiting on average plus the load above a 80 % target) or rent burst
+      capacity. Accepting pre-fills the plan's bill of materials with that many nodes of the partition's model.
+    - scheduling-bound: long queue waits while ≥ 25 % of the observed GPU-hours were not allocated to any job,
+      and utilization below 80 % → fix the queue policy (limits, reservations, fragmentation), not hardware.
+    - storage-bound: ≥ 70 % of GPU-hours allocated, and either busy-hour utilization < 50 % with a stall share
+      ≥ 35 % (bursty), or, where DCGM's profiling fields are collected on at least half the busy GPU-hours,
+      their graphics engine activity (``PROF_GR_ENGINE_ACTIVE``) < 35 % (steadily starved) → more storage read
+      throughput (or data loading closer to the GPUs).
+    - network-bound: per-GPU utilization falls with node count, the widest group (≥ 5 jobs and ≥ 50 GPU-hours,
+      like the single-node group it is compared with) ≥ 15 % below single-node jobs, and the fast fabric
+      (InfiniBand, RoCE) of the nodes those multi-node jobs ran on is oversubscribed (a leaf switch their
+      attachments go through has a downlink:uplink ratio > 1) or gives less than 400 Gb/s per GPU
+      → interconnect upgrade of those switches. High severity when multi-node jobs carry ≥ 50 % of the
+      allocated GPU-hours, else medium. Falling utilization on a non-blocking, fast fabric is not raised
+      (NCCL settings or the model's own scaling, not hardware); nor is it without the fabric recorded.
+    - memory-bound: frame-buffer use ≥ 85 % in busy hours and out-of-memory failures (a Slurm
+      ``OUT_OF_MEMORY`` job, or ≥ 5 % of ≥ 10 ended jobs ``FAILED``) → larger-memory GPUs.
+    - ageing (per site): nodes out of warranty, or with repeated faults: ≥ 2 days with a move to degraded or a
+      hardware ticket people filed (the node or one of its GPUs) in a year, or hardware XID events (a new code
+      on the sticky gauge, not hours of it) on ≥ 3 days in 30 → replace them.
+
+A recommendation dismissed or accepted is not raised again for ``snooze_days`` (30) after the decision.
+"""
+
+import math
+from collections import Counter, defaultdict
+from dataclasses import dataclass, field
+from decimal import Decimal
+
+from django.conf import settings
+
+from .models import Recommendation
+
+K = Recommendation.Kind
+SEV = Recommendation.Severity
+
+
+@dataclass(frozen=True)
+class Thresholds:
+    window_days: int = 7
+    busy_util_max: float = 20.0  # %: an hour counts as busy when its max utilization reached this
+    idle_util: float = 5.0  # %: an hour below this mean is idle
+    util_high: float = 80.0  # %: capacity-bound at or above
+    target_util: float = 80.0  # %: capacity is sized so that the load fills it to this
+    wait_p50_hours: float = 1.0  # long queue waits: p50 at or above…
+    wait_p95_hours: float = 4.0  # …or p95 at or above
+    min_jobs: int = 5  # started jobs needed before queue waits count
+    unallocated_share: float = 0.25  # scheduling-bound: share of observed GPU-hours no job had
+    storage_allocated_share: float = 0.7
+    storage_busy_util: float = 50.0  # %: below
+    storage_stall_share: float = 0.35  # at or above
+    # …or, where DCGM's profiling fields are collected on at least half the busy GPU-hours, a graphics-engine
+    # activity below this in busy hours, on GPUs that jobs hold: starved without bursts (DCGM's own measure).
+    storage_engine_active: float = 0.35
+    # A group of jobs by node count counts with this many jobs and GPU-hours: below, a few jobs' quirks
+    # (a slow input pipeline, a small model) would decide the mean.
+    network_min_jobs: int = 5
+    network_min_gpu_hours: float = 50.0
+    # Data-parallel jobs that overlap all-reduce with compute keep ≥ 90 % per-GPU utilization to a few nodes
+    # on a non-blocking fabric, and groups of healthy jobs differ by a few %: a 15 % fall is the fabric.
+    network_util_drop: float = 0.15
+    network_multi_node_share: float = 0.5  # high severity at or above: most of the work would gain
+    fabric_gbps_per_gpu: float = 400.0  # NDR reference designs give each GPU its own 400 Gb/s rail; less is thin
+    memory_share: float = 0.85  # frame-buffer use at or above
+    failed_share: float = 0.05  # of ended jobs, with at least…
+    min_ended_jobs: int = 10
+    fault_days: int = 2  # days with a move to degraded in ``fault_window_days``
+    fault_window_days: int = 365
+    xid_days: int = 3  # days with XID errors in ``xid_window_days``
+    xid_window_days: int = 30
+    snooze_days: int = 30  # a decided recommendation is not raised again for this long
+
+
+THRESHOLDS = Thresholds()
+
+
+# --- Plain data -------------------------------------------------------------------------------------------
+
+
+@dataclass
+class PartitionStats:
+    """What the window says about one Slurm partition (nodes in service only); None: not observed."""
+
+    partition: str
+    gpus: int = 0
+    gpu_hours: float = 0.0
+    util_mean: float | None = None
+    busy_hours: float = 0.0
+    busy_util: float | None = None
+    stall_share: float | None = None
+    idle_share: float | None = None
+    memory_share: float | None = None
+    engine_active: float | None = None  # mean PROF_GR_ENGINE_ACTIVE (0-1) of busy hours where reported
+    engine_hours: float = 0.0  # busy GPU-hours with it reported
+    allocated_gpu_hours: float = 0.0
+    multi_node_share: float | None = None
+    jobs_started: int = 0
+    wait_p50_hours: float | None = None
+    wait_p95_hours: float | None = None
+    gpus_waiting: float = 0.0
+    widths: list = field(default_factory=list)  # ``Width`` per node-count group with jobs, narrowest first
+    ended_jobs: int = 0
+    failed_jobs: int = 0
+    oom_jobs: int = 0
+    # The fast fabric of the nodes its multi-node jobs ran on: the highest downlink:uplink ratio of the
+    # switches they attach to, those above 1 ({name: ratio}), the fabrics' names and the weakest node's
+    # bandwidth per GPU slot. None: not recorded.
+    oversubscription: float | None = None
+    oversubscribed_switches: dict = field(default_factory=dict)
+    fabrics: list = field(default_factory=list)
+    fabric_gbps_per_gpu: float | None = None
+    nodes: int = 0
+    site_id: int | None = None
+    site_name: str = ""
+    node_model_id: int | None = None
+    node_model_name: str = ""
+    gpu_slots: int = 8
+    node_price: Decimal | None = None
+    series: dict = field(default_factory=dict)  # {"x": [...], "util": [...], "util_max": [...], "memory": [...]}
+
+    @property
+    def allocated_share(self):
+        # At most 1: more GPU-hours allocated than observed means GPUs that did not report, not > 100 %.
+        return min(1.0, self.allocated_gpu_hours / self.gpu_hours) if self.gpu_hours else None
+
+
+WIDTHS = ((1, 1), (2, 2), (3, 4), (5, 8), (9, None))  # node-count groups: (fewest, most or None)
+
+
+@dataclass
+class Width:
+    """Jobs of one partition that ran on ``low``…``high`` nodes: their GPU-hours measured (full hours with
+    telemetry) and the sum of their GPUs' hourly mean utilization over those hours."""
+
+    low: int
+    high: int | None
+    jobs: int = 0
+    gpu_hours: float = 0.0
+    util_sum: float = 0.0
+
+    @property
+    def label(self):
+        if self.low == self.high:
+            return f"{self.low} node{'s' if self.low > 1 else ''}"
+        return f"{self.low}+ nodes" if self.high is None else f"{self.low}–{self.high} nodes"
+
+    @property
+    def util(self):
+        return self.util_sum / self.gpu_hours if self.gpu_hours else None
+
+
+def width_of(node_count):
+    return next(i for i, (low, high) in enumerate(WIDTHS) if node_count >= low and (high is None or node_count <= high))
+
+
+@dataclass
+class NodeHealth:
+    node_id: int
+    hostname: str
+    site_id: int
+    site_name: str
+    node_model_id: int
+    node_model_name: str
+    node_price: Decimal | None
+    warranty_end: object = None  # a date or None
+    fault_days: int = 0
+    xid_errors: int = 0
+    xid_days: int = 0
+
+
+@dataclass
+class Finding:
+    """One recommendation as the rules see it, before it is written."""
+
+    kind: str
+    key: str
+    severity: str
+    title: str
+    summary: str
+    action: str
+    figures: list
+    chart: dict
+    partition: str = ""
+    site_id: int | None = None
+    node_model_id: int | None = None
+    node_count: int = 0
+    node_price: Decimal | None = None
+
+    @property
+    def evidence(self):
+        return {"figures": self.figures, "chart": self.chart}
+
+
+def figure(label, value, unit="", rule=""):
+    """A figure of the evidence: rounded, with its unit and the threshold it is compared with."""
+    if isinstance(value, float):
+        value = round(value, 2)
+    return {"label": label, "value": value, "unit": unit, "rule": rule}
+
+
+def pct(share):
+    return None if share is None else round(100 * share, 1)
+
+
+def long_waits(p, t):
+    return p.jobs_started >= t.min_jobs and (
+        (p.wait_p50_hours or 0) >= t.wait_p50_hours or (p.wait_p95_hours or 0) >= t.wait_p95_hours)
+
+
+def util_chart(p, title, names=("util",)):
+    labels = {"util": "mean utilization (%)", "util_max": "max utilization (%)", "memory": "frame buffer used (%)"}
+    return {"type": "timeseries", "title": title, "data": {
+        "x": p.series.get("x", []), "x_title": "hour (UTC)", "y_title": "GPU utilization (%)", "y_range": [0, 100],
+        "series": [{"name": labels[name], "y": p.series.get(name, [])} for name in names],
+    }}
+
+
+def wait_figures(p, t):
+    return [
+        figure("Queue wait p50", p.wait_p50_hours, "h", f"≥ {t.wait_p50_hours} h, or p95 ≥ {t.wait_p95_hours} h"),
+        figure("Queue wait p95", p.wait_p95_hours, "h"),
+        figure("Jobs started", p.jobs_started, "", f"≥ {t.min_jobs}"),
+    ]
+
+
+# --- Rules: plain functions over plain data -------------------------------------------------------------
+
+
+def capacity_bound(p, t=THRESHOLDS):
+    if p.util_mean is None or p.util_mean < t.util_high or not long_waits(p, t):
+        return None
+    extra_gpus = p.gpus_waiting + p.gpus * max(0.0, p.util_mean / t.target_util - 1)
+    nodes = max(1, math.ceil(extra_gpus / max(p.gpu_slots, 1)))
+    severity = SEV.HIGH if (p.wait_p95_hours or 0) >= 2 * t.wait_p95_hours or p.util_mean >= 90 else SEV.MEDIUM
+    model = p.node_model_name or "nodes"
+    price = f" at {p.node_price:,.0f} {settings.COST_CURRENCY} each" if p.node_price is not None else ""
+    return Finding(
+        kind=K.CAPACITY, key=f"{K.CAPACITY}:partition={p.partition}", severity=severity,
+        title=f"Partition {p.partition or '(none)'} is capacity-bound",
+        summary=(f"GPUs were {p.util_mean:.0f} % busy and jobs waited {p.wait_p50_hours:.1f} h (p50), "
+                 f"{p.wait_p95_hours:.1f} h (p95) to start: demand exceeds the {p.gpus} GPUs in service. "
+                 f"On average {p.gpus_waiting:.1f} GPUs' worth of jobs sat in the queue."),
+        action=(f"Add {nodes} × {model}{price} to partition {p.partition or '(none)'}, or rent burst capacity "
+                f"for about {math.ceil(extra_gpus)} GPUs until they arrive."),
+        figures=[
+            figure("Mean GPU utilization", p.util_mean, "%", f"≥ {t.util_high:.0f} %"),
+            *wait_figures(p, t),
+            figure("GPUs in service", p.gpus),
+            figure("GPUs' worth of jobs waiting (mean)", p.gpus_waiting, "GPUs"),
+            figure("Suggested nodes", nodes, model,
+                   f"to bring utilization to {t.target_util:.0f} % and clear the queue"),
+        ],
+        chart=util_chart(p, f"Utilization of partition {p.partition}"),
+        partition=p.partition, site_id=p.site_id, node_model_id=p.node_model_id, node_count=nodes,
+        node_price=p.node_price,
+    )
+
+
+def scheduling_bound(p, t=THRESHOLDS):
+    unallocated = None if p.allocated_share is None else max(0.0, 1 - p.allocated_share)
+    if (unallocated is None or unallocated < t.unallocated_share or not long_waits(p, t)
+            or (p.util_mean or 0) >= t.util_high):
+        return None
+    idle_gpus = unallocated * p.gpus
+    return Finding(
+        kind=K.SCHEDULING, key=f"{K.SCHEDULING}:partition={p.partition}",
+        severity=SEV.HIGH if unallocated >= 2 * t.unallocated_share else SEV.MEDIUM,
+        title=f"Partition {p.partition or '(none)'} is scheduling-bound",
+        summary=(f"Jobs waited {p.wait_p50_hours:.1f} h (p50), {p.wait_p95_hours:.1f} h (p95) to start while "
+                 f"{pct(unallocated):.0f} % of the GPU-hours observed (about {idle_gpus:.0f} of {p.gpus} GPUs) "
+                 "ran no job: the queue holds work back, not a lack of GPUs."),
+        action=("Fix the queue policy, not the hardware: look at partition and account limits (GRES, QOS "
+                "MaxTRES), reservations and drained nodes, node sharing for jobs smaller than a node, and "
+                "backfill settings so that waiting jobs fit the idle GPUs."),
+        figures=[
+            figure("GPU-hours not allocated to any job", pct(unallocated), "%", f"≥ {pct(t.unallocated_share):.0f} %"),
+            *wait_figures(p, t),
+            figure("Mean GPU utilization", p.util_mean, "%", f"< {t.util_high:.0f} %"),
+            figure("GPU-hours observed", p.gpu_hours, "GPU-h"),
+            figure("GPU-hours allocated (Slurm)", p.allocated_gpu_hours, "GPU-h"),
+        ],
+        chart={"type": "hbar", "title": "GPU-hours in the window", "data": {
+            "labels": ["observed (telemetry)", "allocated to jobs (Slurm)", "not allocated"], "x_title": "GPU-hours",
+            "series": [{"name": "GPU-hours", "values": [round(p.gpu_hours, 1), round(p.allocated_gpu_hours, 1),
+                                                         round(max(0.0, p.gpu_hours - p.allocated_gpu_hours), 1)]}],
+        }},
+        partition=p.partition, site_id=p.site_id,
+    )
+
+
+def bursty(p, t):
+    """Busy GPUs ran in bursts of full speed between stalls (the DCGM utilization signature)."""
+    return (p.busy_util is not None and p.busy_util < t.storage_busy_util and p.stall_share is not None
+            and p.stall_share >= t.storage_stall_share)
+
+
+def steadily_starved(p, t):
+    """The graphics engine was steadily idle on held GPUs (DCGM profiling fields, where collected)."""
+    return (p.engine_active is not None and p.engine_hours >= 0.5 * p.busy_hours
+            and p.engine_active < t.storage_engine_active)
+
+
+def storage_bound(p, t=THRESHOLDS):
+    if p.allocated_share is None or p.allocated_share < t.storage_allocated_share:
+        return None
+    if not (bursty(p, t) or steadily_starved(p, t)):
+        return None
+    if bursty(p, t):
+        severe = p.busy_util < t.storage_busy_util * 0.7
+        sign = (f"busy GPUs averaged {p.busy_util:.0f} % in bursts of full speed between stalls: about "
+                f"{pct(p.stall_share):.0f} % of their time went waiting for data.")
+    else:
+        severe = p.engine_active < t.storage_engine_active * 0.7
+        sign = (f"their graphics engines were active only {pct(p.engine_active):.0f} % of the time, steadily "
+                "(DCGM's profiling counters): the GPUs are held, but starved of data.")
+    return Finding(
+        kind=K.STORAGE, key=f"{K.STORAGE}:partition={p.partition}",
+        severity=SEV.HIGH if severe else SEV.MEDIUM,
+        title=f"Partition {p.partition or '(none)'} is storage-bound",
+        summary=f"{pct(p.allocated_share):.0f} % of the GPU-hours were allocated to jobs, yet {sign}",
+        action=("Raise storage read throughput for this partition's jobs: a faster scratch tier, more parallel "
+                "file system servers, or local NVMe staging and more data-loader workers, before adding GPUs."),
+        figures=[
+            figure("GPU-hours allocated to jobs", pct(p.allocated_share), "%",
+                   f"≥ {pct(t.storage_allocated_share):.0f} %"),
+            figure("Utilization of busy GPUs", p.busy_util, "%", f"< {t.storage_busy_util:.0f} %"),
+            figure("Stall share (data-loading wait)", pct(p.stall_share), "%", f"≥ {pct(t.storage_stall_share):.0f} %"),
+            figure("Graphics engine active (DCGM profiling)", pct(p.engine_active), "%",
+                   f"< {pct(t.storage_engine_active):.0f} %, steadily (or the two above)"),
+            figure("Mean GPU utilization", p.util_mean, "%"),
+        ],
+        chart=util_chart(p, f"Mean and peak utilization of partition {p.partition}", ("util", "util_max")),
+        partition=p.partition, site_id=p.site_id,
+    )
+
+
+def network_bound(p, t=THRESHOLDS):
+    counted = [w for w in p.widths if w.jobs >= t.network_min_jobs and w.gpu_hours >= t.network_min_gpu_hours]
+    single = next((w for w in counted if w.low == 1), None)
+    widest = counted[-1] if counted else None
+    if single is None or widest is single or not single.util:
+        return None
+    drop = 1 - widest.util / single.util
+    oversubscribed = p.oversubscription is not None and p.oversubscription > 1
+    thin = p.fabric_gbps_per_gpu is not None and p.fabric_gbps_per_gpu < t.fabric_gbps_per_gpu
+    if drop < t.network_util_drop or not (oversubscribed or thin):
+        return None
+    name = p.partition or "(none)"
+    fabrics = ", ".join(p.fabrics)
+    switches = ", ".join(f"{switch} ({ratio:.2f}:1)" for switch, ratio in p.oversubscribed_switches.items())
+    fixes = []
+    if oversubscribed:
+        fixes.append(f"add spine uplinks to {switches} for a non-blocking (1:1) fat tree")
+    if thin:
+        fixes.append(f"give each GPU its own {t.fabric_gbps_per_gpu:.0f} Gb/s rail on {fabrics} "
+                     f"(now {p.fabric_gbps_per_gpu:.0f} Gb/s per GPU)")
+    weakness = " and ".join(
+        ([f"oversubscribed up to {p.oversubscription:.2f}:1"] if oversubscribed else [])
+        + ([f"gives only {p.fabric_gbps_per_gpu:.0f} Gb/s per GPU"] if thin else []))
+    multi = p.multi_node_share or 0.0
+    figures = []
+    for w in p.widths:
+        figures += [
+            figure(f"Jobs on {w.label}", w.jobs, "", f"≥ {t.network_min_jobs} to count"),
+            figure(f"GPU-hours of jobs on {w.label}", w.gpu_hours, "GPU-h",
+                   f"≥ {t.network_min_gpu_hours:.0f} to count"),
+            figure(f"Per-GPU utilization on {w.label}", w.util, "%",
+                   "the reference" if w is single else ("compared" if w is widest else "")),
+        ]
+    return Finding(
+        kind=K.NETWORK, key=f"{K.NETWORK}:partition={p.partition}",
+        severity=SEV.HIGH if multi >= t.network_multi_node_share else SEV.MEDIUM,
+        title=f"Partition {name} is network-bound",
+        summary=(f"Per-GPU utilization falls with the nodes a job spans: {single.util:.0f} % on one node, "
+                 f"{widest.util:.0f} % on {widest.label} ({pct(drop):.0f} % lower, {widest.jobs} jobs), while "
+                 f"multi-node jobs carry {pct(multi):.0f} % of the partition's GPU-hours. The fabric between "
+                 f"their nodes ({fabrics}) is {weakness}: their GPUs wait on gradient all-reduce."),
+        action=(f"Upgrade the interconnect of partition {name}: {'; '.join(fixes)}. Until then, "
+                "place multi-node jobs under as few leaf switches as possible (Slurm topology/tree)."),
+        figures=[
+            *figures,
+            figure(f"Per-GPU utilization lost on {widest.label}", pct(drop), "%",
+                   f"≥ {pct(t.network_util_drop):.0f} % below single-node jobs"),
+            figure("GPU-hours from multi-node jobs", pct(p.multi_node_share), "%",
+                   f"≥ {pct(t.network_multi_node_share):.0f} % for high severity"),
+            figure("Fabric oversubscription (worst switch)", p.oversubscription, ":1", "> 1 is oversubscribed"),
+            figure("Oversubscribed switches", switches or None),
+            figure("Fabric bandwidth per GPU (weakest node)", p.fabric_gbps_per_gpu, "Gb/s",
+                   f"< {t.fabric_gbps_per_gpu:.0f} is thin"),
+        ],
+        chart={"type": "hbar", "title": f"Per-GPU utilization by node count, partition {name}", "data": {
+            "labels": [w.label for w in p.widths], "x_title": "mean per-GPU utilization (%)", "x_range": [0, 100],
+            "series": [{"name": "mean per-GPU utilization (%)", "values": [round(w.util, 1) for w in p.widths]}],
+        }},
+        partition=p.partition, site_id=p.site_id,
+    )
+
+
+def memory_bound(p, t=THRESHOLDS):
+    if p.memory_share is None or p.memory_share < t.memory_share:
+        return None
+    failed_share = p.failed_jobs / p.ended_jobs if p.ended_jobs else 0.0
+    if not (p.oom_jobs or (p.ended_jobs >= t.min_ended_jobs and failed_share >= t.failed_share)):
+        return None
+    return Finding(
+        kind=K.MEMORY, key=f"{K.MEMORY}:partition={p.partition}",
+        severity=SEV.HIGH if p.oom_jobs else SEV.MEDIUM,
+        title=f"Partition {p.partition or '(none)'} is memory-bound",
+        summary=(f"Jobs used {pct(p.memory_share):.0f} % of their GPUs' frame buffer while they ran, and "
+                 f"{p.failed_jobs} of {p.ended_jobs} jobs that ended failed ({p.oom_jobs} out of memory): "
+                 "models no longer fit."),
+        action=("Move these workloads to larger-memory GPUs (e.g. 141 GB H200 or 192 GB B200 in place of 80 GB "
+                "parts), or budget for activation checkpointing and more sharding, which costs throughput."),
+        figures=[
+            figure("Frame buffer used while jobs ran", pct(p.memory_share), "%", f"≥ {pct(t.memory_share):.0f} %"),
+            figure("Out-of-memory jobs", p.oom_jobs, "", "≥ 1, or failed share"),
+            figure("Failed jobs", pct(failed_share), "%",
+                   f"≥ {pct(t.failed_share):.0f} % of ≥ {t.min_ended_jobs} ended jobs"),
+            figure("Jobs ended", p.ended_jobs),
+        ],
+        chart=util_chart(p, f"Frame buffer use of partition {p.partition}", ("memory", "util")),
+        partition=p.partition, site_id=p.site_id,
+    )
+
+
+def is_ageing(node, today, t=THRESHOLDS):
+    """(out of warranty, repeated faults) of a node."""
+    expired = node.warranty_end is not None and node.warranty_end < today
+    faulty = node.fault_days >= t.fault_days or node.xid_days >= t.xid_days
+    return expired, faulty
+
+
+def ageing(nodes, today, t=THRESHOLDS):
+    """One finding per site with nodes out of warranty or with repeated faults."""
+    by_site = defaultdict(list)
+    for node in nodes:
+        expired, faulty = is_ageing(node, today, t)
+        if expired or faulty:
+            by_site[node.site_id].append((node, expired, faulty))
+    findings = []
+    for site_id, rows in sorted(by_site.items()):
+        rows.sort(key=lambda row: row[0].hostname)
+        expired = [n.hostname for n, e, _ in rows if e]
+        faulty = [n.hostname for n, _, f in rows if f]
+        both = [n.hostname for n, e, f in rows if e and f]
+        model_counts = Counter((n.node_model_id, n.node_model_name, n.node_price) for n, _, _ in rows)
+        (model_id, model_name, price), _ = model_counts.most_common(1)[0]
+        site = rows[0][0].site_name
+        parts = []
+        if expired:
+            parts.append(f"{len(expired)} out of warranty ({', '.join(expired)})")
+        if faulty:
+            parts.append(f"{len(faulty)} with repeated faults ({', '.join(faulty)})")
+        findings.append(Finding(
+            kind=K.AGEING, key=f"{K.AGEING}:site={site_id}",
+            severity=SEV.HIGH if both or len(faulty) >= 3 else SEV.MEDIUM,
+            title=f"{len(rows)} ageing node{'s' if len(rows) != 1 else ''} at {site}",
+            summary=f"At {site}, {len(rows)} nodes are due for replacement: {'; '.join(parts)}.",
+            action=(f"Replace {len(rows)} node{'s' if len(rows) != 1 else ''} ({model_name} or its successor)"
+                    + (f", starting with {', '.join(both)} (out of warranty and faulting)" if both else "")
+                    + "; until then keep spares and a support contract for them."),
+            figures=[
+                figure("Nodes out of warranty", len(expired), "", "warranty end before today"),
+                figure("Nodes with repeated faults", len(faulty), "",
+                       f"≥ {t.fault_days} days degraded in {t.fault_window_days} d or XID errors on "
+                       f"≥ {t.xid_days} days in {t.xid_window_days} d"),
+                figure("Both", len(both)),
+                {"label": "Nodes", "value": None, "unit": "", "rule": "", "rows": [
+                    {"hostname": n.hostname, "warranty_end": n.warranty_end.isoformat() if n.warranty_end else None,
+                     "out_of_warranty": e, "fault_days": n.fault_days, "xid_days": n.xid_days,
+                     "xid_errors": n.xid_errors} for n, e, _ in rows]},
+            ],
+            chart={"type": "hbar", "title": "Faults per node", "data": {
+                "labels": [n.hostname for n, _, _ in rows], "x_title": "days with the fault",
+                "series": [{"name": f"days moved to degraded ({t.fault_window_days} d)",
+                            "values": [n.fault_days for n, _, _ in rows]},
+                           {"name": f"days with XID errors ({t.xid_window_days} d)",
+                            "values": [n.xid_days for n, _, _ in rows]}],
+            }},
+            site_id=site_id, node_model_id=model_id, node_count=len(rows), node_price=price,
+        ))
+    return findings
+
+
+PARTITION_RULES = (capacity_bound, scheduling_bound, storage_bound, network_bound, memory_bound)
+
+
+def analyse(partitions, nodes, today, t=THRESHOLDS):
+    """Every finding of every rule, for the partitions' and nodes' plain data."""
+    findings = []
+    for p in partitions:
+        findings += [f for rule in PARTITION_RULES if (f := rule(p, t))]
+    return findings + ageing(nodes, today, t)

@@ -1,0 +1,130 @@
+"""The recommendations written: ``run`` (the entry point: gather, apply the rules, write), accepting and
+dismissing one, and the summaries the pages show."""
+
+from datetime import timedelta
+
+from django.conf import settings
+from django.core.exceptions import ValidationError
+from django.db import connection, transaction
+from django.db.models import (
+    Case,
+    IntegerField,
+    When,
+)
+from django.utils import timezone
+
+from ..plans.models import CapacityPlan, PlanItem
+from . import gather, rules
+from .models import Recommendation
+
+K = Recommendation.Kind
+SEV = Recommendation.Severity
+
+
+FINDING_FIELDS = ("kind", "severity", "title", "summary", "action", "partition", "site_id", "node_model_id",
+                  "node_count", "node_price")
+
+
+def run(now=None, t=rules.THRESHOLDS):
+    """Analyse and write: create new recommendations, update open ones with the same key, resolve open ones
+    no rule finds any more; skip keys accepted or dismissed within ``snooze_days``. Returns the counts."""
+    now = now or timezone.now()
+    partitions, nodes = gather.gather(now, t)
+    findings = rules.analyse(partitions, nodes, timezone.localdate(now), t)
+    return write(findings, now, t)
+
+
+ANALYSIS_LOCK = 0x5245_434F  # PostgreSQL advisory lock: one analysis writes at a time ("RECO")
+
+
+@transaction.atomic
+def write(findings, now, t=rules.THRESHOLDS):
+    R = Recommendation
+    if connection.vendor == "postgresql":  # two runs at once (the task and the button) must not both insert
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT pg_advisory_xact_lock(%s)", [ANALYSIS_LOCK])
+    open_recs = {r.key: r for r in R.objects.select_for_update().filter(status=R.Status.OPEN)}
+    decided = set(R.objects.filter(status__in=[R.Status.ACCEPTED, R.Status.DISMISSED],
+                                   decided_at__gte=now - timedelta(days=t.snooze_days)).values_list("key", flat=True))
+    created, updated, skipped, found = [], [], 0, set()
+    for finding in findings:
+        found.add(finding.key)
+        values = {name: getattr(finding, name) for name in FINDING_FIELDS}
+        if rec := open_recs.get(finding.key):
+            for name, value in values.items():
+                setattr(rec, name, value)
+            rec.evidence, rec.detected_at, rec.updated = finding.evidence, now, now
+            updated.append(rec)
+        elif finding.key in decided:
+            skipped += 1
+        else:
+            created.append(R(key=finding.key, evidence=finding.evidence, detected_at=now, **values))
+    resolved = [rec for key, rec in open_recs.items() if key not in found]
+    for rec in resolved:
+        rec.status, rec.updated = R.Status.RESOLVED, now
+    R.objects.bulk_create(created)
+    R.objects.bulk_update(updated, [*FINDING_FIELDS, "evidence", "detected_at", "updated"])
+    R.objects.bulk_update(resolved, ["status", "updated"])
+    return {"created": len(created), "updated": len(updated), "resolved": len(resolved), "skipped": skipped}
+
+
+def locked_open(rec):
+    rec = Recommendation.objects.select_for_update().get(pk=rec.pk)
+    if not rec.is_open:
+        raise ValidationError(f"This recommendation is {rec.get_status_display().lower()}; only an open one can be "
+                              "accepted or dismissed.")
+    return rec
+
+
+def plan_name(rec):
+    base = f"{rec.title} (recommendation #{rec.pk})"[:200]
+    name, n = base, 1
+    while CapacityPlan.objects.filter(name=name).exists():
+        n += 1
+        name = f"{base[:190]} ({n})"
+    return name
+
+
+@transaction.atomic
+def accept(rec, user, comment=""):
+    """Turn an open recommendation into a draft capacity plan linked back to it. Capacity-bound and ageing ones
+    pre-fill the bill of materials with the suggested node model and count at the node price."""
+    rec = locked_open(rec)
+    plan = CapacityPlan.objects.create(
+        name=plan_name(rec), owner=user, site_id=rec.site_id, node_model_id=rec.node_model_id,
+        node_price=rec.node_price,
+        description=f"From recommendation #{rec.pk} ({rec.get_kind_display()}).\n\n{rec.summary}\n\n"
+                    f"Suggested action: {rec.action}" + (f"\n\n{comment}" if comment else ""),
+    )
+    if rec.kind in (K.CAPACITY, K.AGEING) and rec.node_model_id and rec.node_count:
+        PlanItem.objects.create(plan=plan, node_model_id=rec.node_model_id, quantity=rec.node_count,
+                                unit_cost=rec.node_price or 0, currency=settings.COST_CURRENCY)
+    rec.status, rec.decided_by, rec.decided_at, rec.plan = Recommendation.Status.ACCEPTED, user, timezone.now(), plan
+    rec.save(update_fields=["status", "decided_by", "decided_at", "plan", "updated"])
+    return rec
+
+
+@transaction.atomic
+def dismiss(rec, user, reason):
+    """Dismiss an open recommendation; the reason is required."""
+    reason = (reason or "").strip()
+    if not reason:
+        raise ValidationError("Say why the recommendation is dismissed (reason).")
+    rec = locked_open(rec)
+    rec.status, rec.decided_by, rec.decided_at = Recommendation.Status.DISMISSED, user, timezone.now()
+    rec.dismiss_reason = reason
+    rec.save(update_fields=["status", "decided_by", "decided_at", "dismiss_reason", "updated"])
+    return rec
+
+
+def severity_rank():
+    """An expression ordering recommendations most severe first."""
+    return Case(When(severity=SEV.HIGH, then=0), When(severity=SEV.MEDIUM, then=1), default=2,
+                output_field=IntegerField())
+
+
+def open_summary(limit=5):
+    """For the home dashboard: the most severe open recommendations and how many are open (two queries)."""
+    rows = Recommendation.objects.filter(status=Recommendation.Status.OPEN)
+    return {"count": rows.count(),
+            "items": list(rows.select_related("site").order_by(severity_rank(), "-detected_at", "-pk")[:limit])}

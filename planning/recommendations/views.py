@@ -1,0 +1,119 @@
+"""Recommendation pages: the list (filters, htmx table, "Run analysis now"), the detail page with the evidence
+(figures and a plotly chart drawn by ``charts.js`` from ``json_script`` data) and, for managers, Accept (makes a
+draft capacity plan) and Dismiss (with a reason). The rules are ``rules``, the writing ``store``."""
+
+from django.contrib import messages
+from django.core.exceptions import ValidationError
+from django.http import HttpResponseRedirect, QueryDict
+from django.shortcuts import get_object_or_404
+from django.urls import reverse
+from django.views import View
+from django.views.generic import DetailView
+
+from portal.exports import export_links
+from portal.generic import ModelPermissionMixin, ObjectListView, active_filters
+
+from . import store
+from .filters import RecommendationFilterSet
+from .models import Recommendation
+from .tables import RecommendationTable
+
+R = Recommendation
+
+
+class RecommendationListView(ObjectListView):
+    queryset = Recommendation.objects.select_related("site", "plan").order_by(
+        store.severity_rank(), "-detected_at", "-pk")
+    filterset_class = RecommendationFilterSet
+    table_class = RecommendationTable
+    template_name = "planning/recommendation_list.html"
+
+    def get_filterset_kwargs(self, filterset_class):
+        """The open recommendations on a first visit (no query); once the filters are used, what they say."""
+        kwargs = super().get_filterset_kwargs(filterset_class)
+        if not self.request.GET:
+            kwargs["data"] = QueryDict(mutable=True)
+            kwargs["data"].setlist("status", [R.Status.OPEN])
+        return kwargs
+
+    def get_table_kwargs(self):
+        if self.request.GET:  # the filters say what to show (the first visit shows the open ones)
+            empty = "No recommendations match these filters."
+        else:
+            empty = ("No open recommendations: the last analysis found nothing to add, fix or replace. It runs daily "
+                     "over the last week of telemetry and Slurm records")
+            empty += "; Run analysis now runs it at once." if self.request.user.has_perm(
+                "planning.add_recommendation") else "."
+        return {**super().get_table_kwargs(), "empty_text": empty}
+
+    def get_context_data(self, **kwargs):
+        # Recommendations are made by the analysis, never added by hand: no "Add" or "Import" button.
+        context = super(ObjectListView, self).get_context_data(**kwargs)
+        query = self.request.GET.copy()
+        query.pop("page", None)
+        query["_export"] = "csv"
+        context.update(opts=R._meta, add_url=None, import_url=None, export_url=f"?{query.urlencode()}",
+                       export_links=export_links(self.request),
+                       active_filters=active_filters(context.get("filter")),
+                       can_run=self.request.user.has_perm("planning.add_recommendation"))
+        return context
+
+
+class RecommendationView(ModelPermissionMixin, DetailView):
+    queryset = Recommendation.objects.select_related("site", "node", "node_model", "plan", "decided_by")
+    template_name = "planning/recommendation_detail.html"
+
+    def get_context_data(self, **kwargs):
+        context = super().get_context_data(**kwargs)
+        rec = self.object
+        evidence = rec.evidence or {}
+        figures = evidence.get("figures", [])
+        context.update(
+            figures=[f for f in figures if "rows" not in f],
+            node_rows=next((f["rows"] for f in figures if "rows" in f), None),
+            chart=evidence.get("chart"),
+            can_decide=rec.is_open and self.request.user.has_perm("planning.change_recommendation"),
+            makes_bom=rec.kind in (R.Kind.CAPACITY, R.Kind.AGEING) and rec.node_model_id and rec.node_count,
+        )
+        return context
+
+
+class RecommendationDecisionView(ModelPermissionMixin, View):
+    """POST: accept (→ the new draft plan's page) or dismiss (``reason`` required) an open recommendation."""
+
+    permission_action = "change"
+    decision = None
+
+    def get_queryset(self):
+        return Recommendation.objects.all()
+
+    def post(self, request, pk):
+        rec = get_object_or_404(Recommendation, pk=pk)
+        try:
+            if self.decision == "accept":
+                rec = store.accept(rec, request.user, request.POST.get("comment", "").strip())
+            else:
+                rec = store.dismiss(rec, request.user, request.POST.get("reason", ""))
+        except ValidationError as error:
+            messages.error(request, " ".join(error.messages))
+            return HttpResponseRedirect(rec.get_absolute_url())
+        if rec.plan_id:
+            messages.success(request, f"Accepted: draft capacity plan “{rec.plan}” created from it.")
+            return HttpResponseRedirect(rec.plan.get_absolute_url())
+        messages.success(request, "Dismissed.")
+        return HttpResponseRedirect(rec.get_absolute_url())
+
+
+class RecommendationRunView(ModelPermissionMixin, View):
+    """POST: run the analysis now (the same as the daily task) and say what it found."""
+
+    permission_action = "add"
+
+    def get_queryset(self):
+        return Recommendation.objects.all()
+
+    def post(self, request):
+        counts = store.run()
+        messages.success(request, "Analysis done: {created} new, {updated} updated, {resolved} resolved, "
+                                  "{skipped} skipped (decided lately).".format(**counts))
+        return HttpResponseRedirect(reverse("planning:recommendation_list"))

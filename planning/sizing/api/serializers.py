@@ -1,0 +1,103 @@
+"""Workload sizing (``planning.sizing.sizing``): its inputs, figures and the comparison across GPU models."""
+
+from dataclasses import MISSING
+
+from drf_spectacular.utils import extend_schema_field
+from rest_framework import serializers
+
+from .. import sizing
+
+
+def sizing_input_field(spec):
+    """The serializer field of a ``Workload`` input; its limits are checked by ``sizing.validate``."""
+    meta = spec.metadata
+    options = {"label": meta["label"], "help_text": meta["help"]}
+    if spec.default is MISSING:
+        options["required"] = True
+    elif spec.default is None:
+        options.update(required=False, allow_null=True, default=None)
+    else:
+        options["default"] = spec.default
+    if meta["kind"] == "choice":
+        return serializers.ChoiceField(choices=meta["choices"], **options)
+    if meta["kind"] == "gpu":
+        return serializers.CharField(**options)
+    # The limits ``sizing.validate`` enforces, for the schema (``PortalAutoSchema``) to tell clients.
+    limits = {"minimum": meta["min"], "exclusiveMinimum": not meta["inclusive"]}
+    if meta["max"] is not None:
+        limits["maximum"] = meta["max"]
+    return (SizingIntegerField if meta["kind"] == "int" else SizingNumberField)(schema_limits=limits, **options)
+
+
+class SchemaLimitsMixin:
+    """Keeps ``schema_limits`` through DRF's copy of declared fields (it re-creates them from their arguments)."""
+
+    def __init__(self, *, schema_limits=None, **kwargs):
+        self.schema_limits = schema_limits or {}
+        super().__init__(**kwargs)
+
+
+class SizingIntegerField(SchemaLimitsMixin, serializers.IntegerField):
+    pass
+
+
+class SizingNumberField(SchemaLimitsMixin, serializers.FloatField):
+    """A number; ``true`` is not 1 (DRF's ``FloatField`` would read it as 1.0)."""
+
+    def to_internal_value(self, data):
+        if isinstance(data, bool):
+            self.fail("invalid")
+        return super().to_internal_value(data)
+
+
+class SizingInputBase(serializers.Serializer):
+    """Checks the inputs as ``sizing.validate`` does; needs the catalog as ``context["gpus"]``."""
+
+    def validate(self, attrs):
+        errors = sizing.validate(sizing.Workload(**attrs), self.context["gpus"])
+        if errors:
+            raise serializers.ValidationError(errors)
+        return attrs
+
+
+SizingInputSerializer = type("SizingInputSerializer", (SizingInputBase,), {
+    "__doc__": "A workload to size (``planning.sizing.Workload``).",
+    **{name: sizing_input_field(spec) for name, spec in sizing.INPUTS.items()},
+})
+
+
+class SizingFigureSerializer(serializers.Serializer):
+    label = serializers.CharField()
+    value = serializers.JSONField(help_text="A number (the fit class: a name); null when it does not apply.")
+    unit = serializers.CharField()
+    explanation = serializers.CharField(help_text="How it was computed, in one line.")
+    source = serializers.CharField(help_text="The reference the formula follows.")
+
+
+SizingFiguresSerializer = type("SizingFiguresSerializer", (serializers.Serializer,), {
+    "__doc__": "Every figure of a sizing.",
+    **{key: SizingFigureSerializer(help_text=f"{label} ({unit})" if unit else label)
+       for key, (label, unit, _) in sizing.FIGURES.items()},
+})
+
+
+class SizingComparisonSerializer(serializers.Serializer):
+    gpu_model = serializers.CharField(source="gpu.name")
+    memory_gb = serializers.FloatField(source="gpu.memory_gb")
+    problem = serializers.CharField(help_text="Why this GPU model could not be sized (e.g. no FP8); else empty.")
+    values = type("SizingComparisonValuesSerializer", (serializers.Serializer,), {
+        key: serializers.JSONField(allow_null=True, help_text=sizing.FIGURES[key][0])
+        for key in sizing.COMPARISON_FIGURES
+    })(help_text="The main figures on this GPU model; null when it could not be sized.")
+
+
+class SizingSerializer(serializers.Serializer):
+    """A sizing on the chosen GPU model and the comparison of every GPU model of the catalog."""
+
+    gpu_model = serializers.CharField(source="gpu.name")
+    figures = serializers.SerializerMethodField()
+    comparison = SizingComparisonSerializer(many=True, help_text="The same workload on every GPU model.")
+
+    @extend_schema_field(SizingFiguresSerializer)
+    def get_figures(self, obj):
+        return {key: SizingFigureSerializer(figure).data for key, figure in obj["figures"].items()}

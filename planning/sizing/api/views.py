@@ -1,0 +1,40 @@
+"""``POST /api/planning/sizing/``: size a workload (nothing is stored)."""
+
+from drf_spectacular.utils import OpenApiResponse, extend_schema
+from rest_framework.permissions import IsAuthenticated
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from .. import sizing
+from . import serializers as api
+
+
+class SizingView(APIView):
+    """Workload sizing (``planning.sizing``): compute, memory, network, storage, host and power of a training run,
+    and the same run on every GPU model of the catalog. Any authenticated user may size."""
+
+    permission_classes = [IsAuthenticated]
+
+    @extend_schema(
+        summary="Size a training workload",
+        description=(
+            "Training FLOPs (6·N·D), GPU-hours at the given MFU (default "
+            f"{sizing.DEFAULT_MFU}), wall-clock days, GPUs for a deadline, memory per GPU and GPUs to fit "
+            "(mixed-precision Adam, sharded optimizer state; and bf16 inference), fit class, network per node, "
+            "storage and checkpoint throughput, host CPU and RAM per GPU, power and energy. Each figure comes "
+            "with its unit, a one-line explanation and the reference it follows; `comparison` sizes the same "
+            "workload on every GPU model of the catalog."
+        ),
+        request=api.SizingInputSerializer,
+        responses={200: api.SizingSerializer,
+                   400: OpenApiResponse(description='Invalid inputs by field, e.g. `{"precision": ["A100 80GB '
+                                                    'SXM has no FP8 tensor cores; size it in bf16."]}`.')},
+    )
+    def post(self, request):
+        gpus = sizing.catalog_gpus()
+        params = api.SizingInputSerializer(data=request.data, context={"gpus": gpus})
+        params.is_valid(raise_exception=True)
+        workload = sizing.Workload(**params.validated_data)
+        result = sizing.size(workload, gpus)
+        answer = {"gpu": result.gpu, "figures": result.figures, "comparison": sizing.compare_all(workload, gpus)}
+        return Response(api.SizingSerializer(answer).data)
