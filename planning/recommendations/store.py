@@ -6,11 +6,7 @@ from datetime import timedelta
 from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.db import connection, transaction
-from django.db.models import (
-    Case,
-    IntegerField,
-    When,
-)
+from django.db.models import Case, IntegerField, When
 from django.utils import timezone
 
 from ..plans.models import CapacityPlan, PlanItem
@@ -19,7 +15,6 @@ from .models import Recommendation
 
 K = Recommendation.Kind
 SEV = Recommendation.Severity
-
 
 FINDING_FIELDS = ("kind", "severity", "title", "summary", "action", "partition", "site_id", "node_model_id",
                   "node_count", "node_price")
