@@ -18,7 +18,7 @@ from django.db import transaction
 from django.db.models import Count
 from django.http import HttpResponseRedirect
 from django.shortcuts import get_object_or_404, render
-from django.urls import path, reverse
+from django.urls import reverse
 from django.utils.http import urlencode
 from django.views import View
 from django_htmx.http import HttpResponseClientRedirect, trigger_client_event
@@ -390,13 +390,8 @@ def part_urls():
     return urls
 
 
-plan_edit = CapacityPlanEditView.as_view()
-
 plan_urls = [
-    # Registered before object_urls' generic add/edit (same routes and names), so these win.
-    path("capacity-plans/add/", plan_edit, name="capacityplan_add"),
-    path("capacity-plans/<int:pk>/edit/", plan_edit, name="capacityplan_edit"),
-    *object_urls(CapacityPlan, CapacityPlanListView, CapacityPlanView, CapacityPlanForm, extra=[
+    *object_urls(CapacityPlan, CapacityPlanListView, CapacityPlanView, edit_view=CapacityPlanEditView.as_view(), extra=[
         (f"<int:pk>/{action}/", CapacityPlanTransitionView.as_view(action=action), action)
         for action in plans.TRANSITIONS
     ] + part_urls() + [("<int:pk>/bom/fill/", PlanBOMFillView.as_view(), "bom_fill")]),

@@ -8,7 +8,6 @@ from django.contrib import messages
 from django.db.models import Count
 from django.http import HttpResponseRedirect
 from django.shortcuts import get_object_or_404
-from django.urls import path
 from django.views import View
 from django.views.generic import RedirectView
 
@@ -206,19 +205,12 @@ class WebhookTestView(ModelPermissionMixin, View):
         return HttpResponseRedirect(webhook.get_absolute_url())
 
 
-def read_only_urls(model, list_view, detail_view, api_url):
-    """List and detail; "add" leads to the API endpoint (browsable), where orders and deliveries are created."""
-    name, prefix = model._meta.model_name, str(model._meta.verbose_name_plural).replace(" ", "-").lower()
-    return [
-        path(f"{prefix}/", list_view.as_view(), name=f"{name}_list"),
-        path(f"{prefix}/add/", RedirectView.as_view(pattern_name=api_url), name=f"{name}_add"),
-        path(f"{prefix}/<int:pk>/", detail_view.as_view(), name=f"{name}_detail"),
-    ]
-
-
 procurement_urls = [
-    *read_only_urls(PurchaseOrder, PurchaseOrderListView, PurchaseOrderView, "planning-api:purchaseorder-list"),
-    *read_only_urls(Delivery, DeliveryListView, DeliveryView, "planning-api:delivery-list"),
+    # Orders and deliveries are made through the API (browsable): "add" leads there.
+    *object_urls(PurchaseOrder, PurchaseOrderListView, PurchaseOrderView, read_only=True,
+                 add_view=RedirectView.as_view(pattern_name="planning-api:purchaseorder-list")),
+    *object_urls(Delivery, DeliveryListView, DeliveryView, read_only=True,
+                 add_view=RedirectView.as_view(pattern_name="planning-api:delivery-list")),
     *object_urls(Webhook, WebhookListView, WebhookView, WebhookForm,
                  extra=[("<int:pk>/test/", WebhookTestView.as_view(), "test")]),
 ]

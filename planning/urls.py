@@ -5,22 +5,16 @@ from django.urls import path
 
 from portal.generic import object_urls
 
-from . import analysis_views, forms, plan_views, procurement_views, sizing_views, views
+from . import analysis_views, plan_views, procurement_views, sizing_views, views
 from .models import Contract
 from .recommendation_views import recommendation_urls
 
 app_name = "planning"
 
-contract_edit = views.ContractEditView.as_view()  # the contract form with its SLA terms formset
-
 urlpatterns = [
-    # --- contracts ---
-    # Registered before object_urls' generic add/edit (same routes and names), so these win.
-    path("contracts/add/", contract_edit, name="contract_add"),
-    path("contracts/<int:pk>/edit/", contract_edit, name="contract_edit"),
-    *object_urls(Contract, views.ContractListView, views.ContractView, forms.ContractForm, extra=[
-        ("<int:pk>/documents/", views.ContractDocumentUploadView.as_view(), "document_upload"),
-    ]),
+    # --- contracts (the form with its SLA terms formset) ---
+    *object_urls(Contract, views.ContractListView, views.ContractView, edit_view=views.ContractEditView.as_view(),
+                 extra=[("<int:pk>/documents/", views.ContractDocumentUploadView.as_view(), "document_upload")]),
     path("contract-documents/<int:pk>/", views.ContractDocumentDownloadView.as_view(),
          name="contractdocument_download"),
     path("contract-documents/<int:pk>/delete/", views.ContractDocumentDeleteView.as_view(),
