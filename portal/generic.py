@@ -349,21 +349,30 @@ class ObjectDeleteView(ModelPermissionMixin, DeleteView):
         return response
 
 
-def object_urls(model, list_view, detail_view, form_class, *, extra=()):
+def object_urls(model, list_view, detail_view, form_class=None, *, edit_view=None, add_view=None, read_only=False,
+                extra=()):
     """URL patterns for a model's pages: list, add, detail, edit, delete, plus ``extra`` views given as
     ``(suffix, view, action)``, e.g. ``("import/", NodeImportView.as_view(), "import")`` which becomes
-    ``nodes/import/`` named ``node_import``. A suffix with ``<int:pk>`` acts on one object."""
+    ``nodes/import/`` named ``node_import``. A suffix with ``<int:pk>`` acts on one object.
+
+    Add and edit use ``ObjectEditView`` with ``form_class`` unless the model has its own form page: ``edit_view``
+    (a view, ``as_view()``'s result) then adds and edits, and ``add_view`` adds when that is another page.
+    ``read_only`` leaves out edit and delete (objects made elsewhere; an ``add_view`` may lead there)."""
     name = model._meta.model_name
     prefix = str(model._meta.verbose_name_plural).replace(" ", "-").lower()
     queryset = model.objects.all()
-    patterns = [
-        path(f"{prefix}/", list_view.as_view(), name=f"{name}_list"),
-        path(f"{prefix}/add/", ObjectEditView.as_view(queryset=queryset, form_class=form_class), name=f"{name}_add"),
-        path(f"{prefix}/<int:pk>/", detail_view.as_view(), name=f"{name}_detail"),
-        path(f"{prefix}/<int:pk>/edit/", ObjectEditView.as_view(queryset=queryset, form_class=form_class),
-             name=f"{name}_edit"),
-        path(f"{prefix}/<int:pk>/delete/", ObjectDeleteView.as_view(queryset=queryset), name=f"{name}_delete"),
-    ]
+    if edit_view is None and not read_only:
+        edit_view = ObjectEditView.as_view(queryset=queryset, form_class=form_class)
+    add_view = add_view or edit_view
+    patterns = [path(f"{prefix}/", list_view.as_view(), name=f"{name}_list")]
+    if add_view is not None:
+        patterns.append(path(f"{prefix}/add/", add_view, name=f"{name}_add"))
+    patterns.append(path(f"{prefix}/<int:pk>/", detail_view.as_view(), name=f"{name}_detail"))
+    if not read_only:
+        patterns += [
+            path(f"{prefix}/<int:pk>/edit/", edit_view, name=f"{name}_edit"),
+            path(f"{prefix}/<int:pk>/delete/", ObjectDeleteView.as_view(queryset=queryset), name=f"{name}_delete"),
+        ]
     patterns += [path(f"{prefix}/{suffix}", view, name=f"{name}_{action}") for suffix, view, action in extra]
     return patterns
 

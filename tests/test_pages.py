@@ -2,9 +2,10 @@
 
 import csv
 import io
+from collections import Counter
 
 import pytest
-from django.urls import reverse
+from django.urls import get_resolver, reverse
 
 from inventory.models import GPU, LifecycleState, Node, Site, StateTransition
 from portal.models import APIToken
@@ -291,3 +292,18 @@ def test_favicon_ico_points_browsers_at_the_portals_icon(client):
     response = client.get("/favicon.ico")
     assert response.status_code == 301 and response["Location"].endswith("/portal/favicon.svg")
     assert client.post("/favicon.ico").status_code == 405
+
+
+def test_no_page_route_is_declared_twice():
+    """A feature's own add or edit page is given to ``object_urls``, not declared again over the generated one."""
+
+    def routes(resolver, prefix=""):
+        for pattern in resolver.url_patterns:
+            if hasattr(pattern, "url_patterns"):
+                yield from routes(pattern, prefix + str(pattern.pattern))
+            else:
+                yield prefix + str(pattern.pattern)
+
+    pages = [route for route in routes(get_resolver()) if not route.startswith("api/")]  # the API's are its routers'
+    twice = [route for route, count in Counter(pages).items() if count > 1]
+    assert twice == []

@@ -4,18 +4,13 @@ from django.urls import path
 
 from portal.generic import object_urls
 
-from . import forms, views
+from . import views
 from .models import Contract
 
-contract_edit = views.ContractEditView.as_view()  # the contract form with its SLA terms formset
-
 urlpatterns = [
-    # Registered before object_urls' generic add/edit (same routes and names), so these win.
-    path("contracts/add/", contract_edit, name="contract_add"),
-    path("contracts/<int:pk>/edit/", contract_edit, name="contract_edit"),
-    *object_urls(Contract, views.ContractListView, views.ContractView, forms.ContractForm, extra=[
-        ("<int:pk>/documents/", views.ContractDocumentUploadView.as_view(), "document_upload"),
-    ]),
+    # The edit view is the contract form with its SLA terms formset.
+    *object_urls(Contract, views.ContractListView, views.ContractView, edit_view=views.ContractEditView.as_view(),
+                 extra=[("<int:pk>/documents/", views.ContractDocumentUploadView.as_view(), "document_upload")]),
     path("contract-documents/<int:pk>/", views.ContractDocumentDownloadView.as_view(),
          name="contractdocument_download"),
     path("contract-documents/<int:pk>/delete/", views.ContractDocumentDeleteView.as_view(),

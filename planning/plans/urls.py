@@ -6,7 +6,6 @@ from django.urls import path
 from portal.generic import object_urls
 
 from . import workflow
-from .forms import CapacityPlanForm
 from .models import CapacityPlan
 from .views import (
     PARTS,
@@ -38,13 +37,8 @@ def part_urls():
     return urls
 
 
-plan_edit = CapacityPlanEditView.as_view()
-
 urlpatterns = [
-    # Registered before object_urls' generic add/edit (same routes and names), so these win.
-    path("capacity-plans/add/", plan_edit, name="capacityplan_add"),
-    path("capacity-plans/<int:pk>/edit/", plan_edit, name="capacityplan_edit"),
-    *object_urls(CapacityPlan, CapacityPlanListView, CapacityPlanView, CapacityPlanForm, extra=[
+    *object_urls(CapacityPlan, CapacityPlanListView, CapacityPlanView, edit_view=CapacityPlanEditView.as_view(), extra=[
         (f"<int:pk>/{action}/", CapacityPlanTransitionView.as_view(action=action), action)
         for action in workflow.TRANSITIONS
     ] + part_urls() + [("<int:pk>/bom/fill/", PlanBOMFillView.as_view(), "bom_fill")]),
