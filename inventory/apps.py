@@ -4,3 +4,12 @@ from django.apps import AppConfig
 class InventoryConfig(AppConfig):
     name = "inventory"
     verbose_name = "Inventory"
+
+    def ready(self):
+        from portal.registry import register_panel, register_search_provider
+
+        from .dashboard import fleet_panel
+        from .queries import search
+
+        register_panel("inventory/panels/fleet.html", fleet_panel, order=10)
+        register_search_provider(search)

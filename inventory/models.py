@@ -430,7 +430,8 @@ class StorageSystem(PortalModel):
         if self.used_tb is not None and self.capacity_tb is not None and self.used_tb > self.capacity_tb:
             raise ValidationError({"used_tb": f"Used ({self.used_tb} TB) exceeds capacity ({self.capacity_tb} TB)."})
 
-from .telemetry.models import (  # noqa: E402,F401  (telemetry models live in their own package)
+# Telemetry's models live in their own package; Django finds an app's models by importing <app>.models.
+from .telemetry.models import (  # noqa: E402,F401
     AllocationExcess,
     GPUDaily,
     GPUHourly,

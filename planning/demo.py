@@ -1,8 +1,9 @@
-"""Demo contracts for ``manage.py seed_demo`` (which calls ``seed`` after the fleet exists; inventory does
-not import planning): the purchase of each site's nodes, a support contract covering most of them (not
-the old A100s), a GPU rental that ends within 60 days, an expansion contract and, under it, an expansion order
-partly delivered (2 of 4 DGX H200 with their GPUs, received through ``procurement.orders.receive_delivery``, so the
-nodes and GPUs are in state delivered, without a rack yet, with their lifecycle records).
+"""Demo contracts for ``manage.py seed_demo`` (``inventory.demo`` calls ``seed`` after the fleet exists, ``finish``
+once every app has seeded; inventory does not import planning): the purchase of each site's nodes, a support
+contract covering most of them (not the old A100s), a GPU rental that ends within 60 days, an expansion contract
+and, under it, an expansion order partly delivered (2 of 4 DGX H200 with their GPUs, received through
+``procurement.orders.receive_delivery``, so the nodes and GPUs are in state delivered, without a rack yet, with their
+lifecycle records).
 
 Idempotent like the rest of the demo: contracts are matched on vendor and reference, coverage and SLA
 terms are only written where they differ; the order is matched on vendor and reference, its delivery on its
@@ -20,7 +21,7 @@ from decimal import Decimal as D
 from django.db.models import Count
 from django.utils import timezone
 
-from inventory.management.commands.seed_demo import gpu_uuid
+from inventory.demo import gpu_uuid
 from inventory.models import GPUModel, Node, NodeModel, Site
 
 from .contracts.models import Contract, SLATerm
@@ -29,6 +30,7 @@ from .plans import workflow
 from .plans.models import CapacityPlan, PlanItem, PlanWorkload
 from .procurement.models import Delivery, OrderLine, PurchaseOrder
 from .procurement.orders import ItemIn, receive_delivery
+from .recommendations import store as recommendations
 
 PRICE_PER_NODE = D("300000")  # a DGX H100 class server, list price
 SLA = [("P1", 4, 24), ("P2", 8, 48), ("P3", 24, 120), ("P4", 72, 240)]
@@ -221,3 +223,9 @@ def seed_plans(seeder, users):
         for step, username, comment in spec["workflow"]:
             plan = workflow.TRANSITIONS[step](plan, users[username], comment)
     return {name: obj for (name,), obj in found.items()}
+
+
+def finish():
+    """The expansion recommendations the daily task would write, once every app's demo is there (support's
+    tickets count as fault days); safe to run again."""
+    recommendations.run()

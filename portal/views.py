@@ -1,7 +1,5 @@
-import json
 from datetime import timedelta
 
-from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_not_required
 from django.http import HttpResponsePermanentRedirect, HttpResponseRedirect
@@ -11,65 +9,34 @@ from django.urls import reverse
 from django.utils import timezone
 from django.views import View
 from django.views.decorators.http import require_safe
-from django.views.generic import TemplateView
 
-from inventory import queries as inventory_queries
-from planning.contracts import queries as planning_queries
-from planning.recommendations import store as planning_recommendations
-from support import queries as support_queries
-
-from . import changelog
+from . import changelog, registry
 from .forms import TokenForm
 from .models import APIToken, WorkerHeartbeat
 
 
-class HomeView(TemplateView):
-    """The fleet at a glance: counts by state and site, GPUs by model, capacity, warranty, renewal alerts."""
+class HomeView(View):
+    """The dashboard: the panels that apps register (``portal.registry``) and the user may see, e.g. the fleet
+    by state and site, renewal alerts, recommendations, tickets breaching their SLA."""
 
-    template_name = "portal/home.html"
-
-    def get_template_names(self):
-        # An account without a role (no group yet) sees no fleet data, only how to get a role.
-        return [self.template_name if self.request.user.has_perm("inventory.view_node") else "portal/no_role.html"]
-
-    def get_context_data(self, **kwargs):
-        context = super().get_context_data(**kwargs)
-        if not self.request.user.has_perm("inventory.view_node"):
-            return context
-        summary = inventory_queries.fleet_summary()
-        context["summary"] = summary
-        context["gpus_by_model_chart"] = json.dumps({
-            "x": [row["name"] for row in summary["gpus_by_model"]],
-            "y": [row["n"] for row in summary["gpus_by_model"]],
+    def get(self, request):
+        panels = registry.panels(request)
+        if not panels:  # an account without a role (no group yet) sees only how to get one
+            return render(request, "portal/no_role.html")
+        heartbeat = WorkerHeartbeat.objects.order_by("-last_seen").first()
+        return render(request, "portal/home.html", {
+            "panels": panels, "heartbeat": heartbeat,
+            "heartbeat_stale": heartbeat is None or timezone.now() - heartbeat.last_seen > timedelta(minutes=3),
         })
-        context["nodes_by_state_chart"] = json.dumps({
-            "sites": [site["name"] for site in summary["sites"]],
-            "series": [
-                {"state": label, "key": key, "counts": [site["nodes"].get(key, 0) for site in summary["sites"]]}
-                for key, label in summary["states"]
-            ],
-        })
-        if self.request.user.has_perm("planning.view_renewalalert"):
-            context["renewal_alerts"] = planning_queries.open_renewal_alerts()
-            context["renewal_alert_days"] = settings.RENEWAL_ALERT_DAYS
-        if self.request.user.has_perm("planning.view_recommendation"):
-            context["recommendations"] = planning_recommendations.open_summary()
-        user = self.request.user
-        if user.has_perm("support.view_ticket") or user.has_perm("support.add_ticket"):
-            context["sla_tickets"] = support_queries.at_risk(user)  # breached or breaching soon
-        context["heartbeat"] = WorkerHeartbeat.objects.order_by("-last_seen").first()
-        context["heartbeat_stale"] = (
-            context["heartbeat"] is None or timezone.now() - context["heartbeat"].last_seen > timedelta(minutes=3)
-        )
-        return context
 
 
 class SearchView(View):
-    """Global search: one match opens the object, several are listed by kind."""
+    """Global search over the providers that apps register: one match opens the object, several are listed by
+    kind."""
 
     def get(self, request):
         term = request.GET.get("q", "").strip()
-        groups = inventory_queries.search(term, request.user)
+        groups = registry.search(term, request.user)
         matches = [obj for _, objects in groups for obj in objects]
         if len(matches) == 1:
             return HttpResponseRedirect(matches[0].get_absolute_url())

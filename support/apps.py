@@ -7,8 +7,12 @@ class SupportConfig(AppConfig):
 
     def ready(self):
         from portal.files import delete_file_with_row
+        from portal.registry import register_panel
+
+        from .dashboard import sla_panel
 
         delete_file_with_row(self.get_model("TicketAttachment"))
+        register_panel("support/panels/sla_tickets.html", sla_panel, order=40)
 
         from planning.recommendations import gather
 

@@ -18,7 +18,7 @@ import pytest
 from django.urls import reverse
 from django.utils import timezone
 
-from inventory import tasks
+from inventory.telemetry import tasks
 from inventory.telemetry.models import TelemetrySource
 from planning.models import Webhook, WebhookDelivery
 from planning.webhooks import delivery as webhooks

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 from django.core import mail
 
-from inventory import tasks
+from inventory.telemetry import tasks
 from inventory.telemetry.models import GPUHourly, TelemetrySource
 from inventory.telemetry.pull import backoff_seconds
 from planning.models import WebhookDelivery

@@ -7,8 +7,8 @@ from django.test import override_settings
 from django.test.utils import CaptureQueriesContext
 from rest_framework.test import APIClient
 
-from inventory import tasks
 from inventory.models import TelemetrySource, UnknownSeries
+from inventory.telemetry import tasks
 from tests.conftest import token_client
 from tests.test_telemetry_dashboards import add_fleet, freeze_now, make_fleet
 

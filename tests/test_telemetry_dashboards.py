@@ -13,9 +13,8 @@ from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 from django.utils import timezone
 
-from inventory import tasks
 from inventory.models import GPUDaily, GPUHourly, SlurmJob, TelemetrySource, UnknownSeries
-from inventory.telemetry import charts, queries
+from inventory.telemetry import charts, queries, tasks
 from inventory.telemetry.rollups import floor_hour
 from tests.factories import make_gpu, make_gpu_model, make_node, make_node_model, make_site
 

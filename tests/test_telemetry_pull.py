@@ -5,9 +5,9 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from django.test import override_settings
 
-from inventory import tasks
 from inventory.models import GPUDaily, GPUHourly, NodeDaily, NodeHourly, TelemetrySample, TelemetrySource, UnknownSeries
 from inventory.telemetry import pull as pull_module
+from inventory.telemetry import tasks
 from inventory.telemetry.records import Collected, HourRecord, SampleRecord, SeriesKey, SourceError
 from inventory.telemetry.rollups import enforce_retention
 from tests.factories import make_gpu, make_node

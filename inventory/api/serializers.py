@@ -1,10 +1,11 @@
 """One serializer per inventory model: every model field (foreign keys as primary keys), plus a few
-read-only names and counts that the viewsets' querysets provide without extra queries."""
+read-only names and counts that the viewsets' querysets provide without extra queries. Telemetry's serializers
+are in ``telemetry/api/serializers.py``."""
 
 from django.urls import NoReverseMatch, reverse
 from rest_framework import serializers
 
-from portal.api.serializers import EnumChoiceField, OutboundErrorsMixin, PortalModelSerializer
+from portal.api.serializers import EnumChoiceField, PortalModelSerializer
 
 from ..models import (
     GPU,
@@ -20,8 +21,6 @@ from ..models import (
     StorageSystem,
     Switch,
 )
-from ..telemetry import queries as telemetry_queries
-from ..telemetry.models import GPUHourly, SlurmJob, TelemetrySource, UnknownSeries
 
 COMMON = ["id", "url", "display"]
 TIMESTAMPS = ["created", "updated"]
@@ -205,203 +204,3 @@ class StorageSystemSerializer(PortalModelSerializer):
             *COMMON, "name", "site", "site_name", "kind", "tier", "capacity_tb", "used_tb", "used_percent",
             "read_gbs", "write_gbs", *TIMESTAMPS,
         ]
-
-
-# --- Telemetry ------------------------------------------------------------------------------------
-
-SOURCE_ERRORS_PERMISSION = "inventory.change_telemetrysource"
-SOURCE_STATUS = ["synced_until", "last_attempt_at", "last_success_at", "last_error", "last_error_at", "stale_since",
-                 "consecutive_failures", "next_attempt_at"]
-
-
-class TelemetrySourceSerializer(OutboundErrorsMixin, PortalModelSerializer):
-    """A telemetry source. ``auth_token`` is write-only (never returned; ``has_auth_token`` says whether one is
-    saved; omit it on an update to keep it, send "" to remove it); the pull status fields are read-only;
-    ``last_error`` is null for those who may not change sources (only managers read errors)."""
-
-    outbound_error_fields = ("last_error",)
-    outbound_errors_permission = SOURCE_ERRORS_PERMISSION
-
-    site_name = serializers.CharField(source="site.name", read_only=True, allow_null=True)
-    auth_token = serializers.CharField(write_only=True, required=False, allow_blank=True, max_length=500,
-                                       style={"input_type": "password"},
-                                       help_text="Write-only: sent to the source, never returned.")
-    has_auth_token = serializers.SerializerMethodField(help_text="Whether a token is saved.")
-    unknown_count = serializers.IntegerField(read_only=True, help_text="Series that match no GPU in the inventory.")
-
-    class Meta:
-        model = TelemetrySource
-        fields = [
-            *COMMON, "name", "kind", "url", "site", "site_name", "enabled", "interval_seconds", "timeout_seconds",
-            "backfill_hours", "auth_token", "has_auth_token", *SOURCE_STATUS, "unknown_count", *TIMESTAMPS,
-        ]
-        read_only_fields = SOURCE_STATUS
-
-    def get_has_auth_token(self, obj) -> bool:
-        return bool(obj.auth_token)
-
-
-class UnknownSeriesSerializer(PortalModelSerializer):
-    """A series a source reports that matches no GPU in the inventory (by UUID, nor by hostname + index)."""
-
-    source_name = serializers.CharField(source="source.name", read_only=True)
-
-    class Meta:
-        model = UnknownSeries
-        fields = [*COMMON, "source", "source_name", "key", "uuid", "hostname", "gpu_index", "model_name",
-                  "first_seen", "last_seen"]
-        read_only_fields = fields
-
-
-class GPUHourlySerializer(serializers.ModelSerializer):
-    """One GPU's hour: utilization, memory, power, energy and error counts (null: not reported, never zero)."""
-
-    node = serializers.IntegerField(source="gpu.node_id", read_only=True, allow_null=True)
-
-    class Meta:
-        model = GPUHourly
-        fields = ["id", "gpu", "node", "hour", "util_mean", "util_max", "mem_used_mean_gb", "power_mean_w",
-                  "energy_wh", "gr_engine_active_mean", "tensor_active_mean", "xid_errors", "samples"]
-        read_only_fields = fields
-
-
-class SlurmJobSerializer(PortalModelSerializer):
-    """A job from Slurm accounting, as a Slurm source's pulls recorded it (read-only)."""
-
-    source_name = serializers.CharField(source="source.name", read_only=True)
-    queue_wait_hours = serializers.SerializerMethodField(
-        help_text="Start time − submit time in hours (never negative); null while the job has not started.")
-    gpu_hours = serializers.SerializerMethodField(
-        help_text="Allocated GPUs × the hours the job ran (until now while it runs).")
-
-    class Meta:
-        model = SlurmJob
-        fields = [*COMMON, "source", "source_name", "job_id", "cluster", "name", "user", "account", "partition",
-                  "state", "submit_time", "start_time", "end_time", "queue_wait_hours", "nodes", "node_count", "gpus",
-                  "gpu_hours"]
-        read_only_fields = fields
-
-    def get_queue_wait_hours(self, obj) -> float | None:
-        wait = obj.queue_wait
-        return None if wait is None else max(wait.total_seconds(), 0) / 3600
-
-    def get_gpu_hours(self, obj) -> float:
-        return obj.gpu_hours()
-
-
-def choices_error(name, values):
-    return {"invalid_choice": f"Unknown {name} '{{input}}'; use one of {', '.join(values)}."}
-
-
-def range_field(help_text):
-    return serializers.ChoiceField(
-        choices=list(telemetry_queries.RANGES), default=telemetry_queries.DEFAULT_RANGE, help_text=help_text,
-        error_messages=choices_error("range", telemetry_queries.RANGES),
-    )
-
-
-class ReportQuerySerializer(serializers.Serializer):
-    """Query parameters of a telemetry report; ``filters()``: those of ``filter_names`` that were given."""
-
-    filter_names = ()
-
-    def filters(self):
-        return {name: self.validated_data[name] for name in self.filter_names if name in self.validated_data}
-
-
-class UtilizationQuerySerializer(ReportQuerySerializer):
-    """The query parameters of ``/api/inventory/utilization/``."""
-
-    filter_names = tuple(telemetry_queries.FILTER_LOOKUPS)
-
-    group_by = serializers.ChoiceField(
-        choices=list(telemetry_queries.GROUPS), default="site", help_text="What one row of the answer is.",
-        error_messages=choices_error("group_by", telemetry_queries.GROUPS),
-    )
-    range = range_field("24h and 7d read hourly rollups, 30d and 1y daily rollups; each ends with the current hour "
-                        "or day.")
-    site = serializers.IntegerField(required=False, help_text="Only GPUs in nodes of this site (id).")
-    partition = serializers.CharField(required=False, help_text="Only GPUs in nodes of this partition.")
-    gpu_model = serializers.IntegerField(required=False, help_text="Only GPUs of this GPU model (id).")
-    team = serializers.CharField(required=False, help_text="Only GPUs in nodes of this owner team.")
-
-
-class UtilizationGroupSerializer(serializers.Serializer):
-    id = serializers.IntegerField(allow_null=True, help_text="Site, GPU model or node id; null for partition and "
-                                  "team, and for GPUs in no node.")
-    name = serializers.CharField(help_text='The group\'s name; "(none)" for nodes without a partition or team.')
-    gpus = serializers.IntegerField(help_text="GPUs that reported in the range.")
-    gpu_hours = serializers.FloatField(help_text="GPU-hours with a utilization reading.")
-    util_mean = serializers.FloatField(allow_null=True, help_text="Mean utilization (%), weighted by hours.")
-    idle_gpu_hours = serializers.FloatField(help_text="GPU-hours × (1 − utilization / 100), summed.")
-    idle_cost = serializers.FloatField(help_text="Idle GPU-hours × the idle GPU-hour cost.")
-
-
-class StaleSourceSerializer(OutboundErrorsMixin, serializers.ModelSerializer):
-    outbound_error_fields = ("last_error",)
-    outbound_errors_permission = SOURCE_ERRORS_PERMISSION
-
-    class Meta:
-        model = TelemetrySource
-        fields = ["id", "name", "stale_since", "synced_until", "consecutive_failures", "last_error"]
-        read_only_fields = fields
-
-
-class UtilizationSerializer(serializers.Serializer):
-    group_by = serializers.CharField()
-    range = serializers.CharField()
-    rollup = serializers.ChoiceField(choices=["hourly", "daily"], help_text="Which rollup table the range reads.")
-    start = serializers.DateTimeField(help_text="Start of the range (its first hour or day).")
-    end = serializers.DateTimeField(help_text="When the figures were computed.")
-    currency = serializers.CharField()
-    idle_gpu_hour_cost = serializers.FloatField()
-    groups = UtilizationGroupSerializer(many=True, help_text="Most idle GPU-hours first.")
-    stale_sources = StaleSourceSerializer(
-        many=True, help_text="Enabled sources whose pulls fail: their hours after synced_until are missing from "
-        "these figures (not counted as idle).",
-    )
-
-
-class AllocationQuerySerializer(ReportQuerySerializer):
-    """The query parameters of ``/api/inventory/allocations/``."""
-
-    filter_names = tuple(telemetry_queries.JOB_FILTER_LOOKUPS)
-
-    group_by = serializers.ChoiceField(
-        choices=list(telemetry_queries.ALLOCATION_GROUPS), default="account",
-        help_text="What one row of the answer is: a team (Slurm account) or a partition.",
-        error_messages=choices_error("group_by", telemetry_queries.ALLOCATION_GROUPS),
-    )
-    range = range_field("From the start of the range's first hour (24h, 7d) or day (30d, 1y) until now.")
-    partition = serializers.CharField(required=False, help_text="Only jobs of this Slurm partition.")
-    team = serializers.CharField(required=False, help_text="Only jobs of this Slurm account (team).")
-
-
-class AllocationGroupSerializer(serializers.Serializer):
-    name = serializers.CharField(help_text='The team (Slurm account) or partition; "(none)" for jobs without one.')
-    gpu_hours = serializers.FloatField(help_text="Allocated GPUs × the hours of the jobs' runs inside the range.")
-    jobs = serializers.IntegerField(help_text="Jobs with GPUs allocated for some time in the range.")
-    multi_node_gpu_hours = serializers.FloatField(
-        allow_null=True, help_text="Partitions only: the GPU-hours of jobs that span more than one node.")
-    multi_node_share_percent = serializers.FloatField(
-        source="multi_node_share", allow_null=True,
-        help_text="Partitions only: multi-node GPU-hours as a percentage of the partition's GPU-hours.")
-    jobs_started = serializers.IntegerField(
-        allow_null=True, help_text="Partitions only: jobs that started in the range (the queue waits' jobs).")
-    queue_wait_p50_hours = serializers.FloatField(
-        allow_null=True, help_text="Partitions only: median queue wait (start − submit) of the jobs started in the "
-        "range, in hours.")
-    queue_wait_p95_hours = serializers.FloatField(
-        allow_null=True, help_text="Partitions only: 95th percentile of that queue wait, in hours.")
-
-
-class AllocationsSerializer(serializers.Serializer):
-    group_by = serializers.CharField()
-    range = serializers.CharField()
-    start = serializers.DateTimeField(help_text="Start of the range (its first hour or day).")
-    end = serializers.DateTimeField(help_text="When the figures were computed; running jobs count until then.")
-    groups = AllocationGroupSerializer(many=True, help_text="Most GPU-hours first.")
-    stale_sources = StaleSourceSerializer(
-        many=True, help_text="Enabled Slurm sources whose pulls fail: jobs they have not delivered are missing from "
-        "these figures.",
-    )

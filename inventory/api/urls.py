@@ -9,6 +9,7 @@ from django.urls import path
 
 from portal.api.routers import PortalRouter
 
+from ..telemetry.api import views as telemetry_views
 from . import views
 
 router = PortalRouter()
@@ -22,13 +23,13 @@ router.register("fabrics", views.FabricViewSet)
 router.register("switches", views.SwitchViewSet)
 router.register("fabric-attachments", views.FabricAttachmentViewSet)
 router.register("storage-systems", views.StorageSystemViewSet)
-router.register("telemetry-sources", views.TelemetrySourceViewSet)
-router.register("unknown-series", views.UnknownSeriesViewSet)
-router.register("slurm-jobs", views.SlurmJobViewSet)
-router.register("gpu-hourly", views.GPUHourlyViewSet)
+router.register("telemetry-sources", telemetry_views.TelemetrySourceViewSet)
+router.register("unknown-series", telemetry_views.UnknownSeriesViewSet)
+router.register("slurm-jobs", telemetry_views.SlurmJobViewSet)
+router.register("gpu-hourly", telemetry_views.GPUHourlyViewSet)
 
 urlpatterns = [
     *router.urls,
-    path("utilization/", views.UtilizationView.as_view(), name="utilization"),
-    path("allocations/", views.AllocationsView.as_view(), name="allocations"),
+    path("utilization/", telemetry_views.UtilizationView.as_view(), name="utilization"),
+    path("allocations/", telemetry_views.AllocationsView.as_view(), name="allocations"),
 ]

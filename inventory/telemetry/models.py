@@ -1,6 +1,9 @@
 """Telemetry data. Raw samples stay in the source (Prometheus keeps them); the portal keeps one row per
 GPU and per node per hour and per day, written with upserts keyed by (object, hour) so a retried or
-overlapping pull replaces rows instead of adding to them."""
+overlapping pull replaces rows instead of adding to them.
+
+The inventory's models are named by string ("inventory.GPU"): ``inventory/models.py`` imports this module (Django
+finds the app's models there), so importing it back would be a cycle."""
 
 from datetime import timedelta
 from urllib.parse import urlsplit
@@ -10,7 +13,6 @@ from django.db import models
 from django.utils import timezone
 from simple_history.models import HistoricalRecords
 
-from inventory.models import GPU, Node, Site
 from portal import outbound
 from portal.history import ChangeRecord
 from portal.models import PortalModel
@@ -40,8 +42,8 @@ class TelemetrySource(PortalModel):
         help_text="Prometheus base URL (http://prom:9090), exporter /metrics URL, or the Slurm jobs URL "
         "(slurmrestd /slurmdb/v0.0.40/jobs, or any URL serving sacct --json output).",
     )
-    site = models.ForeignKey(Site, on_delete=models.SET_NULL, null=True, blank=True, related_name="telemetry_sources",
-                             help_text="The site this source covers, if one.")
+    site = models.ForeignKey("inventory.Site", on_delete=models.SET_NULL, null=True, blank=True,
+                             related_name="telemetry_sources", help_text="The site this source covers, if one.")
     enabled = models.BooleanField(default=True)
     interval_seconds = models.PositiveIntegerField(default=300, help_text="How often beat pulls this source.")
     timeout_seconds = models.PositiveIntegerField(default=10, help_text="Every request to the source is bounded.")
@@ -109,7 +111,7 @@ class TelemetrySample(models.Model):
     hour is complete and rolled up; the pull task prunes older ones."""
 
     source = models.ForeignKey(TelemetrySource, on_delete=models.CASCADE, related_name="samples")
-    gpu = models.ForeignKey(GPU, on_delete=models.CASCADE, related_name="+")
+    gpu = models.ForeignKey("inventory.GPU", on_delete=models.CASCADE, related_name="+")
     ts = models.DateTimeField()
     util = models.FloatField(null=True)
     mem_used_gb = models.FloatField(null=True)
@@ -152,7 +154,7 @@ class RollupFields(models.Model):
 
 
 class GPUHourly(RollupFields):
-    gpu = models.ForeignKey(GPU, on_delete=models.CASCADE, related_name="hourly")
+    gpu = models.ForeignKey("inventory.GPU", on_delete=models.CASCADE, related_name="hourly")
     hour = models.DateTimeField()
 
     class Meta:
@@ -164,7 +166,7 @@ class GPUHourly(RollupFields):
 
 
 class NodeHourly(RollupFields):
-    node = models.ForeignKey(Node, on_delete=models.CASCADE, related_name="hourly")
+    node = models.ForeignKey("inventory.Node", on_delete=models.CASCADE, related_name="hourly")
     hour = models.DateTimeField()
     gpus_reporting = models.PositiveIntegerField(db_default=0)
 
@@ -177,7 +179,7 @@ class NodeHourly(RollupFields):
 
 
 class GPUDaily(RollupFields):
-    gpu = models.ForeignKey(GPU, on_delete=models.CASCADE, related_name="daily")
+    gpu = models.ForeignKey("inventory.GPU", on_delete=models.CASCADE, related_name="daily")
     day = models.DateField()
     hours = models.PositiveIntegerField(db_default=0, help_text="Hours of the day with data.")
 
@@ -190,7 +192,7 @@ class GPUDaily(RollupFields):
 
 
 class NodeDaily(RollupFields):
-    node = models.ForeignKey(Node, on_delete=models.CASCADE, related_name="daily")
+    node = models.ForeignKey("inventory.Node", on_delete=models.CASCADE, related_name="daily")
     day = models.DateField()
     hours = models.PositiveIntegerField(db_default=0, help_text="Hours of the day with data.")
     gpus_reporting = models.PositiveIntegerField(db_default=0)
@@ -212,7 +214,7 @@ class XidEvent(models.Model):
         APPLICATION = "application", "Application error"
         UNCLASSIFIED = "unclassified", "Unclassified"
 
-    gpu = models.ForeignKey(GPU, on_delete=models.CASCADE, related_name="xid_events")
+    gpu = models.ForeignKey("inventory.GPU", on_delete=models.CASCADE, related_name="xid_events")
     source = models.ForeignKey(TelemetrySource, on_delete=models.SET_NULL, null=True, blank=True, related_name="+")
     ts = models.DateTimeField(help_text="When the gauge was first read with this code.")
     hour = models.DateTimeField(help_text="The hour of ts (what the hourly rollups count).")
@@ -239,7 +241,7 @@ class XidReading(models.Model):
     """The last value of a GPU's XID gauge the portal read, and when: a new reading is an event only if it
     differs (``xid.events``)."""
 
-    gpu = models.OneToOneField(GPU, on_delete=models.CASCADE, primary_key=True, related_name="+")
+    gpu = models.OneToOneField("inventory.GPU", on_delete=models.CASCADE, primary_key=True, related_name="+")
     code = models.PositiveIntegerField(default=0)
     ts = models.DateTimeField()
 
@@ -251,7 +253,7 @@ class MigInstance(models.Model):
     """A MIG GPU instance (``GPU_I_ID`` / ``GPU_I_PROFILE`` labels) of a physical GPU, as a source last saw it.
     Its figures are summed into the GPU's (``dcgm.combine_instances``)."""
 
-    gpu = models.ForeignKey(GPU, on_delete=models.CASCADE, related_name="mig_instances")
+    gpu = models.ForeignKey("inventory.GPU", on_delete=models.CASCADE, related_name="mig_instances")
     instance_id = models.CharField(max_length=20)
     profile = models.CharField(max_length=40, blank=True, help_text="e.g. 1g.10gb")
     first_seen = models.DateTimeField()
@@ -321,7 +323,7 @@ class SlurmJobNode(models.Model):
 
     job = models.ForeignKey(SlurmJob, on_delete=models.CASCADE, related_name="allocations")
     host = models.CharField(max_length=100, help_text="The host name as Slurm lists it.")
-    node = models.ForeignKey(Node, on_delete=models.SET_NULL, null=True, blank=True, related_name="+")
+    node = models.ForeignKey("inventory.Node", on_delete=models.SET_NULL, null=True, blank=True, related_name="+")
     gpus = models.PositiveIntegerField(default=0)
 
     class Meta:
@@ -339,7 +341,7 @@ class AllocationExcess(models.Model):
     (``allocation.py``)."""
 
     allocation = models.ForeignKey(SlurmJobNode, on_delete=models.CASCADE, related_name="excess")
-    node = models.ForeignKey(Node, on_delete=models.CASCADE, related_name="+")
+    node = models.ForeignKey("inventory.Node", on_delete=models.CASCADE, related_name="+")
     start = models.DateTimeField()
     end = models.DateTimeField()
     gpus = models.FloatField()

@@ -10,7 +10,6 @@ from django.urls import reverse
 from django.views import View
 
 from inventory import querysets
-from inventory.tasks import PULL_NOT_QUEUED, queue_pull_now
 from portal.generic import ModelPermissionMixin, ObjectListView, ObjectView, RelatedTable
 
 from . import charts, queries
@@ -19,6 +18,7 @@ from .forms import UtilizationFilterForm
 from .models import PullReport, TelemetrySource
 from .records import Quality
 from .tables import LeastUsedNodeTable, SlurmJobTable, TelemetrySourceTable, UnknownSeriesTable
+from .tasks import PULL_NOT_QUEUED, queue_pull_now
 
 VIEW_TELEMETRY = "inventory.view_telemetrysource"
 SECRET_FIELDS = ("auth_token",)

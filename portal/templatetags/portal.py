@@ -7,3 +7,11 @@ register = template.Library()
 def get_item(mapping, key):
     """``{{ counts|get_item:state }}``: a dict value by a key held in a variable."""
     return mapping.get(key, "") if mapping else ""
+
+
+@register.simple_tag(takes_context=True)
+def panel(context, template_name, values):
+    """``{% panel template values %}``: a dashboard panel (``portal.registry``), its template rendered with the
+    page's context plus the values its app computed."""
+    with context.push(**values):
+        return context.template.engine.get_template(template_name).render(context)

@@ -1,0 +1,59 @@
+"""What apps plug into the portal's frames: home dashboard panels, global search providers and warm-up hooks.
+
+``portal`` imports no app: each app registers its parts in its ``AppConfig.ready()``, and the home page, the
+search page and ``portal.wsgi`` go through what is registered. Registering the same function twice is harmless.
+"""
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from django.utils.module_loading import import_string
+
+_panels = []
+_search_providers = []
+_warmups = []
+
+
+@dataclass(frozen=True)
+class Panel:
+    template: str  # rendered by portal/home.html with the page's context plus what ``context`` returns
+    context: Callable  # (request) -> dict of template variables, or None when the user may not see the panel
+    order: int  # lower first
+
+
+def register_panel(template, context, order):
+    if all(panel.context is not context for panel in _panels):
+        _panels.append(Panel(template, context, order))
+        _panels.sort(key=lambda panel: panel.order)
+    return context
+
+
+def panels(request):
+    """[(template, context)] of the panels ``request.user`` may see, in order."""
+    shown = [(panel.template, panel.context(request)) for panel in _panels]
+    return [(template, context) for template, context in shown if context is not None]
+
+
+def register_search_provider(provider):
+    """``provider(term, user) -> [(label, [objects])]``: only groups with matches that ``user`` may see."""
+    if provider not in _search_providers:
+        _search_providers.append(provider)
+    return provider
+
+
+def search(term, user):
+    """Every provider's groups, in the order the providers were registered (app order)."""
+    return [group for provider in _search_providers for group in provider(term, user)]
+
+
+def register_warmup(path):
+    """The dotted path of a function run once when a web server boots (``portal.wsgi``), e.g. to import slow
+    libraries then rather than in the first request that needs them. A path, so that registering imports nothing
+    in processes that never serve pages (commands, workers)."""
+    if path not in _warmups:
+        _warmups.append(path)
+
+
+def warm_up():
+    for path in _warmups:
+        import_string(path)()
