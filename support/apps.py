@@ -8,6 +8,8 @@ class SupportConfig(AppConfig):
     def ready(self):
         from portal.files import delete_file_with_row
 
+        from . import policy  # noqa: F401  (registers the support rules)
+
         delete_file_with_row(self.get_model("TicketAttachment"))
 
         from planning import recommendations
