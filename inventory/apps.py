@@ -8,6 +8,7 @@ class InventoryConfig(AppConfig):
     def ready(self):
         from portal.registry import register_panel, register_search_provider
 
+        from . import policy  # noqa: F401  (registers the inventory's rules)
         from .dashboard import fleet_panel
         from .queries import search
 

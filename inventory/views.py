@@ -49,7 +49,7 @@ class LifecycleListView(ObjectListView):
     def get_context_data(self, **kwargs):
         context = super().get_context_data(**kwargs)
         model = self.get_queryset().model
-        if self.request.user.has_perm(f"inventory.change_{model._meta.model_name}"):
+        if self.request.user.has_perm("inventory.change_state", model):
             context["bulk_url"] = reverse(url_name(model, "bulk_transition"))
             context["states"] = LifecycleState.choices
         return context
@@ -242,7 +242,7 @@ class GPUView(LifecycleObjectView):
 
     def get_context_data(self, **kwargs):
         context = super().get_context_data(**kwargs)
-        if self.request.user.has_perm("inventory.view_telemetrysource"):
+        if self.request.user.has_perm("inventory.read_telemetry"):
             context["mig_instances"] = list(self.object.mig_instances.all())
             context["xid_events"] = list(self.object.xid_events.all()[:self.xid_events_shown])
         return context

@@ -14,7 +14,8 @@ Viewers and procurement read every ticket but not internal comments: those need 
 (support, managers, admins), as do triage, assignment and every status change.
 
 Views and the API check ordinary model permissions (``inventory.change_node``), so a new model is
-covered by the roles as soon as its migration runs.
+covered by the roles as soon as its migration runs; rules that combine them, or depend on the object, live in
+the apps' policy modules (``portal.policy``).
 """
 
 from django.contrib.auth.models import Group, Permission

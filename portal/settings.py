@@ -207,6 +207,7 @@ if not DEBUG:
 AUTHENTICATION_BACKENDS = [
     "portal.middleware.LoginThrottleBackend",
     "django.contrib.auth.backends.ModelBackend",
+    "rules.permissions.ObjectPermissionBackend",  # the apps' policy rules (portal.policy)
 ]
 AXES_ENABLED = env_bool("LOGIN_THROTTLING", True)
 AXES_FAILURE_LIMIT = int(os.environ.get("LOGIN_FAILURE_LIMIT", "5"))

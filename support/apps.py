@@ -9,6 +9,7 @@ class SupportConfig(AppConfig):
         from portal.files import delete_file_with_row
         from portal.registry import register_panel
 
+        from . import policy  # noqa: F401  (registers the support rules)
         from .dashboard import sla_panel
 
         delete_file_with_row(self.get_model("TicketAttachment"))

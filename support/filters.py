@@ -22,7 +22,7 @@ def visible_tickets(request):
 
 
 def reads_every_ticket(request):
-    return request is not None and request.user.has_perm("support.view_ticket")
+    return request is not None and request.user.has_perm("support.read_every_ticket")
 
 
 def assignees(request):

@@ -44,11 +44,11 @@ class TicketQuerySet(models.QuerySet):
         return self.exclude(status__in=Ticket.CLOSED_STATES)
 
     def visible_to(self, user):
-        """Every ticket for readers of all tickets (``view_ticket``); for a researcher (``add_ticket`` only)
-        their own and their teams'."""
-        if user.has_perm("support.view_ticket"):
+        """The tickets ``support.read_ticket`` lets the user read (``support.policy``), as a query: every ticket
+        for readers of all, a researcher's own and their teams'."""
+        if user.has_perm("support.read_every_ticket"):
             return self
-        if not user.has_perm("support.add_ticket"):
+        if not user.has_perm("support.read_ticket"):
             return self.none()
         return self.filter(Q(requester=user) | Q(team__in=user.support_teams.all()))
 

@@ -53,6 +53,18 @@ def _finish(ticket, user, rma_number, text):
     workflow.add_comment(ticket, user, f"Swap recorded: {text}", internal=False, notify=False)
 
 
+def swap(ticket, part, serial, user=None, gpu=None, uuid="", asset_tag="", rma_number=""):
+    """Record the swap of ``part``: "gpu" (``gpu``, one of the ticket's node's GPUs) or "node" (the ticket's
+    node); returns the new part. For the ticket page and the API alike."""
+    if part == "gpu":
+        if gpu is None or ticket.node_id is None or gpu.node_id != ticket.node_id:
+            raise ValidationError({"gpu": "Give the id of a GPU in the ticket's node."})
+        return swap_gpu(ticket, gpu, serial, user, uuid=uuid, rma_number=rma_number)
+    if ticket.node_id is None:
+        raise ValidationError({"part": "The ticket names no node."})
+    return swap_node(ticket, ticket.node, serial, user, asset_tag=asset_tag, rma_number=rma_number)
+
+
 @transaction.atomic
 def swap_gpu(ticket, gpu, serial, user=None, uuid="", rma_number=""):
     """Replace ``gpu`` by a new one with ``serial`` in the same slot; returns the new GPU."""

@@ -22,7 +22,7 @@ def inline_control(ticket, field, user, staff=(), message="", ok=False):
     else:
         choices = [("", "— unassigned —")] + [(str(u.pk), u.get_username()) for u in staff]
         current = str(ticket.assignee_id or "")
-    editable = workflow.is_staff(user) and user.has_perm("support.change_ticket")
+    editable = user.has_perm("support.edit_ticket", ticket)
     if field == "status":
         editable = len(choices) > 1
     return render_to_string("support/inline_field.html", {
@@ -61,7 +61,7 @@ class TicketTable(tables.Table):
 
     @cached_property
     def staff(self):
-        return list(staff_users()) if workflow.is_staff(self.user) else []
+        return list(staff_users()) if self.user.has_perm("support.work_tickets") else []
 
     # After an inline change the row is rendered again with the outcome next to the field changed:
     # {ticket id: (field, message, ok)}.

@@ -40,17 +40,14 @@ OTHER_TICKETS_LIMIT = 10
 UTILIZATION_RANGE = "7d"
 
 
-def can_see_tickets(user):
-    return user.has_perm("support.view_ticket") or user.has_perm("support.add_ticket")
-
-
 class TicketAccessMixin(PermissionRequiredMixin):
-    """Readers of every ticket (``view_ticket``) and researchers (``add_ticket``, their tickets only)."""
+    """Readers of every ticket and researchers (their own and their teams' tickets only): ``support.policy``."""
 
     raise_exception = True
+    permission_required = "support.read_ticket"
 
-    def has_permission(self):
-        return can_see_tickets(self.request.user)
+    def get_permission_required(self):  # one rule of support.policy, not the generic views' model permission
+        return [self.permission_required]
 
     def get_queryset(self):
         return Ticket.objects.visible_to(self.request.user)
@@ -60,11 +57,7 @@ class TicketAccessMixin(PermissionRequiredMixin):
 
 
 class StaffMixin(TicketAccessMixin):
-    """Support staff with ``support.change_ticket``."""
-
-    def has_permission(self):
-        user = self.request.user
-        return workflow.is_staff(user) and user.has_perm("support.change_ticket")
+    permission_required = "support.edit_ticket"
 
 
 class TicketListView(TicketAccessMixin, ObjectListView):
@@ -95,7 +88,7 @@ class TicketListView(TicketAccessMixin, ObjectListView):
         tabs = [("", "All", current == "")]
         tabs += [(key, label, current == key) for key, label in QUEUES]
         context["queues"] = [(f"?{_with(query, 'queue', key)}", label, active) for key, label, active in tabs]
-        context["metrics_url"] = self.request.user.has_perm("support.view_ticket")
+        context["metrics_url"] = self.request.user.has_perm("support.read_every_ticket")
         return context
 
 
@@ -116,7 +109,7 @@ class TicketView(TicketAccessMixin, ObjectView):
     def get_context_data(self, comment_form=None, **kwargs):
         context = super().get_context_data(**kwargs)
         ticket, user = self.object, self.request.user
-        staff = workflow.is_staff(user)
+        staff = user.has_perm("support.internal_comments")
         comments = ticket.comments.select_related("author").prefetch_related("attachments")
         attachments = ticket.attachments.select_related("uploaded_by", "comment")
         if not staff:
@@ -126,7 +119,7 @@ class TicketView(TicketAccessMixin, ObjectView):
             staff=staff,
             comments=comments,
             attachments=attachments,
-            comment_form=comment_form or (CommentForm(staff=staff) if user.has_perm("support.add_ticketcomment")
+            comment_form=comment_form or (CommentForm(staff=staff) if user.has_perm("support.post_comment", ticket)
                                           else None),
             targets=workflow.allowed_targets(ticket, user),
             sla_state=sla.state(ticket),
@@ -136,10 +129,9 @@ class TicketView(TicketAccessMixin, ObjectView):
             policy=sla.policy_for(ticket) if ticket.response_due is None else None,
             other_tickets=self.other_tickets(ticket),
             utilization=self.utilization(ticket),
-            returnable=faults.returnable_asset(ticket) if staff else None,
-            swap_form=SwapForm(ticket=ticket) if staff and ticket.node_id and user.has_perm("inventory.change_gpu")
-            and user.has_perm("inventory.change_node") else None,
-            can_edit=staff and user.has_perm("support.change_ticket"),
+            returnable=faults.returnable_asset(ticket) if user.has_perm("support.work_tickets") else None,
+            swap_form=SwapForm(ticket=ticket) if user.has_perm("support.rma_swap", ticket) else None,
+            can_edit=user.has_perm("support.edit_ticket", ticket),
         )
         return context
 
@@ -154,7 +146,7 @@ class TicketView(TicketAccessMixin, ObjectView):
     def utilization(self, ticket):
         """The node's GPUs over the last 7 days (the node page's chart), for readers of telemetry."""
         node = ticket.node or (ticket.gpu.node if ticket.gpu_id else None)
-        if node is None or not self.request.user.has_perm("inventory.view_telemetrysource"):
+        if node is None or not self.request.user.has_perm("inventory.read_telemetry"):
             return None
         span = telemetry_queries.get_range(UTILIZATION_RANGE)
         data = telemetry_queries.gpu_series(node, span.key)
@@ -167,22 +159,21 @@ class TicketFormMixin:
     template_name = "support/ticket_form.html"
 
     def get_form_class(self):
-        return StaffTicketForm if workflow.is_staff(self.request.user) else ResearcherTicketForm
+        return StaffTicketForm if self.request.user.has_perm("support.work_tickets") else ResearcherTicketForm
 
     def get_form_kwargs(self):
         return {**super().get_form_kwargs(), "user": self.request.user}
 
     def get_context_data(self, **kwargs):
         context = super().get_context_data(**kwargs)
-        context.update(opts=Ticket._meta, staff=workflow.is_staff(self.request.user))
+        context.update(opts=Ticket._meta, staff=self.request.user.has_perm("support.work_tickets"))
         return context
 
 
 class TicketCreateView(TicketFormMixin, TicketAccessMixin, UpdateView):
     """Open a ticket; ``?node=<id>`` or ``?gpu=<id>`` (the "Report a problem" button) pre-fills the asset."""
 
-    def has_permission(self):
-        return self.request.user.has_perm("support.add_ticket")
+    permission_required = "support.open_ticket"
 
     def get_object(self, queryset=None):
         return None
@@ -206,7 +197,7 @@ class TicketCreateView(TicketFormMixin, TicketAccessMixin, UpdateView):
         user = self.request.user
         with transaction.atomic():
             ticket = form.save(commit=False)
-            if workflow.is_staff(user) and form.cleaned_data.get("requester"):
+            if user.has_perm("support.work_tickets") and form.cleaned_data.get("requester"):
                 ticket.requester = form.cleaned_data["requester"]
             workflow.open_ticket(ticket, user)
             if form.cleaned_data.get("attachment"):
@@ -220,18 +211,8 @@ class TicketEditView(LockedEditMixin, TicketFormMixin, StaffMixin, UpdateView):
 
     def form_valid(self, form):
         user = self.request.user
-        before = Ticket.objects.get(pk=self.object.pk)  # read under the lock LockedEditMixin took (no stale status)
         with transaction.atomic():
-            ticket = form.save(commit=False)
-            priority, assignee = ticket.priority, ticket.assignee
-            ticket.priority, ticket.assignee = before.priority, before.assignee
-            asset_changed = any(getattr(ticket, f"{f}_id") != getattr(before, f"{f}_id")
-                                for f in ("site", "node", "gpu", "switch", "storage_system"))
-            if asset_changed:
-                sla.apply_policy(ticket)
-            workflow.save_ticket(ticket, user, "Edited")
-            workflow.set_priority(ticket, priority, user)
-            workflow.assign(ticket, assignee, user)
+            ticket = workflow.edit(self.object, user, {name: form.cleaned_data[name] for name in form._meta.fields})
             if form.cleaned_data.get("attachment"):
                 save_attachment(ticket, form.cleaned_data["attachment"], user)
         messages.success(self.request, f"Saved ticket #{ticket.pk}.")
@@ -247,14 +228,8 @@ class TicketActionView(TicketAccessMixin, View):
         return HttpResponseRedirect(f"{ticket.get_absolute_url()}{anchor}")
 
 
-def can_move_tickets(user):
-    """Support staff, or a requester (on their own tickets: the workflow decides which moves)."""
-    return user.has_perm("support.work_ticket") or user.has_perm("support.add_ticket")
-
-
 class TicketStatusView(TicketActionView):
-    def has_permission(self):
-        return can_move_tickets(self.request.user)
+    permission_required = "support.change_status"  # support staff, or a requester: the workflow says which moves
 
     def post(self, request, pk):
         ticket = self.get_ticket(pk)
@@ -265,7 +240,7 @@ class TicketStatusView(TicketActionView):
         rma_number = form.cleaned_data["rma_number"].strip()
         changes = {}
         if rma_number and rma_number != ticket.rma_number:
-            if not (workflow.is_staff(request.user) and request.user.has_perm("support.change_ticket")):
+            if not request.user.has_perm("support.edit_ticket", ticket):
                 raise PermissionDenied
             changes["rma_number"] = rma_number  # saved with the status, in the same history record
         target, expected = form.cleaned_data["status"], form.cleaned_data["current"]
@@ -280,7 +255,7 @@ class TicketStatusView(TicketActionView):
         else:
             rma = f" (RMA {ticket.rma_number})" if ticket.rma_number else ""
             messages.success(request, f"Ticket #{ticket.pk} is now {ticket.get_status_display().lower()}{rma}.")
-            asset = faults.returnable_asset(ticket) if workflow.is_staff(request.user) else None
+            asset = faults.returnable_asset(ticket) if request.user.has_perm("support.work_tickets") else None
             if asset is not None:
                 messages.info(request, f"{asset} is still {asset.get_state_display().lower()}: return it to service "
                                        "from this page once it is fixed.")
@@ -290,13 +265,11 @@ class TicketStatusView(TicketActionView):
 class TicketCommentView(TicketActionView, TicketView):
     """POST a comment (and a file); a refused one re-renders the ticket page with the form's errors."""
 
-    def has_permission(self):
-        return super().has_permission() and self.request.user.has_perm("support.add_ticketcomment")
+    permission_required = "support.post_comment"
 
     def post(self, request, pk):
         self.object = ticket = self.get_ticket(pk)
-        staff = workflow.is_staff(request.user)
-        form = CommentForm(request.POST, request.FILES, staff=staff)
+        form = CommentForm(request.POST, request.FILES, staff=request.user.has_perm("support.internal_comments"))
         if not form.is_valid():
             return self.render_to_response(self.get_context_data(comment_form=form), status=400)
         with transaction.atomic():
@@ -313,8 +286,7 @@ class TicketInlineView(StaffMixin, View):
 
     http_method_names = ["post"]
 
-    def has_permission(self):
-        return can_move_tickets(self.request.user)  # priority and assignee: support staff, checked below
+    permission_required = "support.change_status"  # priority and assignee: support staff, checked below
 
     def post(self, request, pk):
         ticket = get_object_or_404(self.get_queryset().select_related(*LIST_RELATED), pk=pk)
@@ -323,7 +295,7 @@ class TicketInlineView(StaffMixin, View):
         field = next((name for name in ("status", "priority", "assignee") if name in request.POST), None)
         if field is None or not form.is_valid():
             return HttpResponse("Nothing to change.", status=400)
-        if field != "status" and not (workflow.is_staff(user) and user.has_perm("support.change_ticket")):
+        if field != "status" and not user.has_perm("support.edit_ticket", ticket):
             raise PermissionDenied
         message, ok = "", False
         try:
@@ -353,7 +325,7 @@ class AttachmentDownloadView(TicketAccessMixin, View):
     def get(self, request, pk):
         attachment = get_object_or_404(TicketAttachment.objects.select_related("comment"), pk=pk,
                                        ticket__in=self.get_queryset())
-        if attachment.internal and not workflow.is_staff(request.user):
+        if attachment.internal and not request.user.has_perm("support.internal_comments"):
             raise PermissionDenied
         response = FileResponse(attachment.file.open("rb"), as_attachment=True, filename=attachment.name,
                                 content_type=attachment.content_type)
@@ -361,13 +333,10 @@ class AttachmentDownloadView(TicketAccessMixin, View):
         return response
 
 
-class TicketSwapView(StaffMixin, TicketActionView):
+class TicketSwapView(TicketActionView):
     """Record an RMA swap of the ticket's GPU (or node)."""
 
-    def has_permission(self):
-        user = self.request.user
-        return super().has_permission() and user.has_perm("inventory.change_gpu") \
-            and user.has_perm("inventory.change_node")
+    permission_required = "support.rma_swap"
 
     def post(self, request, pk):
         ticket = self.get_ticket(pk)
@@ -379,12 +348,8 @@ class TicketSwapView(StaffMixin, TicketActionView):
             return self.redirect(ticket, "#rma")
         data = form.cleaned_data
         try:
-            if data["part"] == "gpu":
-                new = rma.swap_gpu(ticket, data["gpu"], data["serial"], request.user, uuid=data["uuid"],
-                                   rma_number=data["rma_number"])
-            else:
-                new = rma.swap_node(ticket, ticket.node, data["serial"], request.user, asset_tag=data["asset_tag"],
-                                    rma_number=data["rma_number"])
+            new = rma.swap(ticket, data["part"], data["serial"], request.user, gpu=data["gpu"], uuid=data["uuid"],
+                           asset_tag=data["asset_tag"], rma_number=data["rma_number"])
         except ValidationError as error:
             messages.error(request, "The swap was not recorded: " + " ".join(error.messages))
             return self.redirect(ticket, "#rma")
@@ -398,7 +363,7 @@ class ReturnToServiceView(StaffMixin, TicketActionView):
     def post(self, request, pk):
         ticket = self.get_ticket(pk)
         asset = faults.returnable_asset(ticket)
-        if asset is None or not request.user.has_perm(f"inventory.change_{asset._meta.model_name}"):
+        if asset is None or not request.user.has_perm("support.return_to_service", asset):
             messages.error(request, "There is nothing to return to service.")
             return self.redirect(ticket)
         if faults.return_to_service(ticket, request.user) is None:  # someone did it (or reopened it) meanwhile
@@ -413,7 +378,7 @@ class ReturnToServiceView(StaffMixin, TicketActionView):
 class MetricsView(PermissionRequiredMixin, View):
     """Open tickets by category and site, mean time to resolve, SLA compliance (every ticket: ``view_ticket``)."""
 
-    permission_required = "support.view_ticket"
+    permission_required = "support.read_every_ticket"
     raise_exception = True
 
     def get(self, request):

@@ -4,9 +4,9 @@ so pages, API and tasks keep the SLA clock and send the same notices.
     new → triaged → in progress ⇄ waiting on vendor / waiting on requester → resolved → closed
                                                                              resolved → in progress (reopen)
 
-Support staff (``support.work_ticket``) may make any allowed move. A requester may answer a ticket waiting on
-them (back to in progress: a comment of theirs does it too), confirm a resolution (close), reopen a resolved
-ticket, and withdraw a new one (close).
+Support staff (``support.work_tickets``, see ``support.policy``) may make any allowed move. A requester may answer
+a ticket waiting on them (back to in progress: a comment of theirs does it too), confirm a resolution (close),
+reopen a resolved ticket, and withdraw a new one (close).
 
 Every change locks the ticket's row and reads it again first (``lock``), so two requests racing apply one after
 the other, each to what the other stored: no change is lost, and a move is checked against the status as stored
@@ -18,7 +18,7 @@ from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.utils import timezone
 
-from . import notifications, sla
+from . import notifications, policy, sla
 from .models import Ticket, TicketComment
 
 S = Ticket.Status
@@ -55,14 +55,15 @@ def lock(ticket):
 
 
 def is_staff(user):
-    return user is not None and user.is_authenticated and user.has_perm("support.work_ticket")
+    """Support staff (``user`` None: the system, which is not)."""
+    return user is not None and user.has_perm("support.work_tickets")
 
 
 def allowed_targets(ticket, user=None):
     """Statuses ``user`` may move the ticket to now (``user`` None: the system, any allowed move)."""
     targets = ALLOWED[S(ticket.status)]
     if user is not None and not is_staff(user):
-        if ticket.requester_id != user.pk:
+        if not user.has_perm("support.change_status", ticket):
             return []
         targets = {target for target in targets if (ticket.status, target) in REQUESTER_MOVES}
     return [s for s in S if s in targets]
@@ -146,12 +147,37 @@ def set_fields(ticket, user, reason, **values):
     return ticket
 
 
+ASSET_FIELDS = ("site", "node", "gpu", "switch", "storage_system")
+
+
+@transaction.atomic
+def edit(ticket, user, changes, reason="Edited"):
+    """Save ``changes`` (field: value) on the locked, freshly read ticket, for the edit page and the API alike:
+    another asset brings its own SLA (the due times computed again); a priority and an assignee go through
+    ``set_priority`` and ``assign`` (SLA, first response, notices)."""
+    changes = dict(changes)
+    priority, has_assignee = changes.pop("priority", None), "assignee" in changes
+    assignee = changes.pop("assignee", None)
+    lock(ticket)
+    assets = [getattr(ticket, f"{name}_id") for name in ASSET_FIELDS]
+    for name, value in changes.items():
+        setattr(ticket, name, value)
+    if assets != [getattr(ticket, f"{name}_id") for name in ASSET_FIELDS]:
+        sla.apply_policy(ticket)
+    save_ticket(ticket, user, reason)
+    if priority:
+        set_priority(ticket, priority, user)
+    if has_assignee:
+        assign(ticket, assignee, user)
+    return ticket
+
+
 @transaction.atomic
 def assign(ticket, assignee, user=None, notify=True, now=None):
     lock(ticket)
     if ticket.assignee_id == (assignee.pk if assignee else None):
         return ticket
-    if assignee is not None and not assignee.has_perm("support.work_ticket"):
+    if assignee is not None and not is_staff(assignee):
         raise ValidationError({"assignee": f"{assignee.get_username()} is not support staff."})
     ticket.assignee = assignee
     record_response(ticket, user, now)
@@ -180,7 +206,7 @@ def set_priority(ticket, priority, user=None):
 def add_comment(ticket, user, body, internal=False, notify=True, now=None):
     """A comment; support staff's first public comment is the first response, and the requester's answer to a
     ticket waiting on them sets it back in progress (the SLA clock runs again)."""
-    if internal and not is_staff(user):
+    if internal and not (user is not None and user.has_perm("support.internal_comments")):
         raise ValidationError({"internal": "Only support staff write internal comments."})
     lock(ticket)
     now = now or timezone.now()
@@ -192,7 +218,7 @@ def add_comment(ticket, user, body, internal=False, notify=True, now=None):
     if not internal and is_staff(user) and ticket.first_response_at is None:
         ticket.first_response_at = now
         save_ticket(ticket, user, "First response")
-    if ticket.status == S.WAITING_REQUESTER and user is not None and ticket.requester_id == user.pk:
+    if ticket.status == S.WAITING_REQUESTER and user is not None and policy.is_requester(user, ticket):
         change_status(ticket, S.IN_PROGRESS, user, now=now, notify=False)
     if notify:
         notifications.notify(ticket, notifications.COMMENTED, actor=user, comment=comment)

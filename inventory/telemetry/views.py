@@ -20,7 +20,7 @@ from .records import Quality
 from .tables import LeastUsedNodeTable, SlurmJobTable, TelemetrySourceTable, UnknownSeriesTable
 from .tasks import PULL_NOT_QUEUED, queue_pull_now
 
-VIEW_TELEMETRY = "inventory.view_telemetrysource"
+VIEW_TELEMETRY = "inventory.read_telemetry"
 SECRET_FIELDS = ("auth_token",)
 STATUS_FIELDS = ("last_success_at", "last_error", "last_error_at", "stale_since", "consecutive_failures",
                  "next_attempt_at", "synced_until", "last_attempt_at")

@@ -50,7 +50,7 @@ class TicketSerializer(PortalModelSerializer):
     def get_fields(self):
         fields = super().get_fields()
         request = self.context.get("request")
-        if request is not None and not workflow.is_staff(request.user):
+        if request is not None and not request.user.has_perm("support.work_tickets"):
             for name in STAFF_FIELDS:
                 fields[name].read_only = True
             fields["team"].queryset = request.user.support_teams.all() if request.user.is_authenticated \
@@ -64,7 +64,7 @@ class TicketSerializer(PortalModelSerializer):
         return str(rendering.render(ticket.description))
 
     def validate_assignee(self, user):
-        if user is not None and not user.has_perm("support.work_ticket"):
+        if user is not None and not workflow.is_staff(user):
             raise serializers.ValidationError(f"{user.get_username()} is not support staff.")
         return user
 
@@ -102,7 +102,7 @@ class TicketCommentSerializer(serializers.ModelSerializer):
         request = self.context.get("request")
         if request is not None:
             fields["ticket"].queryset = Ticket.objects.visible_to(request.user)
-            if not workflow.is_staff(request.user):
+            if not request.user.has_perm("support.internal_comments"):
                 fields["internal"].read_only = True
         return fields
 

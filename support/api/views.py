@@ -24,19 +24,19 @@ from . import serializers as api
 
 
 class TicketPermission(RolePermission):
-    """Reading and posting need ``view_ticket`` or ``add_ticket`` (researchers: rows limited by the queryset);
-    edits and deletes the model's ``change`` / ``delete`` permissions."""
+    """Reading needs ``support.read_ticket`` (researchers: rows limited by the queryset), a status move
+    ``support.change_status`` (the workflow decides which), other posts the model's ``add`` permission; edits
+    and deletes the model's ``change`` / ``delete`` permissions."""
 
     def has_permission(self, request, view):
         user = request.user
         if not user or not user.is_authenticated:
             return False
-        readers = user.has_perm("support.view_ticket") or user.has_perm("support.add_ticket")
         if request.method in SAFE_METHODS:
-            return readers
+            return user.has_perm("support.read_ticket")
         if request.method == "POST":
-            if getattr(view, "action", None) == "transition":  # support staff or a requester; the workflow
-                return user.has_perm("support.work_ticket") or user.has_perm("support.add_ticket")  # decides
+            if getattr(view, "action", None) == "transition":
+                return user.has_perm("support.change_status")
             return user.has_perm(f"support.add_{view.queryset.model._meta.model_name}")
         return super().has_permission(request, view)
 
@@ -63,21 +63,10 @@ class TicketViewSet(PortalModelViewSet):
         serializer.instance = self.get_queryset().get(pk=ticket.pk)
 
     def perform_update(self, serializer):
-        user = self.request.user
-        data = dict(serializer.validated_data)
         ticket = serializer.instance
-        priority, has_assignee = data.pop("priority", None), "assignee" in data
-        assignee = data.pop("assignee", None)
         try:
-            with transaction.atomic():
-                workflow.lock(ticket)  # a bulk PATCH reads it unlocked: apply the change to the row as stored
-                for name, value in data.items():
-                    setattr(ticket, name, value)
-                workflow.save_ticket(ticket, user, "Edited through the API")
-                if priority:
-                    workflow.set_priority(ticket, priority, user)
-                if has_assignee:
-                    workflow.assign(ticket, assignee, user)
+            # edit locks the row first: a bulk PATCH reads it unlocked, the change applies to the row as stored.
+            workflow.edit(ticket, self.request.user, serializer.validated_data, "Edited through the API")
         except DjangoValidationError as error:
             raise ValidationError(error.message_dict) from error
         serializer.instance = self.get_queryset().get(pk=ticket.pk)
@@ -102,11 +91,8 @@ class TicketViewSet(PortalModelViewSet):
             return Response(error.message_dict, status=status.HTTP_400_BAD_REQUEST)
         return Response(self.get_serializer(self.get_queryset().get(pk=ticket.pk)).data)
 
-
-    def staff_only(self, request, *perms):
-        user = request.user
-        if not (workflow.is_staff(user) and user.has_perm("support.change_ticket")
-                and all(user.has_perm(perm) for perm in perms)):
+    def require(self, request, permission, obj=None):
+        if not request.user.has_perm(permission, obj):
             self.permission_denied(request)
 
     @extend_schema(summary="Record an RMA swap of the ticket's GPU or node", request=api.SwapSerializer,
@@ -114,26 +100,19 @@ class TicketViewSet(PortalModelViewSet):
                               400: OpenApiResponse(description="Refused; nothing was changed.")})
     @action(detail=True, methods=["post"])
     def swap(self, request, pk=None, format=None):
-        self.staff_only(request, "inventory.change_gpu", "inventory.change_node")
+        self.require(request, "support.rma_swap")  # before the lookup; a ticket without a node: 400 below
         ticket = self.get_object()
         body = api.SwapSerializer(data=request.data)
         body.is_valid(raise_exception=True)
         data = body.validated_data
         try:
-            if data["part"] == "gpu":
-                old = GPU.objects.filter(pk=data.get("gpu"), node=ticket.node_id).first() if ticket.node_id else None
-                if old is None:
-                    raise ValidationError({"gpu": ["Give the id of a GPU in the ticket's node."]})
-                new = rma.swap_gpu(ticket, old, data["serial"], request.user, uuid=data["uuid"],
-                                   rma_number=data["rma_number"])
-                return Response(GPUSerializer(new, context={"request": request}).data, status=201)
-            if ticket.node_id is None:
-                raise ValidationError({"part": ["The ticket names no node."]})
-            new = rma.swap_node(ticket, ticket.node, data["serial"], request.user, asset_tag=data["asset_tag"],
-                                rma_number=data["rma_number"])
-            return Response(NodeSerializer(new, context={"request": request}).data, status=201)
+            new = rma.swap(ticket, data["part"], data["serial"], request.user,
+                           gpu=GPU.objects.filter(pk=data.get("gpu")).first(), uuid=data["uuid"],
+                           asset_tag=data["asset_tag"], rma_number=data["rma_number"])
         except DjangoValidationError as error:
             raise ValidationError(error.message_dict) from error
+        serializer = GPUSerializer if data["part"] == "gpu" else NodeSerializer
+        return Response(serializer(new, context={"request": request}).data, status=201)
 
     @extend_schema(summary="Return the resolved ticket's degraded node or GPU to service", request=None,
                    responses={200: api.TicketSerializer,
@@ -147,7 +126,7 @@ class TicketViewSet(PortalModelViewSet):
         if asset is None:
             return Response({"detail": "The ticket is open, or its asset is not degraded or in repair."},
                             status=status.HTTP_400_BAD_REQUEST)
-        self.staff_only(request, f"inventory.change_{asset._meta.model_name}")
+        self.require(request, "support.return_to_service", asset)
         if faults.return_to_service(ticket, request.user) is None:  # someone did it (or reopened it) meanwhile
             asset.refresh_from_db(fields=["state"])
             raise Conflict(f"Nothing was changed: {asset} is now {asset.get_state_display().lower()}.",
@@ -167,7 +146,7 @@ class TicketCommentViewSet(mixins.CreateModelMixin, viewsets.ReadOnlyModelViewSe
     def get_queryset(self):
         user = self.request.user
         comments = TicketComment.objects.filter(ticket__in=Ticket.objects.visible_to(user))
-        if not workflow.is_staff(user):
+        if not user.has_perm("support.internal_comments"):
             comments = comments.filter(internal=False)
         return comments
 
@@ -185,7 +164,7 @@ class MetricsView(APIView):
     @extend_schema(parameters=[OpenApiParameter("days", int, description="Window for resolved tickets (90).")],
                    responses=api.MetricsSerializer)
     def get(self, request):
-        if not request.user.has_perm("support.view_ticket"):
+        if not request.user.has_perm("support.read_every_ticket"):
             return Response({"detail": "You do not have permission to perform this action."}, status=403)
         days = request.query_params.get("days", "")
         days = int(days) if days.isdigit() and 0 < int(days) <= 3650 else metrics.DEFAULT_DAYS

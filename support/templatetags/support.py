@@ -33,10 +33,10 @@ def asset_tickets(context, asset):
     user = request.user
     field = "gpu" if asset._meta.model_name == "gpu" else "node"
     tickets = []
-    if user.has_perm("support.view_ticket") or user.has_perm("support.add_ticket"):
+    if user.has_perm("support.read_ticket"):
         tickets = list(Ticket.objects.visible_to(user).open().filter(**{field: asset})
                        .select_related("assignee")[:ASSET_TICKET_LIMIT])
-    can_report = user.has_perm("support.add_ticket")
+    can_report = user.has_perm("support.open_ticket")
     gpus = list(asset.gpus.exclude(state="retired").order_by("slot")) if field == "node" and can_report else []
     return {
         "asset": asset, "tickets": tickets, "gpus": gpus, "add_url": reverse("support:ticket_add"),

@@ -79,11 +79,11 @@ class SlurmJobViewSet(viewsets.ReadOnlyModelViewSet):
 
 
 class CanViewTelemetry(permissions.BasePermission):
-    """Telemetry figures: an authenticated user with the view permission of telemetry sources."""
+    """Telemetry figures: an authenticated user who may read telemetry (``inventory.policy``)."""
 
     def has_permission(self, request, view):
         user = request.user
-        return bool(user and user.is_authenticated and user.has_perm("inventory.view_telemetrysource"))
+        return bool(user and user.is_authenticated and user.has_perm("inventory.read_telemetry"))
 
 
 ID_GROUPS = {"site", "gpu_model", "node"}  # groups whose key is an object id
