@@ -3,7 +3,6 @@ allocated vs used GPU-hours, on a hand-built set of jobs whose figures are worke
 dashboard's cards and CSV, ``/api/inventory/allocations/`` and ``/api/inventory/slurm-jobs/`` (filters, 400s,
 permissions, constant queries)."""
 
-from datetime import timedelta
 
 import pytest
 from django.db import connection
@@ -15,9 +14,8 @@ from inventory.telemetry import queries
 from inventory.telemetry.rollups import floor_hour
 from tests.conftest import token_client
 from tests.factories import make_node, make_site
-from tests.test_telemetry_dashboards import DASHBOARD, HTMX, freeze_now, make_fleet, read_csv
+from tests.helpers.telemetry import DASHBOARD, HTMX, H, freeze_now, make_fleet, read_csv
 
-H = timedelta(hours=1)
 ALLOCATIONS = "/api/inventory/allocations/"
 JOBS = "/api/inventory/slurm-jobs/"
 
