@@ -87,14 +87,11 @@ def manager_client(client, manager):
     return client
 
 
-class RetryNow(Exception):
-    """Raised by the ``retries`` fixture in place of Celery's Retry."""
-
-
 @pytest.fixture
 def retries(monkeypatch):
     """Run a webhook delivery's retries at once, recording the countdowns asked for (Celery would wait them out)."""
     from planning.webhooks import delivery as webhooks
+    from tests.helpers.webhooks import RetryNow
 
     countdowns = []
 

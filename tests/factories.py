@@ -1,11 +1,22 @@
-"""Small factories for tests: ``make_<model>(**overrides)`` saves one object with unique, valid
-defaults (and creates what it needs: a node gets a site and a node model unless given), and
-``bulk_make(model_name, n)`` inserts ``n`` rows in a few queries (no history, no ``clean()``) for
-tests that need volume, e.g. constant query counts on list pages and API endpoints.
+"""Small factories for tests.
+
+Inventory: ``make_<model>(**overrides)`` saves one object with unique, valid defaults (and creates what it
+needs: a node gets a site and a node model unless given), and ``bulk_make(model_name, n)`` inserts ``n`` rows
+in a few queries (no history, no ``clean()``) for tests that need volume, e.g. constant query counts on list
+pages and API endpoints.
+
+Planning, support and telemetry: factory_boy factories, ``<Model>Factory(**overrides)`` for one saved object,
+``<Model>Factory.create_batch(n)`` for many; a factory creates the objects its model points at unless given.
 """
 
 import itertools
+from datetime import date, timedelta
 from decimal import Decimal
+
+import factory
+from django.contrib.auth.models import User
+from django.utils import timezone
+from factory.django import DjangoModelFactory
 
 from inventory.models import (
     GPU,
@@ -19,6 +30,26 @@ from inventory.models import (
     StorageSystem,
     Switch,
 )
+from inventory.telemetry.models import GPUHourly, SlurmJob, TelemetrySource, UnknownSeries
+from planning.models import (
+    CapacityPlan,
+    Contract,
+    ContractDocument,
+    Delivery,
+    DeliveryItem,
+    OrderLine,
+    PlanEvent,
+    PlanItem,
+    PlanWorkload,
+    PurchaseOrder,
+    Recommendation,
+    RenewalAlert,
+    SLATerm,
+    Webhook,
+    WebhookAttempt,
+    WebhookDelivery,
+)
+from support.models import Team, Ticket, TicketAttachment, TicketComment
 
 _counter = itertools.count(1)
 
@@ -205,24 +236,292 @@ def bulk_make(model_name, n):
     return BULK[model_name](n)
 
 
-# --- Support ----------------------------------------------------------------------------------------
+# --- factory_boy factories ---------------------------------------------------------------------------
+# Inventory objects they point at come from the make_* functions above (one definition of valid defaults).
+
+
+class UserFactory(DjangoModelFactory):
+    class Meta:
+        model = User
+        django_get_or_create = ("username",)
+
+    username = factory.Sequence(lambda n: f"user-{n}")
+    email = factory.LazyAttribute(lambda user: f"{user.username}@example.org")
+
+
+# Telemetry
+
+
+class TelemetrySourceFactory(DjangoModelFactory):
+    class Meta:
+        model = TelemetrySource
+
+    name = factory.Sequence(lambda n: f"source-{n}")
+    kind = TelemetrySource.Kind.PROMETHEUS
+    url = factory.LazyAttribute(lambda source: f"http://{source.name}:9090")
+
+
+class UnknownSeriesFactory(DjangoModelFactory):
+    class Meta:
+        model = UnknownSeries
+
+    source = factory.SubFactory(TelemetrySourceFactory)
+    uuid = factory.Sequence(lambda n: f"GPU-unknown-{n}")
+    key = factory.SelfAttribute("uuid")
+
+
+class SlurmJobFactory(DjangoModelFactory):
+    class Meta:
+        model = SlurmJob
+
+    source = factory.SubFactory(TelemetrySourceFactory, kind=TelemetrySource.Kind.SLURM)
+    job_id = factory.Sequence(str)
+    account = "vision"
+    partition = "train"
+    state = "COMPLETED"
+    submit_time = factory.LazyFunction(lambda: timezone.now() - timedelta(hours=3))
+    start_time = factory.LazyAttribute(lambda job: job.submit_time + timedelta(hours=1))
+    end_time = factory.LazyAttribute(lambda job: job.start_time + timedelta(hours=1))
+    node_count = 1
+    gpus = 8
+
+
+class GPUHourlyFactory(DjangoModelFactory):
+    class Meta:
+        model = GPUHourly
+
+    gpu = factory.LazyFunction(make_gpu)
+    hour = factory.Sequence(lambda n: timezone.now().replace(minute=0, second=0, microsecond=0) - timedelta(hours=n))
+    util_mean = 50.0
+    samples = 60
+
+
+# Contracts
+
+
+class ContractFactory(DjangoModelFactory):
+    class Meta:
+        model = Contract
+
+    kind = Contract.Kind.SUPPORT
+    vendor = "Acme"
+    reference = factory.Sequence(lambda n: f"S-{n}")
+    start = date(2026, 1, 1)
+    end = date(2027, 1, 1)
+
+
+class SLATermFactory(DjangoModelFactory):
+    class Meta:
+        model = SLATerm
+
+    contract = factory.SubFactory(ContractFactory)
+    priority = SLATerm.Priority.P1
+    response_hours = Decimal("4.0")
+    resolution_hours = Decimal("24.0")
+
+
+class ContractDocumentFactory(DjangoModelFactory):
+    """Writes its file under MEDIA_ROOT: point that at a temporary folder (the ``settings`` fixture)."""
+
+    class Meta:
+        model = ContractDocument
+
+    contract = factory.SubFactory(ContractFactory)
+    file = factory.django.FileField(filename="contract.pdf", data=b"%PDF-1.4 contract")
+    name = "contract.pdf"
+    content_type = "application/pdf"
+    size = 17
+
+
+class RenewalAlertFactory(DjangoModelFactory):
+    class Meta:
+        model = RenewalAlert
+
+    contract = factory.SubFactory(ContractFactory)
+    notice_deadline = factory.LazyAttribute(lambda alert: alert.contract.end - timedelta(days=30))
+
+
+# Procurement
+
+
+class PurchaseOrderFactory(DjangoModelFactory):
+    class Meta:
+        model = PurchaseOrder
+
+    vendor = "Acme"
+    reference = factory.Sequence(lambda n: f"PO-{n}")
+    site = factory.LazyFunction(make_site)
+
+
+class OrderLineFactory(DjangoModelFactory):
+    class Meta:
+        model = OrderLine
+
+    order = factory.SubFactory(PurchaseOrderFactory)
+    description = "400G switch"
+    quantity = 2
+    unit_price = Decimal("40000.00")
+
+
+class DeliveryFactory(DjangoModelFactory):
+    class Meta:
+        model = Delivery
+
+    order = factory.SubFactory(PurchaseOrderFactory)
+
+
+class DeliveryItemFactory(DjangoModelFactory):
+    class Meta:
+        model = DeliveryItem
+
+    delivery = factory.SubFactory(DeliveryFactory)
+    line = factory.SubFactory(OrderLineFactory, order=factory.SelfAttribute("..delivery.order"))
+    serial = factory.Sequence(lambda n: f"DELIVERED-SN-{n}")
+
+
+class WebhookFactory(DjangoModelFactory):
+    class Meta:
+        model = Webhook
+
+    name = factory.Sequence(lambda n: f"hook-{n}")
+    url = "https://erp.example.org/hook"
+    secret = "s3cret"
+    events = factory.LazyFunction(lambda: [Webhook.Event.DELIVERY_RECEIVED])
+
+
+class WebhookDeliveryFactory(DjangoModelFactory):
+    class Meta:
+        model = WebhookDelivery
+
+    webhook = factory.SubFactory(WebhookFactory)
+    event = Webhook.Event.DELIVERY_RECEIVED
+    payload = factory.LazyFunction(lambda: {"order": {"reference": "PO-1"}})
+
+
+class WebhookAttemptFactory(DjangoModelFactory):
+    class Meta:
+        model = WebhookAttempt
+
+    delivery = factory.SubFactory(WebhookDeliveryFactory)
+    status_code = 200
+    duration_ms = 12
+
+
+# Capacity plans and recommendations
+
+
+class CapacityPlanFactory(DjangoModelFactory):
+    class Meta:
+        model = CapacityPlan
+
+    name = factory.Sequence(lambda n: f"plan {n}")
+
+
+class PlanWorkloadFactory(DjangoModelFactory):
+    class Meta:
+        model = PlanWorkload
+
+    plan = factory.SubFactory(CapacityPlanFactory)
+    name = "70B pretraining"
+    start_month = 1
+    gpu_model = factory.LazyFunction(make_gpu_model)
+    inputs = factory.LazyFunction(lambda: {"params_billion": 70, "tokens_billion": 2000, "num_gpus": 512})
+
+
+class PlanItemFactory(DjangoModelFactory):
+    class Meta:
+        model = PlanItem
+
+    plan = factory.SubFactory(CapacityPlanFactory)
+    description = "400G switches"
+    quantity = 2
+    unit_cost = Decimal("40000.00")
+
+
+class PlanEventFactory(DjangoModelFactory):
+    class Meta:
+        model = PlanEvent
+
+    plan = factory.SubFactory(CapacityPlanFactory)
+    username = "max"
+    from_status = CapacityPlan.Status.DRAFT
+    to_status = CapacityPlan.Status.SUBMITTED
+
+
+class RecommendationFactory(DjangoModelFactory):
+    class Meta:
+        model = Recommendation
+
+    kind = Recommendation.Kind.CAPACITY
+    partition = factory.Sequence(lambda n: f"p{n}")
+    key = factory.LazyAttribute(lambda rec: f"{rec.kind}:partition={rec.partition}")
+    title = factory.LazyAttribute(lambda rec: f"Partition {rec.partition} is capacity-bound")
+    summary = "Busy."
+    action = "Add nodes."
+
+
+# Support
+
+
+class TeamFactory(DjangoModelFactory):
+    class Meta:
+        model = Team
+        skip_postgeneration_save = True  # members.set() saves what it changes
+
+    name = factory.Sequence(lambda n: f"team-{n}")
+
+    @factory.post_generation
+    def members(team, create, members, **kwargs):
+        if create and members:
+            team.members.set(members)
+
+
+class TicketFactory(DjangoModelFactory):
+    """A ticket opened through the workflow (SLA due times set); no mail unless ``notify=True``."""
+
+    class Meta:
+        model = Ticket
+
+    title = factory.Sequence(lambda n: f"ticket {n}")
+    description = "It broke."
+
+    @classmethod
+    def _create(cls, model_class, *args, notify=False, **kwargs):
+        from support import workflow
+
+        ticket = model_class(*args, **kwargs)
+        return workflow.open_ticket(ticket, ticket.requester, notify=notify)
+
+
+class TicketCommentFactory(DjangoModelFactory):
+    class Meta:
+        model = TicketComment
+
+    ticket = factory.SubFactory(TicketFactory)
+    author_name = "max"
+    body = "Looking into it."
+
+
+class TicketAttachmentFactory(DjangoModelFactory):
+    """Writes its file under MEDIA_ROOT: point that at a temporary folder (the ``settings`` fixture)."""
+
+    class Meta:
+        model = TicketAttachment
+
+    ticket = factory.SubFactory(TicketFactory)
+    file = factory.django.FileField(filename="dmesg.txt", data=b"XID 79")
+    name = "dmesg.txt"
+    content_type = "text/plain"
+    size = 6
 
 
 def make_team(name=None, members=()):
-    from support.models import Team
-
-    team = Team.objects.create(name=name or f"team-{_n()}")
-    team.members.set(members)
-    return team
+    return TeamFactory(**({"name": name} if name else {}), members=members)
 
 
 def make_ticket(requester=None, notify=False, **kw):
     """A ticket opened through the workflow (SLA due times set); no mail unless ``notify``."""
-    from support import workflow
-    from support.models import Ticket
-
-    ticket = Ticket(**{"title": f"ticket {_n()}", "description": "It broke.", "requester": requester, **kw})
-    return workflow.open_ticket(ticket, requester, notify=notify)
+    return TicketFactory(requester=requester, notify=notify, **kw)
 
 
 # --- Planning -----------------------------------------------------------------------------------------

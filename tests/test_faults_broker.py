@@ -23,8 +23,8 @@ from inventory.telemetry.models import TelemetrySource
 from planning.models import Webhook, WebhookDelivery
 from planning.webhooks import delivery as webhooks
 from portal.celery import app
+from tests.helpers.plans import act, create_plan
 from tests.pgserver import free_port
-from tests.test_plans import act, create_plan
 
 QUICK_S = 5  # a request that tries to queue work answers within this while the broker is down
 

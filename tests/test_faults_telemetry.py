@@ -26,7 +26,7 @@ from support import notifications
 from support.models import Ticket
 from tests.conftest import make_user
 from tests.factories import make_gpu, make_node
-from tests.test_webhooks import make_hook, send_until_done
+from tests.helpers.webhooks import make_hook, send_until_done
 
 ROOT = Path(__file__).resolve().parent.parent
 TIMEOUT_S = 1

@@ -22,7 +22,8 @@ from planning.models import Webhook, WebhookAttempt, WebhookDelivery
 from planning.webhooks import delivery as webhooks
 from portal import http
 from portal.roles import MANAGER, VIEWER
-from tests.conftest import RetryNow, make_user, token_client
+from tests.conftest import make_user, token_client
+from tests.helpers.webhooks import RetryNow
 from tests.httpstub import stub_server
 
 SOURCES_API = "/api/inventory/telemetry-sources/"

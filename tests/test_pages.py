@@ -11,9 +11,6 @@ from inventory.models import GPU, LifecycleState, Node, Site, StateTransition
 from portal.models import APIToken
 from tests.factories import bulk_make, make_gpu, make_node, make_rack, make_site
 
-MODELS = ["site", "rack", "gpumodel", "nodemodel", "node", "gpu", "fabric", "switch", "fabricattachment",
-          "storagesystem"]
-
 
 def list_url(model):
     return reverse(f"inventory:{model}_list")
@@ -32,45 +29,6 @@ def test_login_page_logs_in(client, viewer):
     response = client.post(reverse("login"), {"username": "vera", "password": "pw-vera"}, follow=True)
     assert response.status_code == 200
     assert b"Fleet dashboard" in response.content
-
-
-@pytest.mark.parametrize("model", MODELS)
-def test_viewer_reads_every_list_and_detail(viewer_client, model):
-    obj = bulk_make(model, 3)[0]
-    response = viewer_client.get(list_url(model))
-    assert response.status_code == 200
-    assert response.context["table"].paginator.count == type(obj).objects.count()
-    detail = viewer_client.get(obj.get_absolute_url())
-    assert detail.status_code == 200
-    assert str(obj).encode() in detail.content or b"History" in detail.content
-
-
-@pytest.mark.parametrize("model", MODELS)
-def test_viewer_cannot_add_edit_or_delete(viewer_client, model):
-    obj = bulk_make(model, 1)[0]
-    assert viewer_client.get(reverse(f"inventory:{model}_add")).status_code == 403
-    assert viewer_client.get(obj.get_edit_url()).status_code == 403
-    assert viewer_client.post(obj.get_delete_url()).status_code == 403
-    assert type(obj).objects.filter(pk=obj.pk).exists()
-    # No edit buttons are offered to a viewer.
-    page = viewer_client.get(list_url(model)).content.decode()
-    assert "Add " not in page.split("</h1>", 1)[1].split("</div>", 1)[0]
-
-
-@pytest.mark.parametrize("model", MODELS)
-def test_list_pages_keep_a_constant_number_of_queries(manager_client, django_assert_max_num_queries, model):
-    bulk_make(model, 5)
-    response = manager_client.get(list_url(model))
-    assert response.status_code == 200
-    from django.db import connection
-    from django.test.utils import CaptureQueriesContext
-
-    with CaptureQueriesContext(connection) as few:
-        manager_client.get(list_url(model))
-    bulk_make(model, 495)
-    with django_assert_max_num_queries(len(few)):
-        response = manager_client.get(list_url(model))
-    assert response.context["table"].paginator.count >= 500
 
 
 def test_manager_creates_a_node_with_the_form(manager_client, manager):

@@ -13,28 +13,14 @@ from planning.plans import workflow as plans
 from portal.roles import MANAGER, PROCUREMENT
 from tests.conftest import make_user, token_client
 from tests.factories import make_gpu_model, make_node_model, make_site
+from tests.helpers.plans import PLANS, act, create_plan, plan_body
 
-PLANS = "/api/planning/plans/"
 ORDERS = "/api/planning/purchase-orders/"
 
 
 @pytest.fixture
 def catalog(db):
     return {"node_model": make_node_model(gpu_slots=8), "gpu_model": make_gpu_model()}
-
-
-def plan_body(catalog, **overrides):
-    return {
-        "name": "2027 expansion", "horizon_months": 12,
-        "workloads": [{"name": "70B pretraining", "start_month": 3, "gpu_model": catalog["gpu_model"].pk,
-                       "inputs": {"params_billion": 70, "tokens_billion": 2000, "num_gpus": 512}}],
-        "items": [
-            {"node_model": catalog["node_model"].pk, "quantity": 4, "unit_cost": "250000.00"},
-            {"gpu_model": catalog["gpu_model"].pk, "quantity": 32, "unit_cost": "30000.00"},
-            {"description": "400G switches", "quantity": 2, "unit_cost": "40000.00", "currency": "eur"},
-        ],
-        **overrides,
-    }
 
 
 @pytest.fixture
@@ -46,16 +32,6 @@ def api(manager_api, catalog):
 def second(db):
     user = make_user("mia", MANAGER)
     return user, token_client(user)
-
-
-def create_plan(api, catalog, **overrides):
-    response = api.post(PLANS, plan_body(catalog, **overrides), format="json")
-    assert response.status_code == 201, response.data
-    return response.data
-
-
-def act(client, plan_id, name, comment=""):
-    return client.post(f"{PLANS}{plan_id}/{name}/", {"comment": comment}, format="json")
 
 
 def approved_plan(api, second, catalog):

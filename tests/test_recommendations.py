@@ -569,15 +569,6 @@ def test_list_shows_open_recommendations_most_severe_first(viewer_client, db):
     assert "Resolved one" in everything and "High one" in everything
 
 
-def test_list_query_count_does_not_grow(viewer_client, db, django_assert_max_num_queries):
-    rec_store.write([finding(scope=f"partition=p{i}") for i in range(3)], END)
-    with django_assert_max_num_queries(12) as small:
-        viewer_client.get(LIST)
-    rec_store.write([finding(scope=f"partition=p{i}") for i in range(40)], END)
-    with django_assert_max_num_queries(len(small)):
-        assert viewer_client.get(LIST).content.decode().count("capacity_bound partition=p") >= 40
-
-
 def test_detail_shows_evidence_chart_and_buttons_to_managers(manager_client, capacity_rec):
     response = manager_client.get(capacity_rec.get_absolute_url())
     text = response.content.decode()
@@ -657,15 +648,6 @@ def test_api_lists_recommendations_with_evidence_and_filters(viewer_api, capacit
     rec = viewer_api.get(f"{API}{capacity_rec.pk}/").json()
     assert rec["kind"] == "capacity_bound" and rec["evidence"]["figures"][0]["label"] == "x"
     assert [r["kind"] for r in viewer_api.get(API, {"kind": "storage_bound"}).json()["results"]] == ["storage_bound"]
-
-
-def test_api_list_query_count_does_not_grow(viewer_api, db, django_assert_max_num_queries):
-    rec_store.write([finding(scope=f"partition=p{i}") for i in range(3)], END)
-    with django_assert_max_num_queries(12) as small:
-        viewer_api.get(API)
-    rec_store.write([finding(scope=f"partition=p{i}") for i in range(40)], END)
-    with django_assert_max_num_queries(len(small)):
-        assert viewer_api.get(API).json()["count"] == 40
 
 
 def test_api_accept_and_dismiss(manager_api, capacity_rec):

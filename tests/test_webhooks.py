@@ -13,9 +13,7 @@ from django.utils import timezone
 
 from planning.models import Webhook, WebhookDelivery
 from planning.webhooks import delivery as webhooks
-from tests.conftest import RetryNow
-
-SECRET = "s3cret"
+from tests.helpers.webhooks import SECRET, RetryNow, make_hook, send_until_done
 
 
 class Receiver:
@@ -68,20 +66,6 @@ def hook_on(receiver):
         return server
 
     return make
-
-
-def send_until_done(pk):
-    while True:
-        try:
-            webhooks.send_webhook(pk)
-            return
-        except RetryNow:
-            continue
-
-
-def make_hook(url, events=("delivery.received",), **kw):
-    return Webhook.objects.create(name=f"hook-{Webhook.objects.count()}", url=url, secret=SECRET, events=list(events),
-                                  **kw)
 
 
 @pytest.mark.django_db
