@@ -6,7 +6,7 @@ class InventoryConfig(AppConfig):
     verbose_name = "Inventory"
 
     def ready(self):
-        from portal.registry import register_panel, register_search_provider
+        from portal.registry import register_menu, register_panel, register_search_provider
 
         from . import policy  # noqa: F401  (registers the inventory's rules)
         from .dashboard import fleet_panel
@@ -14,3 +14,21 @@ class InventoryConfig(AppConfig):
 
         register_panel("inventory/panels/fleet.html", fleet_panel, order=10)
         register_search_provider(search)
+        register_menu("Inventory", order=10, items=[
+            ("Sites", "inventory:site_list", "inventory.view_site"),
+            ("Racks", "inventory:rack_list", "inventory.view_rack"),
+            ("Nodes", "inventory:node_list", "inventory.view_node"),
+            ("GPUs", "inventory:gpu_list", "inventory.view_gpu"),
+            ("Fabrics", "inventory:fabric_list", "inventory.view_fabric"),
+            ("Switches", "inventory:switch_list", "inventory.view_switch"),
+            ("Fabric attachments", "inventory:fabricattachment_list", "inventory.view_fabricattachment"),
+            ("Storage", "inventory:storagesystem_list", "inventory.view_storagesystem"),
+        ])
+        register_menu("Telemetry", order=20, items=[
+            ("Utilization", "inventory:utilization", "inventory.read_telemetry"),
+            ("Telemetry sources", "inventory:telemetrysource_list", "inventory.view_telemetrysource"),
+        ])
+        register_menu("Catalog", order=90, items=[
+            ("GPU models", "inventory:gpumodel_list", "inventory.view_gpumodel"),
+            ("Node models", "inventory:nodemodel_list", "inventory.view_nodemodel"),
+        ])

@@ -5,6 +5,8 @@ from django import forms
 from django.db.models import Q
 from django.utils import timezone
 
+from portal.filters import STATE_WIDGET, SearchFilterSet, yes_no_filter
+
 from .models import (
     GPU,
     Fabric,
@@ -18,30 +20,6 @@ from .models import (
     StorageSystem,
     Switch,
 )
-
-STATE_WIDGET = forms.CheckboxSelectMultiple(attrs={"class": "inline-choices"})
-
-
-def yes_no_filter(**kwargs):
-    """A boolean filter shown as Any / Yes / No (rather than django-filter's "Unknown")."""
-    widget = forms.Select(choices=[("", "Any"), ("true", "Yes"), ("false", "No")])
-    return django_filters.BooleanFilter(widget=widget, **kwargs)
-
-
-class SearchFilterSet(django_filters.FilterSet):
-    """Adds ``q``: a case-insensitive match on any of ``search_fields``."""
-
-    q = django_filters.CharFilter(method="search", label="Search")
-    search_fields: tuple = ()
-
-    def search(self, queryset, name, value):
-        value = value.strip()
-        if not value:
-            return queryset
-        match = Q()
-        for field in self.search_fields:
-            match |= Q(**{f"{field}__icontains": value})
-        return queryset.filter(match)
 
 
 class GPUModelFilterSet(SearchFilterSet):

@@ -7,14 +7,26 @@ class PlanningConfig(AppConfig):
 
     def ready(self):
         from inventory.costs import register_cost_provider
+        from portal import events
         from portal.files import delete_file_with_row
-        from portal.registry import register_panel, register_warmup
+        from portal.registry import register_menu, register_panel, register_warmup
 
         from .contracts.costs import node_gpu_hour_costs
         from .dashboard import recommendations_panel, renewals_panel
-        from .webhooks import delivery  # noqa: F401  (registers the send_webhook Celery task in workers)
+        from .webhooks import delivery  # also registers the send_webhook Celery task in workers
 
         register_cost_provider(node_gpu_hour_costs)
+        events.subscribe(delivery.emit)  # business events go out to the subscribed webhooks
+        register_menu("Planning", order=30, items=[
+            ("Contracts", "planning:contract_list", "planning.view_contract"),
+            ("Uncovered assets", "planning:uncovered", "planning.view_contract"),
+            ("Purchase orders", "planning:purchaseorder_list", "planning.view_purchaseorder"),
+            ("Deliveries", "planning:delivery_list", "planning.view_delivery"),
+            ("Webhooks", "planning:webhook_list", "planning.view_webhook"),
+            ("Capacity plans", "planning:capacityplan_list", "planning.view_capacityplan"),
+            ("Recommendations", "planning:recommendation_list", "planning.view_recommendation"),
+            ("Workload sizing", "planning:sizing", "inventory.view_gpumodel"),  # any role: sizing reads the catalog
+        ])
         delete_file_with_row(self.get_model("ContractDocument"))
         register_panel("planning/panels/renewals.html", renewals_panel, order=20)
         register_panel("planning/panels/recommendations.html", recommendations_panel, order=30)

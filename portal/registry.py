@@ -1,4 +1,5 @@
-"""What apps plug into the portal's frames: home dashboard panels, global search providers and warm-up hooks.
+"""What apps plug into the portal's frames: menu sections, home dashboard panels, global search providers and
+warm-up hooks.
 
 ``portal`` imports no app: each app registers its parts in its ``AppConfig.ready()``, and the home page, the
 search page and ``portal.wsgi`` go through what is registered. Registering the same function twice is harmless.
@@ -9,9 +10,30 @@ from dataclasses import dataclass
 
 from django.utils.module_loading import import_string
 
+_menu = []
 _panels = []
 _search_providers = []
 _warmups = []
+
+
+@dataclass(frozen=True)
+class MenuSection:
+    title: str
+    items: tuple  # (label, URL name, permission needed)
+    order: int  # lower first (left)
+
+
+def register_menu(title, items, order):
+    """A section of the main menu; a user sees the items whose permission they hold, and no empty section."""
+    if all(section.title != title for section in _menu):
+        _menu.append(MenuSection(title, tuple(items), order))
+        _menu.sort(key=lambda section: section.order)
+
+
+def menu(user):
+    """[(section title, [(label, URL name)])] that ``user`` may open."""
+    shown = [(s.title, [(label, url) for label, url, perm in s.items if user.has_perm(perm)]) for s in _menu]
+    return [(title, items) for title, items in shown if items]
 
 
 @dataclass(frozen=True)

@@ -6,8 +6,8 @@ from django.contrib.auth import get_user_model
 from django.db.models import Q
 from django.utils import timezone
 
-from inventory.filters import STATE_WIDGET, SearchFilterSet, yes_no_filter
 from inventory.models import GPU, Node, Site
+from portal.filters import STATE_WIDGET, SearchFilterSet, yes_no_filter
 
 from .models import Team, Ticket, TicketComment
 

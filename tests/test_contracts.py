@@ -17,6 +17,7 @@ from django.utils import timezone
 from inventory.models import LifecycleState
 from planning.contracts import coverage, tasks
 from planning.models import Contract, ContractDocument, RenewalAlert, SLATerm
+from portal import events
 from tests.conftest import make_user
 from tests.factories import make_gpu, make_node, make_rack, make_site
 
@@ -362,7 +363,7 @@ def test_alerts_come_within_the_window_once_per_deadline_with_one_digest_per_own
 
 def test_the_alert_emits_the_contract_expiring_event(monkeypatch):
     sent = []
-    monkeypatch.setattr(tasks, "emit_webhook", lambda event, payload: sent.append((event, payload)))
+    monkeypatch.setattr(events, "_subscribers", [lambda event, payload: sent.append((event, payload))])
     contract = make_contract(end=TODAY + 10 * D, notice_days=5)
     tasks.raise_renewal_alerts(TODAY)
     assert [(e, p["contract"]["id"], p["notice_deadline"]) for e, p in sent] == [

@@ -13,6 +13,7 @@ from django.utils import timezone
 
 from planning.models import Webhook, WebhookDelivery
 from planning.webhooks import delivery as webhooks
+from portal import events
 from tests.helpers.webhooks import SECRET, RetryNow, make_hook, send_until_done
 
 
@@ -244,3 +245,17 @@ def test_sweep_is_on_the_beat_schedule():
 
     tasks = {entry["task"]: entry["schedule"] for entry in settings.CELERY_BEAT_SCHEDULE.values()}
     assert tasks["planning.webhooks.requeue_pending_webhooks"] == 300
+
+
+@pytest.mark.django_db
+def test_a_business_event_reaches_the_webhooks_and_a_failing_subscriber_does_not_reach_the_emitter(monkeypatch):
+    hook = make_hook("http://127.0.0.1:9/", events=["plan.approved"])
+
+    def broken(event, payload):
+        raise RuntimeError("subscriber down")
+
+    monkeypatch.setattr(events, "_subscribers", [broken, webhooks.emit])
+    monkeypatch.setattr(webhooks, "_queue", lambda pk: None)  # recorded, not sent
+    events.emit("plan.approved", {"plan": {"id": 1}})  # no exception
+    assert [(d.webhook, d.event, d.payload) for d in WebhookDelivery.objects.all()] == [
+        (hook, "plan.approved", {"plan": {"id": 1}})]

@@ -5,7 +5,7 @@ are in ``telemetry/api/serializers.py``."""
 from django.urls import NoReverseMatch, reverse
 from rest_framework import serializers
 
-from portal.api.serializers import EnumChoiceField, PortalModelSerializer
+from portal.api.serializers import COMMON, TIMESTAMPS, EnumChoiceField, PortalModelSerializer
 
 from ..models import (
     GPU,
@@ -21,9 +21,6 @@ from ..models import (
     StorageSystem,
     Switch,
 )
-
-COMMON = ["id", "url", "display"]
-TIMESTAMPS = ["created", "updated"]
 
 
 class GPUModelSerializer(PortalModelSerializer):

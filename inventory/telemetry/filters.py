@@ -6,7 +6,7 @@ import django_filters
 from django import forms
 from django_filters.fields import IsoDateTimeField
 
-from inventory.filters import SearchFilterSet, yes_no_filter
+from portal.filters import SearchFilterSet, yes_no_filter
 
 from .models import GPUHourly, TelemetrySource, UnknownSeries
 

@@ -7,8 +7,8 @@ from django import forms
 from django.db.models import Q
 from django.utils import timezone
 
-from inventory.filters import STATE_WIDGET, SearchFilterSet, yes_no_filter
 from inventory.models import Site
+from portal.filters import STATE_WIDGET, SearchFilterSet, yes_no_filter
 
 from .coverage import BOTH, NO_SUPPORT, WARRANTY_ENDED
 from .models import Contract

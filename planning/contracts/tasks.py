@@ -10,7 +10,8 @@ from django.core.mail import send_mail
 from django.template.loader import render_to_string
 from django.utils import timezone
 
-from ..webhooks.delivery import emit as emit_webhook
+from portal import events
+
 from .models import Contract, RenewalAlert
 
 log = logging.getLogger(__name__)
@@ -71,6 +72,6 @@ def raise_renewal_alerts(day=None):
             emailed.append(alert)
     RenewalAlert.objects.bulk_update(emailed, ["emailed_to"])
     for alert in new:
-        emit_webhook(EXPIRING_EVENT, expiring_payload(alert))  # queued for the subscribed webhooks; never raises
+        events.emit(EXPIRING_EVENT, expiring_payload(alert))  # queued for the subscribed webhooks; never raises
     log.info("Raised %d renewal alerts", len(new))
     return len(new)

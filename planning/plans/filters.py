@@ -2,7 +2,7 @@
 
 import django_filters
 
-from inventory.filters import STATE_WIDGET, SearchFilterSet
+from portal.filters import STATE_WIDGET, SearchFilterSet
 
 from .models import CapacityPlan
 

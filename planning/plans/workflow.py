@@ -14,7 +14,8 @@ from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.utils import timezone
 
-from ..webhooks.delivery import emit as emit_webhook
+from portal import events
+
 from .models import CapacityPlan, PlanEvent
 
 S = CapacityPlan.Status
@@ -65,7 +66,7 @@ def approve(plan, user, comment=""):
     if plan.status == S.SUBMITTED and plan.submitted_by_id == user.pk:
         raise ValidationError("A second manager approves: you submitted this plan.")
     plan = _move(plan, S.APPROVED, user, comment, decided_by=user, decided_at=timezone.now())
-    emit_webhook("plan.approved", {
+    events.emit("plan.approved", {
         "plan": {"id": plan.pk, "name": plan.name, "horizon_months": plan.horizon_months,
                  "approved_by": user.get_username(), "approved_at": plan.decided_at, "comment": comment or ""},
         "bill_of_materials": bill_of_materials(plan),

@@ -10,8 +10,8 @@ from django.db.models import Count, Prefetch
 
 from inventory import lifecycle
 from inventory.models import GPU, LifecycleState, Node
+from portal import events
 
-from ..webhooks.delivery import emit as emit_webhook
 from .models import Delivery, DeliveryItem, OrderLine, PurchaseOrder
 
 NON_FIELD = "non_field_errors"
@@ -123,7 +123,7 @@ def receive_delivery(order, items, user=None, **fields):
                                              user, reason, delivery.created)
         order.status = order_status(order)
         order.save(update_fields=["status", "updated"])
-        emit_webhook("delivery.received", delivery_payload(delivery))
+        events.emit("delivery.received", delivery_payload(delivery))
     return delivery
 
 

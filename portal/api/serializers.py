@@ -11,7 +11,8 @@ from rest_framework.settings import api_settings
 from portal.history import REASON_MAX_LENGTH
 from portal.roles import sees_outbound_errors
 
-BRIEF_FIELDS = ("id", "url", "display")
+COMMON = ["id", "url", "display"]  # every serializer's first fields, and the brief (nested) form's
+TIMESTAMPS = ["created", "updated"]
 
 
 class OutboundErrorsMixin:
@@ -112,7 +113,7 @@ def wanted_fields(serializer, readable):
         return None
     params = request.query_params
     if params.get("brief") in ("1", "true"):
-        return {*BRIEF_FIELDS, *getattr(serializer.Meta, "brief_fields", ())}
+        return {*COMMON, *getattr(serializer.Meta, "brief_fields", ())}
     if not params.get("fields"):
         return None
     wanted = {name.strip() for name in params["fields"].split(",") if name.strip()}

@@ -3,8 +3,7 @@ and answers of the utilization and allocations reports."""
 
 from rest_framework import serializers
 
-from inventory.api.serializers import COMMON, TIMESTAMPS
-from portal.api.serializers import OutboundErrorsMixin, PortalModelSerializer
+from portal.api.serializers import COMMON, TIMESTAMPS, OutboundErrorsMixin, PortalModelSerializer
 
 from .. import queries as telemetry_queries
 from ..models import GPUHourly, SlurmJob, TelemetrySource, UnknownSeries

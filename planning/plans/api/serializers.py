@@ -5,8 +5,7 @@ in one transaction), the workflow's events, the bill of materials and, for the s
 from django.core.exceptions import ValidationError as DjangoValidationError
 from rest_framework import serializers
 
-from inventory.api.serializers import COMMON, TIMESTAMPS
-from portal.api.serializers import EnumChoiceField, PortalModelSerializer
+from portal.api.serializers import COMMON, TIMESTAMPS, EnumChoiceField, PortalModelSerializer
 
 from ...common import NestedListMixin
 from ...sizing import sizing

@@ -6,8 +6,7 @@ it."""
 
 from rest_framework import serializers
 
-from inventory.api.serializers import COMMON, TIMESTAMPS
-from portal.api.serializers import EnumChoiceField, PortalModelSerializer
+from portal.api.serializers import COMMON, TIMESTAMPS, EnumChoiceField, PortalModelSerializer
 
 from ...common import NestedListMixin
 from ...contracts.models import Contract

@@ -2,8 +2,7 @@
 
 from rest_framework import serializers
 
-from inventory.api.serializers import COMMON, TIMESTAMPS
-from portal.api.serializers import EnumChoiceField, OutboundErrorsMixin, PortalModelSerializer
+from portal.api.serializers import COMMON, TIMESTAMPS, EnumChoiceField, OutboundErrorsMixin, PortalModelSerializer
 
 from ..models import Webhook, WebhookAttempt, WebhookDelivery
 

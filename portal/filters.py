@@ -1,0 +1,30 @@
+"""The base of every app's filter sets (list pages and API alike): the ``q`` search, the state checkboxes and the
+Any / Yes / No boolean."""
+
+import django_filters
+from django import forms
+from django.db.models import Q
+
+STATE_WIDGET = forms.CheckboxSelectMultiple(attrs={"class": "inline-choices"})
+
+
+def yes_no_filter(**kwargs):
+    """A boolean filter shown as Any / Yes / No (rather than django-filter's "Unknown")."""
+    widget = forms.Select(choices=[("", "Any"), ("true", "Yes"), ("false", "No")])
+    return django_filters.BooleanFilter(widget=widget, **kwargs)
+
+
+class SearchFilterSet(django_filters.FilterSet):
+    """Adds ``q``: a case-insensitive match on any of ``search_fields``."""
+
+    q = django_filters.CharFilter(method="search", label="Search")
+    search_fields: tuple = ()
+
+    def search(self, queryset, name, value):
+        value = value.strip()
+        if not value:
+            return queryset
+        match = Q()
+        for field in self.search_fields:
+            match |= Q(**{f"{field}__icontains": value})
+        return queryset.filter(match)
