@@ -1,5 +1,5 @@
-"""What apps plug into the portal's frames: menu sections, home dashboard panels, global search providers and
-warm-up hooks.
+"""What apps plug into the portal's frames: menu sections, home dashboard panels, panels on other apps' object pages,
+global search providers and warm-up hooks.
 
 ``portal`` imports no app: each app registers its parts in its ``AppConfig.ready()``, and the home page, the
 search page and ``portal.wsgi`` go through what is registered. Registering the same function twice is harmless.
@@ -53,6 +53,29 @@ def register_panel(template, context, order):
 def panels(request):
     """[(template, context)] of the panels ``request.user`` may see, in order."""
     shown = [(panel.template, panel.context(request)) for panel in _panels]
+    return [(template, context) for template, context in shown if context is not None]
+
+
+@dataclass(frozen=True)
+class ObjectPanel:
+    model: str  # "inventory.node": the pages of that model's objects show the panel
+    template: str
+    context: Callable  # (request, obj) -> dict of template variables, or None when the user may not see it
+
+
+_object_panels = []
+
+
+def register_object_panel(model, template, context):
+    """A panel another app adds to an object's page (support's tickets on a node's page), in registration order."""
+    if all(panel.context is not context or panel.model != model for panel in _object_panels):
+        _object_panels.append(ObjectPanel(model, template, context))
+    return context
+
+
+def object_panels(request, obj):
+    """[(template, context)] of the panels registered for ``obj``'s model that ``request.user`` may see."""
+    shown = [(p.template, p.context(request, obj)) for p in _object_panels if p.model == obj._meta.label_lower]
     return [(template, context) for template, context in shown if context is not None]
 
 

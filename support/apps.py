@@ -7,13 +7,15 @@ class SupportConfig(AppConfig):
 
     def ready(self):
         from portal.files import delete_file_with_row
-        from portal.registry import register_menu, register_panel
+        from portal.registry import register_menu, register_object_panel, register_panel
 
         from . import policy  # noqa: F401  (registers the support rules)
-        from .dashboard import sla_panel
+        from .dashboard import asset_tickets_panel, sla_panel
 
         delete_file_with_row(self.get_model("TicketAttachment"))
         register_panel("support/panels/sla_tickets.html", sla_panel, order=40)
+        for asset in ("inventory.node", "inventory.gpu"):
+            register_object_panel(asset, "support/asset_tickets.html", asset_tickets_panel)
         register_menu("Support", order=40, items=[
             ("Tickets", "support:ticket_list", "support.view_support_pages"),  # researchers: theirs and their teams'
             ("Report a problem", "support:ticket_add", "support.open_ticket"),
