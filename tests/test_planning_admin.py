@@ -64,7 +64,7 @@ def test_deliveries_and_webhook_deliveries_are_read_only(procurement, superuser_
 
 def test_the_webhook_secret_is_write_only(superuser_client):
     add = reverse("admin:planning_webhook_add")
-    body = {"name": "erp", "url": "http://127.0.0.1:9/", "events": '["delivery.received"]', "enabled": "on"}
+    body = {"name": "erp", "url": "http://127.0.0.1:9/", "events": ["delivery.received"], "enabled": "on"}
     assert "secret" in superuser_client.post(add, body).context["adminform"].form.errors
     assert superuser_client.post(add, {**body, "secret": "s3cret"}).status_code == 302
     hook = Webhook.objects.get()

@@ -1,30 +1,12 @@
 """Django admin for webhooks, with a write-only secret, and their deliveries read-only with their attempts."""
 
-from django import forms
 from django.contrib import admin
 from simple_history.admin import SimpleHistoryAdmin
 
 from portal.admin import ReadOnlyMixin
 
+from .forms import WebhookForm  # the pages' form: the secret write-only there too
 from .models import Webhook, WebhookAttempt, WebhookDelivery
-
-
-class WebhookForm(forms.ModelForm):
-    """The secret is write-only: never shown; left empty on a change, the stored one is kept."""
-
-    url = forms.URLField(max_length=500, assume_scheme="https")
-    secret = forms.CharField(widget=forms.PasswordInput(render_value=False), required=False, max_length=200,
-                             help_text="Signs each payload (HMAC-SHA256). Leave empty to keep the current secret.")
-
-    class Meta:
-        model = Webhook
-        fields = ["name", "url", "secret", "events", "enabled"]
-
-    def clean_secret(self):
-        secret = self.cleaned_data["secret"]
-        if not secret and not self.instance.pk:
-            raise forms.ValidationError("A new webhook needs a secret.")
-        return secret or self.instance.secret
 
 
 @admin.register(Webhook)
