@@ -28,7 +28,7 @@ def main():
     parser.add_argument("--repeat", type=int, default=3)
     args = parser.parse_args()
 
-    from tests.pgserver import throwaway_postgres
+    from tests.helpers.pgserver import throwaway_postgres
 
     with throwaway_postgres() as (host, port, user):
         os.environ["DATABASE_URL"] = f"postgres://{user}@{host}:{port}/postgres"

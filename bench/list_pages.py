@@ -28,7 +28,7 @@ def main():
     args = parser.parse_args()
     sizes = [int(s) for s in args.sizes.split(",")]
 
-    from tests.pgserver import throwaway_postgres
+    from tests.helpers.pgserver import throwaway_postgres
 
     with throwaway_postgres() as (host, port, user):
         os.environ["DATABASE_URL"] = f"postgres://{user}@{host}:{port}/postgres"

@@ -400,7 +400,7 @@ def report(results, pulls, errors, args):
 def main():
     args = parse_args()
     folder = Path(tempfile.mkdtemp(prefix="cluster-portal-load-"))
-    from tests.pgserver import throwaway_postgres
+    from tests.helpers.pgserver import throwaway_postgres
 
     signal.signal(signal.SIGTERM, interrupted)
     try:
@@ -432,7 +432,7 @@ def close_connections():
 
 
 def measure(args, folder, processes, database_url, database_port):
-    from tests.pgserver import free_port
+    from tests.helpers.pgserver import free_port
 
     env = dict(
         os.environ,

@@ -37,7 +37,7 @@ def database(kind):
         stack.callback(shutil.rmtree, var, ignore_errors=True)
         os.environ["PORTAL_VAR_DIR"] = str(var)
         if kind == "postgres":
-            from tests.pgserver import throwaway_postgres
+            from tests.helpers.pgserver import throwaway_postgres
 
             host, port, user = stack.enter_context(throwaway_postgres())
             os.environ["DATABASE_URL"] = f"postgres://{user}@{host}:{port}/postgres"

@@ -5,7 +5,7 @@ import pytest
 from django.contrib.auth.models import Group, User
 
 from portal.roles import ADMIN, MANAGER, VIEWER
-from tests.pgserver import throwaway_postgres
+from tests.helpers.pgserver import throwaway_postgres
 
 
 @pytest.fixture(scope="session")

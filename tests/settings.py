@@ -1,6 +1,6 @@
 """The test run's settings: the portal's, configured as the demo is (``DEBUG=1``: no secret key needed, static files
 from the apps), unless the environment says otherwise. Processes the tests start inherit the same environment; tests
-of production settings start ``manage.py`` with an environment of their own (``tests/test_settings.py``)."""
+of production settings start ``manage.py`` with an environment of their own (``tests/portal/test_settings.py``)."""
 
 import os
 

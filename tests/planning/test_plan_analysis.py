@@ -1,0 +1,181 @@
+"""A plan's analysis from the database: capacity month by month (owned, rented, incoming), demand from the
+telemetry history and the planned workloads, the assumptions' sources, the page and the API."""
+
+from datetime import date, timedelta
+from decimal import Decimal
+
+import pytest
+
+from inventory.models import GPUDaily, GPUModel, LifecycleState, NodeModel
+from planning.models import CapacityPlan, Contract, OrderLine, PlanWorkload, PurchaseOrder
+from planning.plans import analysis, capacity
+from tests.factories import make_gpu, make_node, make_node_model, make_site
+
+pytestmark = pytest.mark.django_db
+
+TODAY = date(2026, 12, 2)
+HOURS = 730
+
+
+def node_with_gpus(state=LifecycleState.IN_SERVICE, gpus=8, **kw):
+    node = make_node(state=state, **kw)
+    for _ in range(gpus):
+        make_gpu(node=node)
+    return node
+
+
+def test_capacity_counts_owned_rented_and_incoming_gpus():
+    site = make_site()
+    model = make_node_model()
+    node_with_gpus(site=site, node_model=model)  # owned: 8
+    node_with_gpus(site=site, node_model=model, state=LifecycleState.DEGRADED)  # still runs jobs: 8
+    node_with_gpus(site=site, node_model=model, state=LifecycleState.IN_REPAIR)  # not counted
+    node_with_gpus(site=site, node_model=model, state=LifecycleState.BURN_IN)  # from next month: 8
+    rented = node_with_gpus(site=site, node_model=model)  # on a rental that ends mid-February
+    rental = Contract.objects.create(kind=Contract.Kind.RENTAL, vendor="Cloud", reference="R-1",
+                                     start=date(2026, 6, 1), end=date(2027, 2, 14), rented_gpus=4,
+                                     rented_gpu_model=GPUModel.objects.first())
+    rental.nodes.add(rented)
+    order = PurchaseOrder.objects.create(vendor="NVIDIA", reference="PO-7", site=site, ordered_on=date(2026, 11, 20))
+    OrderLine.objects.create(order=order, node_model=model, quantity=2, unit_price=Decimal("300000"))
+
+    cap = capacity.baseline(date(2027, 1, 1), 4, today=TODAY)
+    assert cap.owned == [16.0] * 4
+    # max(4 rented GPUs, 8 in service on its node): 8 until 14 February (14 of 28 days), then none.
+    assert cap.rented == pytest.approx([8, 4, 0, 0])
+    # Burn-in joins in January; the order's 16 GPUs are due 90 days after 20 November: 18 February.
+    assert cap.incoming == pytest.approx([8, 8 + 16 * 11 / 28, 24, 24])
+    assert cap.hours[0] == (16 + 8 + 8) * HOURS
+    assert any("PO-7" in line for line in cap.sources)
+
+
+def test_delivered_order_lines_are_not_expected_again():
+    from planning.models import Delivery, DeliveryItem
+
+    site, model = make_site(), make_node_model()
+    order = PurchaseOrder.objects.create(vendor="NVIDIA", reference="PO-8", site=site, ordered_on=date(2026, 6, 1))
+    line = OrderLine.objects.create(order=order, node_model=model, quantity=2, unit_price=Decimal("1"))
+    delivery = Delivery.objects.create(order=order)
+    DeliveryItem.objects.create(delivery=delivery, line=line, serial="SN-1",
+                                node=node_with_gpus(site=site, node_model=model, state=LifecycleState.DELIVERED))
+    cap = capacity.baseline(date(2027, 1, 1), 2, today=TODAY)
+    # The delivered node (8 GPUs) joins next month; one node (8 GPUs) is still due (its date has passed).
+    assert cap.incoming == [16.0, 16.0]
+
+
+def plan_with_workload(**kw):
+    plan = CapacityPlan.objects.create(name="2027", horizon_months=12, **kw)
+    PlanWorkload.objects.create(plan=plan, name="70B", start_month=2,
+                                gpu_model=GPUModel.objects.get(name="H100 SXM 80GB"),
+                                inputs={"params_billion": 70, "tokens_billion": 2000, "num_gpus": 256})
+    return plan
+
+
+def test_workloads_are_spread_over_the_months_they_run():
+    plan = plan_with_workload()
+    [demand] = analysis.workload_demand(plan, 12)
+    # 6 × 70e9 × 2e12 = 8.4e23 FLOPs / (989.4 TFLOP/s × 0.40) = 589,583 GPU-hours; on 256 GPUs 96 days: 4 months.
+    assert demand.gpu_hours == pytest.approx(8.4e23 / (989.4e12 * 0.40) / 3600)
+    assert demand.months == 4
+    assert demand.per_month[0] == 0 and demand.per_month[5] == 0
+    assert demand.per_month[1:5] == pytest.approx([demand.gpu_hours / 4] * 4)
+
+
+def test_analysis_adds_workloads_to_the_forecast_and_recommends():
+    site = make_site(power_capacity_kw=Decimal("1000"), pue=Decimal("1.2"))
+    model = NodeModel.objects.get(name="DGX H100")
+    gpus = [g for _ in range(4) for g in node_with_gpus(site=site, node_model=model).gpus.all()]
+    # Three months of history: 32 GPUs at 50 % → 16 busy GPUs (a flat forecast from so short a history).
+    days = [date(2026, 9, 1) + timedelta(days=i) for i in range(91)]
+    GPUDaily.objects.bulk_create([GPUDaily(gpu=g, day=d, hours=24, util_mean=50.0) for g in gpus for d in days])
+    plan = plan_with_workload()
+    an = analysis.analyse(plan, today=TODAY)
+    assert an.months[0] == date(2027, 1, 1)
+    assert an.forecast.method.startswith("mean of 3 month(s)")
+    assert an.forecast.mean[0] == pytest.approx(16 * HOURS)  # 16 busy GPUs for a 730-hour month
+    assert an.demand[1] == pytest.approx(an.forecast.mean[1] + 589_583 / 4, rel=0.001)
+    assert an.capacity.hours[0] == 32 * HOURS
+    # 256 GPUs of training against 32 owned: a gap; the node price is DGX H100's list price.
+    assert min(an.gaps) < 0
+    assert ("Node price", "373,000 USD", "DGX H100's list price") in an.assumption_rows
+    assert ("Site to expand", str(site), "the site with the most GPUs in service") in an.assumption_rows
+    assert an.recommendation.kind in {"expand", "build", "rent", "hybrid"}
+    expand = next(s for s in an.scenarios if s.kind == "expand")
+    assert expand.nodes > 0 and expand.lead_months == plan.expand_lead_months
+
+
+def test_plan_assumptions_win_over_the_fleet():
+    site, model = make_site(), make_node_model(list_price=Decimal("1000"))
+    plan = CapacityPlan.objects.create(name="p", site=site, node_model=model, node_price=Decimal("250000"),
+                                       rental_gpu_hour_cost=Decimal("3.5"))
+    rows = {name: (value, source) for name, value, source in analysis.assumptions_for(plan, TODAY)[1]}
+    assert rows["Node price"] == ("250,000 USD", "the plan")
+    assert rows["Rental"] == ("3.50 USD per GPU-hour", "the plan")
+    assert rows["Site to expand"] == (str(site), "the plan")
+    plan.node_price = None
+    order = PurchaseOrder.objects.create(vendor="X", reference="PO-9", site=site, ordered_on=date(2026, 3, 1))
+    OrderLine.objects.create(order=order, node_model=model, quantity=1, unit_price=Decimal("280000"))
+    assert analysis.node_price_for(plan, model) == (280000.0, "order PO-9 (2026-03-01)")
+
+
+def test_analysis_page_and_fragment(manager_client, viewer, django_assert_max_num_queries):
+    from django.test import Client
+
+    plan = plan_with_workload()
+    node_with_gpus(node_model=NodeModel.objects.get(name="DGX H100"))
+    url = f"/planning/capacity-plans/{plan.pk}/analysis/"
+    page = manager_client.get(url)
+    assert page.status_code == 200
+    html = page.content.decode()
+    for text in ("Demand and capacity", "Scenarios over 12 months", "Expand an existing site", "Build a new cluster",
+                 "Hybrid: rent, then expand", "Cost per useful GPU-hour", "Meets demand from", "Month by month",
+                 'data-source="plan-capacity-chart"', 'id="plan-cost-chart"', "Change the assumptions",
+                 "plotly.min.js"):
+        assert text in html, text
+    viewer_client = Client()
+    viewer_client.force_login(viewer)
+    fragment = viewer_client.get(url, headers={"HX-Request": "true"})
+    assert fragment.status_code == 200
+    assert "<html" not in fragment.content.decode() and "Change the assumptions" not in fragment.content.decode()
+    for n in range(10):  # more workloads, same queries
+        PlanWorkload.objects.create(plan=plan, name=f"w{n}", start_month=1, gpu_model=GPUModel.objects.first(),
+                                    inputs={"params_billion": 7, "tokens_billion": 100})
+    with django_assert_max_num_queries(20):
+        assert manager_client.get(url).status_code == 200
+    assert Client().get(url).status_code == 302  # anonymous: to the login page
+
+
+def test_plan_page_loads_the_analysis(manager_client):
+    plan = plan_with_workload()
+    html = manager_client.get(plan.get_absolute_url()).content.decode()
+    assert f'hx-get="/planning/capacity-plans/{plan.pk}/analysis/"' in html
+    assert "plan-changed from:body" in html
+
+
+def test_analysis_api(viewer_api):
+    plan = plan_with_workload()
+    node_with_gpus(node_model=NodeModel.objects.get(name="DGX H100"))
+    response = viewer_api.get(f"/api/planning/plans/{plan.pk}/analysis/")
+    assert response.status_code == 200
+    data = response.json()
+    assert [s["kind"] for s in data["scenarios"]] == ["expand", "build", "rent", "hybrid"]
+    assert len(data["months"]) == 12 and data["months"][0]["month"] == data["months"][0]["month"][:7] + "-01"
+    assert data["workloads"][0]["name"] == "70B" and data["workloads"][0]["months"] == 4
+    assert data["recommendation"]["headline"]
+    assert all(len(s["capacity_gpu_hours"]) == 12 for s in data["scenarios"])
+    assert viewer_api.get("/api/planning/plans/999999/analysis/").status_code == 404
+
+
+def test_absurd_assumptions_get_field_errors(manager_api):
+    response = manager_api.post("/api/planning/plans/", {
+        "name": "absurd", "horizon_months": 12, "target_utilization": 500, "expand_lead_months": 100,
+        "node_price": "-1", "rental_gpu_hour_cost": "-2"}, format="json")
+    assert response.status_code == 400
+    errors = response.json()
+    assert set(errors) >= {"target_utilization", "expand_lead_months", "node_price", "rental_gpu_hour_cost"}
+    assert "less than or equal to 100" in errors["target_utilization"][0]
+    assert not CapacityPlan.objects.filter(name="absurd").exists()
+    ok = manager_api.post("/api/planning/plans/", {"name": "fine", "target_utilization": 70, "node_price": "350000"},
+                          format="json")
+    assert ok.status_code == 201, ok.json()
+    assert ok.json()["target_utilization"] == 70 and CapacityPlan.objects.get(name="fine").node_price == 350000

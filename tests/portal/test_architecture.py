@@ -1,0 +1,65 @@
+"""The allowed import directions between the apps (docs: DESIGN.md), read from the source with ``ast``: nothing is
+imported, so a lazy import inside a function counts as much as one at the top of a module.
+
+``support`` → ``planning`` → ``inventory`` → ``portal``: an app imports only the ones to its right."""
+
+import ast
+
+from tests.helpers.paths import ROOT
+
+APPS = ["portal", "inventory", "planning", "support"]
+FORBIDDEN = {  # app: the apps it must not import
+    "portal": {"inventory", "planning", "support"},
+    "inventory": {"planning", "support"},
+    "planning": {"support"},
+    "support": set(),
+}
+
+
+def imported_modules(path, nodes):
+    """(line, dotted module) of each import among ``nodes``; relative imports resolved against ``path``."""
+    package = path.relative_to(ROOT).parts[:-1]  # a module's package, or the package of an __init__.py
+    for node in nodes:
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                yield node.lineno, alias.name
+        elif isinstance(node, ast.ImportFrom):
+            base = list(package[:len(package) - node.level + 1]) if node.level else []
+            module = ".".join([*base, node.module] if node.module else base)
+            yield node.lineno, module
+            for alias in node.names:  # ``from inventory import models`` imports inventory.models
+                yield node.lineno, f"{module}.{alias.name}"
+
+
+def parsed(app):
+    for path in sorted((ROOT / app).rglob("*.py")):
+        yield path, ast.parse(path.read_text(), filename=str(path))
+
+
+def test_apps_import_only_in_the_allowed_direction():
+    violations = {}  # file:line → the module imported there
+    for app in APPS:
+        for path, tree in parsed(app):
+            for line, module in imported_modules(path, ast.walk(tree)):
+                if module.split(".")[0] in FORBIDDEN[app]:
+                    violations.setdefault(f"{path.relative_to(ROOT)}:{line}", module)
+    assert not violations, "\n".join(f"{where} imports {module}" for where, module in sorted(violations.items()))
+
+
+def test_telemetry_models_do_not_import_the_inventory_models_at_module_level():
+    """``inventory/models.py`` imports the telemetry models (Django finds them there): importing it back is a
+    cycle."""
+    path = ROOT / "inventory" / "telemetry" / "models.py"
+    tree = ast.parse(path.read_text(), filename=str(path))
+    found = [f"{path.relative_to(ROOT)}:{line} imports {module}"
+             for line, module in imported_modules(path, tree.body) if module == "inventory.models"]
+    assert not found, "\n".join(found)
+
+
+def test_the_checks_see_imports_of_every_kind():
+    """The resolution of relative imports and of ``from x import module`` that the tests above rely on."""
+    source = ("import planning.models\nfrom ..models import GPU\nfrom .. import models\n\n"
+              "def f():\n    from support import x\n")
+    path = ROOT / "inventory" / "telemetry" / "example.py"
+    found = {module for _, module in imported_modules(path, ast.walk(ast.parse(source)))}
+    assert {"planning.models", "inventory.models", "inventory.models.GPU", "support.x"} <= found
