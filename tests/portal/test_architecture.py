@@ -63,3 +63,14 @@ def test_the_checks_see_imports_of_every_kind():
     path = ROOT / "inventory" / "telemetry" / "example.py"
     found = {module for _, module in imported_modules(path, ast.walk(ast.parse(source)))}
     assert {"planning.models", "inventory.models", "inventory.models.GPU", "support.x"} <= found
+
+
+CONCERNS = ("models", "admin", "forms", "filters", "tables", "views", "urls", "serializers", "tasks")
+
+
+def test_every_feature_uses_the_same_file_names_for_the_same_concerns():
+    """One file per concern with the same name in every app and feature package (``planning/contracts/views.py``),
+    never a bundle named after its feature (``contract_views.py``) nor a concern split under another name."""
+    bundles = [str(path.relative_to(ROOT)) for app in APPS for path, _ in parsed(app)
+               if any(path.stem.endswith(f"_{concern}") or path.stem.startswith(f"{concern}_") for concern in CONCERNS)]
+    assert not bundles, bundles
