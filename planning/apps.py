@@ -11,6 +11,7 @@ class PlanningConfig(AppConfig):
         from portal.files import delete_file_with_row
         from portal.registry import register_menu, register_panel, register_warmup
 
+        from . import policy  # noqa: F401  (registers planning's rules)
         from .contracts.costs import node_gpu_hour_costs
         from .dashboard import recommendations_panel, renewals_panel
         from .webhooks import delivery  # also registers the send_webhook Celery task in workers

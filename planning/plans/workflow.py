@@ -16,6 +16,7 @@ from django.utils import timezone
 
 from portal import events
 
+from ..policy import not_its_submitter
 from .models import CapacityPlan, PlanEvent
 
 S = CapacityPlan.Status
@@ -62,9 +63,13 @@ def submit(plan, user, comment=""):
     return _move(plan, S.SUBMITTED, user, comment, submitted_by=user, submitted_at=timezone.now())
 
 
+def check_second_manager(plan, user):
+    if plan.status == S.SUBMITTED and not not_its_submitter(user, plan):
+        raise ValidationError("A second manager approves or rejects: you submitted this plan.")
+
+
 def approve(plan, user, comment=""):
-    if plan.status == S.SUBMITTED and plan.submitted_by_id == user.pk:
-        raise ValidationError("A second manager approves: you submitted this plan.")
+    check_second_manager(plan, user)
     plan = _move(plan, S.APPROVED, user, comment, decided_by=user, decided_at=timezone.now())
     events.emit("plan.approved", {
         "plan": {"id": plan.pk, "name": plan.name, "horizon_months": plan.horizon_months,
@@ -75,6 +80,7 @@ def approve(plan, user, comment=""):
 
 
 def reject(plan, user, comment=""):
+    check_second_manager(plan, user)
     if not (comment or "").strip():
         raise ValidationError("Say why the plan is rejected (comment).")
     return _move(plan, S.REJECTED, user, comment, decided_by=user, decided_at=timezone.now())

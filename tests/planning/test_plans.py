@@ -86,6 +86,8 @@ def test_reject_needs_a_comment_and_reopen(api, second, catalog):
     plan = create_plan(api, catalog)
     act(api, plan["id"], "submit")
     assert act(second[1], plan["id"], "reject").status_code == 400
+    own = act(api, plan["id"], "reject", "changed my mind")  # four eyes on a rejection too, as on the page
+    assert own.status_code == 400 and "second manager" in own.data["detail"]
     assert act(second[1], plan["id"], "reject", "too expensive").data["status"] == "rejected"
     assert act(api, plan["id"], "submit").status_code == 400
     reopened = act(api, plan["id"], "reopen", "cheaper now")
