@@ -11,6 +11,7 @@ from django.db.models import Q
 from django.template.defaultfilters import filesizeformat
 
 from inventory.models import GPU, LifecycleState, Node
+from portal import files
 
 from .models import Team, Ticket, TicketAttachment
 
@@ -29,7 +30,6 @@ ATTACHMENT_TYPES = {
     ".tgz": ("application/gzip", (b"\x1f\x8b",)),
     ".zip": ("application/zip", (b"PK\x03\x04",)),
 }
-SNIFF_BYTES = 4096
 
 
 def staff_users():
@@ -46,19 +46,7 @@ def check_attachment(upload):
     limit = settings.SUPPORT_ATTACHMENT_MAX_BYTES
     if upload.size > limit:
         raise forms.ValidationError(f"The file is {filesizeformat(upload.size)}; the limit is {filesizeformat(limit)}.")
-    extension = Path(upload.name).suffix.lower()
-    if extension not in ATTACHMENT_TYPES:
-        allowed = ", ".join(sorted(ATTACHMENT_TYPES))
-        raise forms.ValidationError(f"Files of type '{extension or 'none'}' are not accepted; use one of {allowed}.")
-    content_type, magic = ATTACHMENT_TYPES[extension]
-    upload.seek(0)
-    head = upload.read(SNIFF_BYTES)
-    upload.seek(0)
-    if magic and not head.startswith(magic):
-        raise forms.ValidationError(f"The file is named {extension} but its content is not a {extension} file.")
-    if magic is None and b"\x00" in head:
-        raise forms.ValidationError(f"The file is named {extension} but is not text.")
-    return content_type, upload.size
+    return files.sniff_content_type(upload, ATTACHMENT_TYPES), upload.size
 
 
 def save_attachment(ticket, upload, user, comment=None):

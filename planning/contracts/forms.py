@@ -10,13 +10,13 @@ from django.conf import settings
 from django.template.defaultfilters import filesizeformat
 
 from inventory.models import GPU, Node
+from portal import files
 from portal.forms import DateInput
 
 from .coverage import purchase_conflicts
 from .models import Contract, ContractDocument, SLATerm
 
-# Extension -> content type, and the first bytes a file of that type must start with (None: not sniffed,
-# but a text type must decode as UTF-8 and binaries may not hide in it).
+# Extension -> content type, and the first bytes a file of that type must start with (None: text).
 DOCUMENT_TYPES = {
     ".pdf": ("application/pdf", (b"%PDF-",)),
     ".png": ("image/png", (b"\x89PNG\r\n\x1a\n",)),
@@ -32,25 +32,6 @@ DOCUMENT_TYPES = {
     ".doc": ("application/msword", (b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1",)),
     ".xls": ("application/vnd.ms-excel", (b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1",)),
 }
-TEXT_TYPES = {"text/plain", "text/csv"}
-SNIFF_BYTES = 4096
-
-
-def sniff_content_type(upload):
-    """The content type a file's name promises, if its first bytes agree; else a ValidationError."""
-    extension = Path(upload.name).suffix.lower()
-    if extension not in DOCUMENT_TYPES:
-        allowed = ", ".join(sorted(DOCUMENT_TYPES))
-        raise forms.ValidationError(f"Files of type '{extension or 'none'}' are not accepted; use one of {allowed}.")
-    content_type, magic = DOCUMENT_TYPES[extension]
-    upload.seek(0)
-    head = upload.read(SNIFF_BYTES)
-    upload.seek(0)
-    if magic and not head.startswith(magic):
-        raise forms.ValidationError(f"The file is named {extension} but its content is not a {extension} file.")
-    if content_type in TEXT_TYPES and b"\x00" in head:
-        raise forms.ValidationError(f"The file is named {extension} but is not text.")
-    return content_type
 
 
 class ContractDocumentForm(forms.ModelForm):
@@ -76,7 +57,7 @@ class ContractDocumentForm(forms.ModelForm):
             raise forms.ValidationError(
                 f"The file is {filesizeformat(upload.size)}; the limit is {filesizeformat(self.max_bytes())}."
             )
-        self.instance.content_type = sniff_content_type(upload)
+        self.instance.content_type = files.sniff_content_type(upload, DOCUMENT_TYPES)
         self.instance.size = upload.size
         return upload
 
