@@ -2,9 +2,9 @@ import os
 
 import dj_database_url
 import pytest
-from django.contrib.auth.models import Group, User
 
 from portal.roles import ADMIN, MANAGER, VIEWER
+from tests.helpers.accounts import make_user, token_client
 from tests.helpers.pgserver import throwaway_postgres
 
 
@@ -31,13 +31,6 @@ def django_db_modify_db_settings(django_db_modify_db_settings_parallel_suffix):
         yield
 
 
-def make_user(username, role):
-    user = User.objects.create_user(username=username, password="pw-" + username, email=f"{username}@example.org")
-    if role:
-        user.groups.add(Group.objects.get(name=role))
-    return user
-
-
 @pytest.fixture
 def viewer(db):
     return make_user("vera", VIEWER)
@@ -51,18 +44,6 @@ def manager(db):
 @pytest.fixture
 def admin_user(db):
     return make_user("ada", ADMIN)
-
-
-def token_client(user, name="tests"):
-    """A DRF test client that authenticates with a fresh API token of ``user``, as integrations do."""
-    from rest_framework.test import APIClient
-
-    from portal.models import APIToken
-
-    _, key = APIToken.issue(user, name)
-    client = APIClient()
-    client.credentials(HTTP_AUTHORIZATION=f"Token {key}")
-    return client
 
 
 @pytest.fixture

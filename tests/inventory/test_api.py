@@ -25,7 +25,7 @@ from inventory.models import (
 )
 from portal.models import APIToken
 from tests import factories as f
-from tests.conftest import token_client
+from tests.helpers.accounts import token_client
 
 pytestmark = pytest.mark.django_db
 

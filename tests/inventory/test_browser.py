@@ -16,8 +16,8 @@ from playwright.sync_api import expect
 
 from inventory.models import LifecycleState, Node, StateTransition
 from portal.roles import MANAGER, VIEWER
-from tests.conftest import make_user
 from tests.factories import make_node, make_node_model, make_rack, make_site
+from tests.helpers.accounts import make_user
 
 pytestmark = pytest.mark.django_db(transaction=True)
 pytest_plugins = ["tests.helpers.browser"]  # the browser_page fixture

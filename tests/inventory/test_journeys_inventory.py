@@ -31,8 +31,8 @@ from planning.models import CapacityPlan, Contract, PlanItem, PurchaseOrder
 from planning.plans import workflow as plans
 from portal.models import APIToken
 from portal.roles import MANAGER, PROCUREMENT
-from tests.conftest import make_user
 from tests.factories import make_gpu, make_gpu_model, make_node, make_node_model, make_rack, make_site
+from tests.helpers.accounts import make_user
 
 pytestmark = pytest.mark.django_db(transaction=True)
 pytest_plugins = ["tests.helpers.browser"]  # the browser_page fixture

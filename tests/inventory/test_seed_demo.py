@@ -373,7 +373,7 @@ def test_capacity_plans(seeded, client):
 
 def test_the_approved_plan_becomes_an_order(seeded):
     from planning.models import CapacityPlan
-    from tests.conftest import token_client
+    from tests.helpers.accounts import token_client
 
     plan = CapacityPlan.objects.get(status="approved")
     client = token_client(User.objects.get(username="admin"))

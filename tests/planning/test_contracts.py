@@ -18,8 +18,8 @@ from inventory.models import LifecycleState
 from planning.contracts import coverage, tasks
 from planning.models import Contract, ContractDocument, RenewalAlert, SLATerm
 from portal import events
-from tests.conftest import make_user
 from tests.factories import make_gpu, make_node, make_rack, make_site
+from tests.helpers.accounts import make_user
 
 pytestmark = pytest.mark.django_db
 TODAY = timezone.localdate()

@@ -24,8 +24,8 @@ from planning.models import CapacityPlan
 from planning.recommendations import store
 from portal.roles import MANAGER, RESEARCHER, SUPPORT
 from support.models import Ticket
-from tests.conftest import make_user
 from tests.factories import make_capacity_recommendation, make_gpu, make_gpu_model, make_node, make_site, make_team
+from tests.helpers.accounts import make_user
 
 pytestmark = pytest.mark.django_db(transaction=True)
 pytest_plugins = ["tests.helpers.browser"]

@@ -14,8 +14,8 @@ from planning.models import CapacityPlan, PlanItem, PlanWorkload
 from planning.plans import analysis, bom
 from planning.plans import workflow as plans
 from portal.roles import MANAGER, PROCUREMENT
-from tests.conftest import make_user, token_client
 from tests.factories import make_attachment, make_fabric, make_gpu, make_node, make_node_model, make_site, make_switch
+from tests.helpers.accounts import make_user, token_client
 
 pytestmark = pytest.mark.django_db
 

@@ -11,8 +11,8 @@ from django.contrib.messages import get_messages
 from planning.models import CapacityPlan, PlanEvent, PlanItem, PlanWorkload
 from planning.plans import workflow as plans
 from portal.roles import MANAGER
-from tests.conftest import make_user
 from tests.factories import make_gpu_model, make_node_model
+from tests.helpers.accounts import make_user
 
 pytest_plugins = ["tests.helpers.browser"]  # the browser_page fixture, for the end-to-end test at the end
 

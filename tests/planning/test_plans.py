@@ -11,8 +11,8 @@ from django.core.exceptions import ValidationError
 from planning.models import CapacityPlan, Contract, PlanEvent, PlanItem, PlanWorkload, Webhook, WebhookDelivery
 from planning.plans import workflow as plans
 from portal.roles import MANAGER, PROCUREMENT
-from tests.conftest import make_user, token_client
 from tests.factories import make_gpu_model, make_node_model, make_site
+from tests.helpers.accounts import make_user, token_client
 from tests.helpers.plans import PLANS, act, create_plan, plan_body
 
 ORDERS = "/api/planning/purchase-orders/"

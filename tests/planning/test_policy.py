@@ -8,7 +8,7 @@ from planning.models import CapacityPlan
 from planning.plans.views import workflow_actions
 from planning.policy import decides_plan
 from portal import roles
-from tests.conftest import make_user
+from tests.helpers.accounts import make_user
 
 
 @pytest.fixture

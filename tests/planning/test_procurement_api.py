@@ -9,8 +9,8 @@ from inventory.models import GPU, LifecycleState, Node, StateTransition
 from planning.models import Contract, Delivery, DeliveryItem, PurchaseOrder, Webhook
 from portal.models import IdempotentRequest
 from portal.roles import PROCUREMENT
-from tests.conftest import make_user, token_client
 from tests.factories import make_gpu_model, make_node, make_node_model, make_site
+from tests.helpers.accounts import make_user, token_client
 
 ORDERS = "/api/planning/purchase-orders/"
 DELIVERIES = "/api/planning/deliveries/"

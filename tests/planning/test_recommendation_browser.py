@@ -8,8 +8,8 @@ from datetime import UTC, datetime
 import pytest
 
 from portal.roles import MANAGER, VIEWER
-from tests.conftest import make_user
 from tests.factories import make_capacity_recommendation
+from tests.helpers.accounts import make_user
 
 pytestmark = pytest.mark.django_db(transaction=True)
 pytest_plugins = ["tests.helpers.browser"]  # the browser_page fixture

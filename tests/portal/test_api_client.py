@@ -20,8 +20,8 @@ from planning.models import CapacityPlan, Delivery, PlanItem, PurchaseOrder
 from planning.plans import workflow as plans
 from portal.models import APIToken
 from portal.roles import MANAGER
-from tests.conftest import make_user
 from tests.factories import make_gpu_model, make_node_model, make_site
+from tests.helpers.accounts import make_user
 
 GENERATOR = Path(sys.executable).parent / "openapi-python-client"
 PACKAGE = "portal_client"

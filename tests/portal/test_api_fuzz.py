@@ -50,7 +50,6 @@ from planning.models import (
 from portal.models import APIToken
 from portal.roles import MANAGER, VIEWER
 from support.models import TicketComment
-from tests.conftest import make_user
 from tests.factories import (
     make_attachment,
     make_gpu,
@@ -64,6 +63,7 @@ from tests.factories import (
     make_team,
     make_ticket,
 )
+from tests.helpers.accounts import make_user
 
 EXAMPLES = int(os.environ.get("FUZZ_EXAMPLES", "4"))
 SCHEMA_PATH = "/api/schema/?format=json"

@@ -10,7 +10,7 @@ from rest_framework.test import APIClient
 
 from portal.api.parsers import json_depth
 from portal.roles import MANAGER, VIEWER
-from tests.conftest import make_user, token_client
+from tests.helpers.accounts import make_user, token_client
 
 pytestmark = pytest.mark.django_db
 

@@ -135,8 +135,8 @@ def test_the_poll_leaves_a_source_due_when_it_cannot_queue_it(db, broker_down, b
 
 def test_a_plan_approval_answers_and_its_webhook_is_sent_later(manager_api, broker_down, broker_back,
                                                                django_capture_on_commit_callbacks):
-    from tests.conftest import make_user, token_client
     from tests.factories import make_gpu_model, make_node_model
+    from tests.helpers.accounts import make_user, token_client
 
     hook = Webhook.objects.create(name="erp", url="http://127.0.0.1:9/hook", secret="s", events=["plan.approved"])
     catalog = {"node_model": make_node_model(gpu_slots=8), "gpu_model": make_gpu_model()}

@@ -20,8 +20,8 @@ from portal.imports import run_import
 from portal.models import ImportJob
 from portal.roles import MANAGER
 from portal.tasks import run_import_job
-from tests.conftest import make_user
 from tests.factories import make_gpu_model, make_node, make_node_model, make_rack, make_site
+from tests.helpers.accounts import make_user
 from tests.helpers.paths import ROOT
 
 SITES = """name,location,power_capacity_kw,cooling_capacity_kw

@@ -10,8 +10,8 @@ from inventory.models import Node
 from planning.models import CapacityPlan
 from portal.roles import MANAGER
 from support.models import Ticket
-from tests.conftest import make_user
 from tests.factories import make_node, make_ticket
+from tests.helpers.accounts import make_user
 
 pytestmark = pytest.mark.django_db
 

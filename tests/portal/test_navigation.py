@@ -6,7 +6,7 @@ import re
 import pytest
 
 from portal import roles
-from tests.conftest import make_user
+from tests.helpers.accounts import make_user
 
 
 def menu_of(client, user):

@@ -22,7 +22,7 @@ from planning.models import Webhook, WebhookAttempt, WebhookDelivery
 from planning.webhooks import delivery as webhooks
 from portal import http
 from portal.roles import MANAGER, VIEWER
-from tests.conftest import make_user, token_client
+from tests.helpers.accounts import make_user, token_client
 from tests.helpers.httpstub import stub_server
 from tests.helpers.webhooks import RetryNow
 

@@ -25,8 +25,8 @@ from portal.models import APIToken
 from portal.roles import MANAGER
 from support import faults, workflow
 from support.models import Ticket
-from tests.conftest import make_user
 from tests.factories import make_gpu, make_gpu_model, make_node, make_node_model, make_site
+from tests.helpers.accounts import make_user
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -16,7 +16,7 @@ from django.urls import reverse
 from django.utils import timezone
 
 from planning.models import Contract, ContractDocument
-from tests.conftest import token_client
+from tests.helpers.accounts import token_client
 from tests.helpers.paths import ROOT
 
 pytestmark = pytest.mark.django_db

@@ -20,8 +20,8 @@ from inventory.models import GPU, GPUDaily, GPUHourly, LifecycleState, Telemetry
 from inventory.telemetry.rollups import floor_hour
 from planning.models import CapacityPlan, Contract, PlanItem, PlanWorkload
 from portal.roles import ADMIN, VIEWER
-from tests.conftest import make_user
 from tests.factories import make_gpu, make_gpu_model, make_node, make_node_model, make_rack, make_site
+from tests.helpers.accounts import make_user
 
 pytestmark = pytest.mark.django_db(transaction=True)
 pytest_plugins = ["tests.helpers.browser"]  # the browser_page fixture

@@ -8,8 +8,8 @@ from django.urls import reverse
 
 from portal.roles import RESEARCHER, SUPPORT, VIEWER
 from support import workflow
-from tests.conftest import make_user
 from tests.factories import make_node, make_team, make_ticket
+from tests.helpers.accounts import make_user
 
 pytestmark = pytest.mark.django_db
 

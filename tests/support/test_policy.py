@@ -10,8 +10,8 @@ from django.urls import reverse
 from inventory.models import GPU, Node
 from planning.models import Contract, SLATerm
 from portal.roles import ADMIN, MANAGER, PROCUREMENT, RESEARCHER, SUPPORT, VIEWER
-from tests.conftest import make_user, token_client
 from tests.factories import make_gpu, make_node, make_team, make_ticket
+from tests.helpers.accounts import make_user, token_client
 
 pytestmark = pytest.mark.django_db
 ROLES = (VIEWER, MANAGER, ADMIN, PROCUREMENT, SUPPORT, RESEARCHER)

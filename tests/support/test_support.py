@@ -17,8 +17,8 @@ from planning.models import Contract, SLATerm
 from portal.roles import RESEARCHER, SUPPORT
 from support import faults, metrics, rendering, rma, sla, workflow
 from support.models import Ticket
-from tests.conftest import make_user
 from tests.factories import make_gpu, make_node, make_rack, make_site, make_storage, make_switch, make_team, make_ticket
+from tests.helpers.accounts import make_user
 
 pytestmark = pytest.mark.django_db
 S = Ticket.Status

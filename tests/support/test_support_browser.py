@@ -12,8 +12,8 @@ from playwright.sync_api import expect
 from inventory.telemetry.models import GPUHourly
 from portal.roles import RESEARCHER, SUPPORT
 from support.models import Ticket
-from tests.conftest import make_user
 from tests.factories import make_gpu, make_node, make_team, make_ticket
+from tests.helpers.accounts import make_user
 
 pytestmark = pytest.mark.django_db(transaction=True)
 pytest_plugins = ["tests.helpers.browser"]

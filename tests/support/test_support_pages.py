@@ -16,8 +16,8 @@ from inventory.telemetry.models import GPUHourly
 from portal.roles import RESEARCHER, SUPPORT
 from support import workflow
 from support.models import Ticket, TicketAttachment
-from tests.conftest import make_user, token_client
 from tests.factories import make_gpu, make_node, make_team, make_ticket
+from tests.helpers.accounts import make_user, token_client
 
 pytestmark = pytest.mark.django_db
 S = Ticket.Status

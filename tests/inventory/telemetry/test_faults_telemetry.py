@@ -23,8 +23,8 @@ from planning.models import WebhookDelivery
 from planning.webhooks import delivery as webhooks
 from support import notifications
 from support.models import Ticket
-from tests.conftest import make_user
 from tests.factories import make_gpu, make_node
+from tests.helpers.accounts import make_user
 from tests.helpers.paths import ROOT
 from tests.helpers.webhooks import make_hook, send_until_done
 

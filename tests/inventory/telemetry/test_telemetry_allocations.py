@@ -12,8 +12,8 @@ from rest_framework.test import APIClient
 from inventory.models import SlurmJob, TelemetrySource
 from inventory.telemetry import queries
 from inventory.telemetry.rollups import floor_hour
-from tests.conftest import token_client
 from tests.factories import make_node, make_site
+from tests.helpers.accounts import token_client
 from tests.helpers.telemetry import DASHBOARD, HTMX, H, freeze_now, make_fleet, read_csv
 
 ALLOCATIONS = "/api/inventory/allocations/"

@@ -9,7 +9,7 @@ from rest_framework.test import APIClient
 
 from inventory.models import TelemetrySource, UnknownSeries
 from inventory.telemetry import tasks
-from tests.conftest import token_client
+from tests.helpers.accounts import token_client
 from tests.helpers.telemetry import add_fleet, freeze_now, make_fleet
 
 SOURCES = "/api/inventory/telemetry-sources/"
