@@ -22,7 +22,6 @@ from datetime import timedelta
 from pathlib import Path
 
 import dj_database_url
-import plotly
 from csp.constants import NONCE, NONE, SELF, UNSAFE_INLINE
 from django.core.exceptions import ImproperlyConfigured
 
@@ -156,11 +155,9 @@ USE_TZ = True
 
 STATIC_URL = "static/"
 STATIC_ROOT = Path(os.environ.get("STATIC_ROOT", BASE_DIR / "staticfiles"))
-STATICFILES_DIRS = [
-    BASE_DIR / "portal" / "static",
-    # plotly.js straight from the plotly wheel: served by us, never from a CDN.
-    ("plotly", Path(plotly.__file__).parent / "package_data"),
-]
+# plotly.js is ours too (portal/static/plotly: a bundle of the traces the charts draw, tools/plotly/build.sh):
+# served by us, never from a CDN.
+STATICFILES_DIRS = [BASE_DIR / "portal" / "static"]
 STORAGES = {
     "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
     "staticfiles": {
