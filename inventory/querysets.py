@@ -24,7 +24,9 @@ def racks():
 
 
 def nodes():
-    return Node.objects.select_related("site", "rack", "node_model").annotate(gpu_count=related_count(GPU, "node"))
+    # rack__site: a rack is named "site / rack" on the node's page and in its history.
+    return Node.objects.select_related("site", "rack__site", "node_model").annotate(
+        gpu_count=related_count(GPU, "node"))
 
 
 def gpus():

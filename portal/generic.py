@@ -5,6 +5,7 @@ related objects to show. Edit and delete views take the model's form or queryset
 ``object_urls`` registers the whole set of pages for a model in one line.
 """
 
+from collections import defaultdict
 from dataclasses import dataclass
 from typing import Any
 
@@ -190,19 +191,41 @@ def object_fields(obj, hidden):
 
 
 def history_rows(obj):
-    """The latest changes with the fields each changed, from one query on the history table."""
+    """The latest changes with the fields each changed: one query on the history table, one per many-to-many field
+    and one per model the changes refer to, however long the history."""
     if not hasattr(obj, "history"):
         return []
     records = list(obj.history.select_related("history_user")[: HISTORY_LIMIT + 1])
-    rows = []
+    links = m2m_history(records)
+    found = []
     for index, newer in enumerate(records[:HISTORY_LIMIT]):
         older = records[index + 1] if index + 1 < len(records) else None
         changes = []
         if older is not None and newer.history_type == "~":
-            delta = newer.diff_against(older, excluded_fields=["updated"])
-            changes = [(c.field, shown(obj, c.field, c.old), shown(obj, c.field, c.new)) for c in delta.changes]
-        rows.append({"record": newer, "changes": changes})
-    return rows
+            delta = newer.diff_against(older, excluded_fields=["updated", *links])
+            changes = [(c.field, c.old, c.new, c.field) for c in delta.changes]
+            for field, by_record in links.items():
+                old, new = by_record.get(older.pk, []), by_record.get(newer.pk, [])
+                if old != new:
+                    changes.append((field, old, new, field))
+        found.append((newer, changes))
+    return readable(type(obj), found)
+
+
+def m2m_history(records):
+    """{many-to-many field: {history record id: its rows}} for the records' tracked many-to-many fields, one query
+    per field for all the records (``diff_against`` would read two per field and record)."""
+    if not any(record.history_type == "~" for record in records[:HISTORY_LIMIT]):
+        return {}  # nothing to compare
+    links = {}
+    for field in records[0]._history_m2m_fields:
+        target = field.m2m_reverse_field_name()
+        rows = getattr(records[0], field.name).model.objects.filter(history__in=records).order_by(target)
+        by_record = defaultdict(list)
+        for row in rows.values("history_id", target):
+            by_record[row.pop("history_id")].append(row)
+        links[field.name] = by_record
+    return links
 
 
 def line_history_rows(model, limit=HISTORY_LIMIT, **parent):
@@ -210,33 +233,57 @@ def line_history_rows(model, limit=HISTORY_LIMIT, **parent):
     included, as ``history_rows`` makes them, each change named after its line; newest first."""
     records = model.history.filter(**parent).select_related("history_user").order_by("-history_date")[:limit]
     records = sorted(records, key=lambda r: (r.history_date, r.history_id))
-    rows, previous = [], {}
+    found, previous = [], {}
     for record in records:
         older, previous[record.id] = previous.get(record.id), record
         line = f"{capfirst(model._meta.verbose_name)} “{record.history_object}”"
         if older is not None and record.history_type == "~":
-            delta = record.diff_against(older)
-            changes = [(f"{line}: {c.field}", shown(record.history_object, c.field, c.old),
-                        shown(record.history_object, c.field, c.new)) for c in delta.changes]
+            changes = [(c.field, c.old, c.new, f"{line}: {c.field}") for c in record.diff_against(older).changes]
         else:
-            changes = [(line, "", "added" if record.history_type == "+" else "removed")]
-        rows.append({"record": record, "changes": changes})
-    return rows[::-1]
+            changes = [(None, "", "added" if record.history_type == "+" else "removed", line)]
+        found.append((record, changes))
+    return readable(model, found)[::-1]
 
 
-def shown(obj, field_name, value):
+def readable(model, found):
+    """``[(record, [(field, old, new, label)])]`` as the history template shows them: ``{"record", "changes":
+    [(label, old, new)]}`` with values a person reads (``shown``); the objects the changes refer to are read in one
+    query per model."""
+    names = referenced_names(model, [change for _, changes in found for change in changes])
+    return [{"record": record, "changes": [
+        (label, shown(model, field, old, names), shown(model, field, new, names)) for field, old, new, label in changes
+    ]} for record, changes in found]
+
+
+def referenced_names(model, changes):
+    """{(field name, pk): the object's name} for every object a foreign key in ``changes`` refers to."""
+    wanted = defaultdict(set)
+    for field_name, old, new, _ in changes:
+        field = model._meta.get_field(field_name) if field_name else None
+        if field is not None and field.is_relation and not field.many_to_many:
+            wanted[field_name] |= {value for value in (old, new) if value is not None}
+    names = {}
+    for field_name, ids in wanted.items():
+        related = model._meta.get_field(field_name).related_model
+        for pk, target in related._default_manager.select_related().in_bulk(ids).items():
+            names[(field_name, pk)] = str(target)
+    return names
+
+
+def shown(model, field_name, value, names):
     """A value from the history as a person reads it: choice labels, related objects by name (``#id``
-    once deleted), a many-to-many field (its history rows) as the ids it links to."""
-    field = obj._meta.get_field(field_name)
+    once deleted; ``names`` from ``referenced_names``), a many-to-many field (its history rows) as the ids it
+    links to."""
+    if field_name is None:  # a line added or removed: said in words already
+        return value
+    field = model._meta.get_field(field_name)
     if field.many_to_many:
         ids = sorted(row[field.m2m_reverse_field_name()] for row in value or [])
         return ", ".join(f"#{pk}" for pk in ids) or "none"
     if field.choices:
         return dict(field.flatchoices).get(value, value)
     if field.is_relation and value is not None:
-        # One query per changed reference; a page shows at most HISTORY_LIMIT changes.
-        target = field.related_model._default_manager.filter(pk=value).first()
-        return str(target) if target is not None else f"#{value}"
+        return names.get((field_name, value), f"#{value}")
     return value
 
 

@@ -265,3 +265,21 @@ def test_no_page_route_is_declared_twice():
     pages = [route for route in routes(get_resolver()) if not route.startswith("api/")]  # the API's are its routers'
     twice = [route for route, count in Counter(pages).items() if count > 1]
     assert twice == []
+
+
+def test_a_node_page_names_the_racks_of_its_moves_in_a_constant_number_of_queries(
+        manager_client, django_assert_max_num_queries):
+    """The history shows each move's racks by name ("site / rack"): read together, not one query per change."""
+    site = make_site()
+    still, moved = make_node(site=site), make_node(site=site)
+    racks = [make_rack(site=site, name=f"R{i:02}") for i in range(10)]
+    for node, moves in ((still, 2), (moved, 10)):
+        for rack in racks[:moves]:
+            node.rack, node.position = rack, 1
+            node.save()
+    manager_client.get(still.get_absolute_url())
+    with django_assert_max_num_queries(40) as few:
+        manager_client.get(still.get_absolute_url())
+    with django_assert_max_num_queries(len(few)):
+        page = manager_client.get(moved.get_absolute_url()).content.decode()
+    assert f"{site.name} / R08" in page and f"{site.name} / R09" in page

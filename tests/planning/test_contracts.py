@@ -409,3 +409,20 @@ def test_seed_demo_adds_the_demo_contracts(settings):
     history = Contract.history.count()
     call_command("seed_demo", stdout=io.StringIO())
     assert Contract.history.count() == history  # a second run writes nothing
+
+
+def test_the_contract_page_reads_the_same_queries_however_often_its_coverage_changed(
+        client, django_assert_max_num_queries):
+    """Each change of coverage is a history row with many-to-many rows: the page reads them all at once."""
+    client.force_login(make_user("mgr", "manager"))
+    once, often = make_contract(reference="ONCE"), make_contract(reference="OFTEN")
+    for contract, changes in ((once, 2), (often, 10)):
+        for _ in range(changes):
+            contract.nodes.add(make_node())
+            contract.save()
+    client.get(once.get_absolute_url())
+    with django_assert_max_num_queries(40) as few:
+        assert client.get(once.get_absolute_url()).status_code == 200
+    with django_assert_max_num_queries(len(few)):
+        page = client.get(often.get_absolute_url()).content.decode()
+    assert page.count("<b>nodes</b>") >= 9  # every coverage change is in the history

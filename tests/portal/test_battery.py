@@ -251,6 +251,26 @@ def test_list_page_queries_do_not_grow_from_5_to_500_rows(manager_client, django
     assert response.context["table"].paginator.count >= 500
 
 
+def saved_again(obj, times):
+    """``obj`` saved ``times`` more times: as many change records in its history (the page shows the latest)."""
+    for _ in range(times):
+        type(obj).objects.get(pk=obj.pk).save()
+    return obj
+
+
+@pytest.mark.parametrize("model", PAGE_MODELS)
+def test_detail_page_queries_do_not_grow_with_the_objects_history(manager_client, django_assert_max_num_queries,
+                                                                   model):
+    small, large = (saved_again(obj, times) for obj, times in zip(make(model, 2), (2, 12), strict=True))
+    if not page_url(model, "detail", small.pk):
+        pytest.skip("no detail page")
+    manager_client.get(page_url(model, "detail", small.pk))  # warm-up: session, content types
+    with django_assert_max_num_queries(MAX_QUERIES) as few:
+        assert manager_client.get(page_url(model, "detail", small.pk)).status_code == 200
+    with django_assert_max_num_queries(len(few)):
+        assert manager_client.get(page_url(model, "detail", large.pk)).status_code == 200
+
+
 # --- API ----------------------------------------------------------------------------------------------
 
 
