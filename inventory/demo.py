@@ -47,11 +47,11 @@ from inventory.models import (
     Switch,
 )
 from inventory.telemetry import simulator, slurm
-from inventory.telemetry.models import GPUDaily, TelemetrySource
+from inventory.telemetry.models import GPUDaily, GPUHourly, NodeHourly, SlurmJob, SlurmJobNode, TelemetrySource
 from inventory.telemetry.pull import store
 from inventory.telemetry.records import Collected
 from inventory.telemetry.rollups import floor_hour
-from portal.db import bulk_upsert
+from portal.db import analyze, bulk_upsert
 from portal.roles import ADMIN, MANAGER, VIEWER
 
 S = LifecycleState
@@ -313,6 +313,7 @@ def seed_demo():
     sources = seeder.sync(TelemetrySource, ("name",), TELEMETRY_SOURCES)
     backfilled = backfill(*(sources[(row["name"],)] for row in TELEMETRY_SOURCES))
     backfilled += (daily_history(),)
+    analyze(Node, GPU, GPUHourly, NodeHourly, GPUDaily, SlurmJob, SlurmJobNode)  # the analyses below read them
     seed_other_apps(seeder, users)
     return summary(seeder, backfilled)
 
