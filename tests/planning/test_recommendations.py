@@ -16,13 +16,14 @@ from django.test.utils import CaptureQueriesContext
 
 from inventory.models import GPU, LifecycleState, Node, StateTransition, TelemetrySource
 from inventory.telemetry import allocation, simulator, slurm
-from inventory.telemetry.models import GPUHourly, SlurmJob
+from inventory.telemetry.models import GPUHourly, NodeHourly, SlurmJob, SlurmJobNode
 from inventory.telemetry.pull import store
 from inventory.telemetry.records import Collected
 from planning.models import CapacityPlan, Recommendation
 from planning.recommendations import gather, rules
 from planning.recommendations import store as rec_store
 from planning.recommendations.tasks import analyse_recommendations
+from portal.db import analyze
 from support.models import Ticket
 from tests.factories import (
     build_gpu,
@@ -63,6 +64,7 @@ def backfill(end=END, oom_partitions=()):
         if job.partition in oom_partitions and job.state == "FAILED":
             job.state = "OUT_OF_MEMORY"
     store(jobs_source, Collected(jobs=jobs), end)
+    analyze(GPUHourly, NodeHourly, SlurmJob, SlurmJobNode, GPU, Node)  # fresh statistics, as autovacuum would give
 
 
 def degraded_on(obj, *days):
