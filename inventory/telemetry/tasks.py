@@ -24,11 +24,15 @@ def poll_telemetry_sources():
     """Every minute (beat): queue a pull for each enabled source that is due (interval or backoff)."""
     now = timezone.now()
     due = [(s.pk, s.next_attempt_at) for s in TelemetrySource.objects.filter(enabled=True) if s.is_due(now)]
+    queued = 0
     for pk, was_due in due:
-        # Push the next attempt forward now so the next poll does not queue the same pull twice.
-        TelemetrySource.objects.filter(pk=pk).update(next_attempt_at=now + timedelta(minutes=10))
-        transaction.on_commit(lambda pk=pk, was_due=was_due: _queue_polled(pk, was_due))
-    return len(due)
+        # Claim the pull by pushing the next attempt forward, only where it is still what this poll read: of two
+        # polls running at once (two workers took beat's messages together), one queues it, not both.
+        if TelemetrySource.objects.filter(pk=pk, next_attempt_at=was_due).update(
+                next_attempt_at=now + timedelta(minutes=10)):
+            transaction.on_commit(lambda pk=pk, was_due=was_due: _queue_polled(pk, was_due))
+            queued += 1
+    return queued
 
 
 def _queue_polled(pk, was_due):

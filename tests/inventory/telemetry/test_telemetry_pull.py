@@ -181,6 +181,25 @@ def test_poll_queues_due_sources_once(fleet, monkeypatch, django_capture_on_comm
         assert tasks.poll_telemetry_sources() == 0  # already queued: not twice
 
 
+def test_two_polls_at_once_queue_a_due_source_once(fleet, monkeypatch, django_capture_on_commit_callbacks):
+    """Two workers run beat's poll messages together: the other poll claims the source between this poll's read
+    and its claim, and only one of them queues the pull."""
+    queued = []
+    monkeypatch.setattr(tasks.pull_telemetry_source, "delay", queued.append)
+    due = source(name="due")
+    is_due = TelemetrySource.is_due
+
+    def other_poll_runs_now(self, now=None):
+        monkeypatch.setattr(TelemetrySource, "is_due", is_due)
+        assert tasks.poll_telemetry_sources() == 1
+        return is_due(self, now)
+
+    monkeypatch.setattr(TelemetrySource, "is_due", other_poll_runs_now)
+    with django_capture_on_commit_callbacks(execute=True):
+        assert tasks.poll_telemetry_sources() == 0
+    assert queued == [due.pk]
+
+
 def test_pull_task_records_the_failure_instead_of_raising(fleet, collector):
     src = source()
     collector.answers = [SourceError("timed out after 10 s")]
