@@ -3,7 +3,8 @@
 Everything that differs between the demo and production comes from environment variables:
 
 - ``DATABASE_URL``      default: SQLite file ``var/portal.sqlite3`` (``SQLITE_TIMEOUT``: seconds a write waits)
-- ``CELERY_BROKER_URL`` default: kombu's filesystem transport under ``var/broker`` (no server needed)
+- ``CELERY_BROKER_URL`` default: kombu's filesystem transport under ``var/broker`` (no server needed);
+  ``CELERY_BROKER_TRANSPORT_OPTIONS`` (JSON) e.g. Redis's ``visibility_timeout``
 - ``DATABASE_CONNECT_TIMEOUT``, ``CELERY_BROKER_CONNECTION_TIMEOUT``, ``EMAIL_TIMEOUT``: seconds a request waits
   for a database, broker or mail server that does not answer (see ``docs/faults.md``)
 - ``SECRET_KEY``        required unless ``DEBUG=1``
@@ -17,6 +18,7 @@ Security (see the "Security" section below): ``SECURE_SSL_REDIRECT``, ``SECURE_P
 """
 
 import ipaddress
+import json
 import os
 from datetime import timedelta
 from pathlib import Path
@@ -310,6 +312,13 @@ if CELERY_BROKER_URL.startswith("filesystem://"):
         "control_folder": str(BROKER_DIR / "control"),
         "store_processed": False,
     }
+# Redis broker (CELERY_BROKER_URL=redis://...): with acks late, a task whose worker died is delivered again once
+# its visibility timeout has passed (kombu's default: 1 hour; keep it above the longest task, or a task still
+# running is delivered a second time). JSON, e.g. {"visibility_timeout": 600}; merged over the options above.
+try:
+    CELERY_BROKER_TRANSPORT_OPTIONS |= json.loads(os.environ.get("CELERY_BROKER_TRANSPORT_OPTIONS") or "{}")
+except (ValueError, TypeError) as _error:
+    raise ImproperlyConfigured(f"CELERY_BROKER_TRANSPORT_OPTIONS: not a JSON object ({_error})") from None
 # A dead or hung broker must not hold a request: a publish gives up after about 2 s of connecting and two quick
 # retries (portal.tasks.enqueue); what it was for stays recorded (a due source, a pending webhook) and is queued again.
 CELERY_BROKER_CONNECTION_TIMEOUT = float(os.environ.get("CELERY_BROKER_CONNECTION_TIMEOUT", "2"))
