@@ -3,7 +3,8 @@ real ``requests`` calls, timeouts and headers, instead of a mocked transport.
 
 ``stub.route(path, answer)``: ``answer`` is ``(status, content_type, body)``, or a callable taking the
 query (``{name: [values]}``) and returning one; a ``delay`` (seconds) before answering makes a slow source.
-Every request is recorded in ``stub.requests`` as ``(path, query, headers)``.
+Every request is recorded in ``stub.requests`` as ``(path, query, headers)``; while a callable answers,
+``stub.client`` is the ``(host, port)`` the request came from.
 """
 
 import threading
@@ -15,7 +16,7 @@ from urllib.parse import parse_qs, urlsplit
 
 class StubServer:
     def __init__(self):
-        self.routes, self.requests = {}, []
+        self.routes, self.requests, self.answering = {}, [], threading.local()
         stub = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -23,6 +24,7 @@ class StubServer:
                 url = urlsplit(self.path)
                 query = parse_qs(url.query)
                 stub.requests.append((url.path, query, dict(self.headers)))
+                stub.answering.client = self.client_address
                 answer, delay = stub.routes.get(url.path, ((404, "text/plain", "not found"), 0))
                 if delay:
                     time.sleep(delay)
@@ -46,6 +48,10 @@ class StubServer:
 
     def route(self, path, answer, delay=0):
         self.routes[path] = (answer, delay)
+
+    @property
+    def client(self):
+        return self.answering.client
 
     def url(self, path=""):
         return self.base + path
