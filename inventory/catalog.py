@@ -1,7 +1,7 @@
 """The hardware catalog that ships with the portal: GPU and node models with their datasheet figures.
 
-Plain data, so the data migration (``0002_catalog``) and ``seed_demo`` can both use it without importing
-models. Figures are the vendors' published ones; compute is *dense* (NVIDIA and AMD print the
+Plain data, so the data migrations (``0002_catalog``, ``0011_catalog_more_gpus``) and ``seed_demo`` can use it
+without importing models. Figures are the vendors' published ones; compute is *dense* (NVIDIA and AMD print the
 "with sparsity" number first, which is twice these). Bandwidths that need three decimals are rounded to
 the two the model keeps (A100 40GB: 1.555 → 1.56 TB/s).
 
@@ -81,6 +81,90 @@ GPU_MODELS = [
         "vendor": "AMD", "name": "MI325X", "form_factor": "OAM", "memory_gb": 256,
         "memory_bandwidth_tbs": D("6.00"), "bf16_tflops": D("1307.4"), "fp8_tflops": D("2614.9"),
         "tdp_w": 1000, "nvlink_gbs": 896,
+    },
+    # --- Added by migration 0011 (issue 18). Where a figure is uncertain the comment says so. ---
+    # NVIDIA H800 SXM5 (the H100 SXM for the Chinese market, 2023): the H100 SXM's compute, memory and power
+    # (BF16 989.4 / FP8 1,978.9 dense, 80 GB HBM3, 3.35 TB/s, 700 W); NVLink cut to 400 GB/s (also stated in the
+    # DeepSeek-V3 report, arXiv:2412.19437, §3.1). NVIDIA's H800 product brief is not publicly archived: from memory.
+    {
+        "vendor": "NVIDIA", "name": "H800", "form_factor": "SXM", "memory_gb": 80,
+        "memory_bandwidth_tbs": D("3.35"), "bf16_tflops": D("989.4"), "fp8_tflops": D("1978.9"),
+        "tdp_w": 700, "nvlink_gbs": 400,
+    },
+    # NVIDIA A800 40GB Active / A800 SXM4 80GB datasheet: the A100 80GB SXM's figures (BF16 312 dense, 2,039 GB/s
+    # HBM2e, 400 W) with NVLink cut to 400 GB/s. No FP8.
+    {
+        "vendor": "NVIDIA", "name": "A800 80GB SXM", "form_factor": "SXM", "memory_gb": 80,
+        "memory_bandwidth_tbs": D("2.039"), "bf16_tflops": D("312.0"), "fp8_tflops": None,
+        "tdp_w": 400, "nvlink_gbs": 400,
+    },
+    # NVIDIA V100 Tensor Core GPU datasheet, "V100 SXM2" column: 125 TFLOPS FP16 tensor (Volta has no BF16 and
+    # no sparsity: this is the FP16 figure in the BF16 column), 900 GB/s HBM2, 300 W, NVLink 300 GB/s; 16 GB
+    # and 32 GB parts otherwise equal.
+    {
+        "vendor": "NVIDIA", "name": "V100 SXM2 16GB", "form_factor": "SXM", "memory_gb": 16,
+        "memory_bandwidth_tbs": D("0.900"), "bf16_tflops": D("125.0"), "fp8_tflops": None,
+        "tdp_w": 300, "nvlink_gbs": 300,
+    },
+    {
+        "vendor": "NVIDIA", "name": "V100 SXM2 32GB", "form_factor": "SXM", "memory_gb": 32,
+        "memory_bandwidth_tbs": D("0.900"), "bf16_tflops": D("125.0"), "fp8_tflops": None,
+        "tdp_w": 300, "nvlink_gbs": 300,
+    },
+    # NVIDIA GH200 Grace Hopper Superchip datasheet, HBM3e version: the Hopper GPU's BF16 1,979 / FP8 3,958 TFLOPS
+    # with sparsity (989.4 / 1,978.9 dense), 144 GB HBM3e at 4.9 TB/s, NVLink 900 GB/s. The module's power is
+    # configurable from 450 W to 1,000 W and includes the Grace CPU and its memory: 1,000 W here (the maximum).
+    {
+        "vendor": "NVIDIA", "name": "GH200 144GB", "form_factor": "Superchip", "memory_gb": 144,
+        "memory_bandwidth_tbs": D("4.90"), "bf16_tflops": D("989.4"), "fp8_tflops": D("1978.9"),
+        "tdp_w": 1000, "nvlink_gbs": 900,
+    },
+    # NVIDIA GB200 NVL72 datasheet, per GPU (the rack's figures / 72): BF16 360 / FP8 720 PFLOPS with sparsity →
+    # 2,500 / 5,000 TFLOPS dense, 13.4 TB HBM3e → 186 GB, 576 TB/s → 8 TB/s, NVLink 5 1.8 TB/s. NVIDIA publishes
+    # no per-GPU TDP for GB200; 1,200 W is the commonly reported figure (uncertain).
+    {
+        "vendor": "NVIDIA", "name": "GB200", "form_factor": "Superchip", "memory_gb": 186,
+        "memory_bandwidth_tbs": D("8.00"), "bf16_tflops": D("2500.0"), "fp8_tflops": D("5000.0"),
+        "tdp_w": 1200, "nvlink_gbs": 1800,
+    },
+    # NVIDIA HGX B300 (Blackwell Ultra) datasheet, per GPU: 288 GB HBM3e (2.3 TB per 8 GPUs), 8 TB/s, NVLink 5
+    # 1.8 TB/s; dense BF16 and FP8 as B200 (2,250 / 4,500: Blackwell Ultra adds FP4, not BF16/FP8 throughput, as
+    # NVIDIA's figures read; from memory). TDP: 1,100 W as reported for HGX B300 (uncertain: 1,100-1,400 W).
+    {
+        "vendor": "NVIDIA", "name": "B300", "form_factor": "SXM", "memory_gb": 288,
+        "memory_bandwidth_tbs": D("8.00"), "bf16_tflops": D("2250.0"), "fp8_tflops": D("4500.0"),
+        "tdp_w": 1100, "nvlink_gbs": 1800,
+    },
+    # AMD Instinct MI250X data sheet (OAM): 383 TFLOPS peak BF16/FP16 (CDNA 2 has no sparsity and no FP8),
+    # 128 GB HBM2e, 3.2 TB/s, 560 W, 8 Infinity Fabric links up to 800 GB/s. One package holds two dies that
+    # software sees as two GPUs of 64 GB each; the figures here are the package's.
+    {
+        "vendor": "AMD", "name": "MI250X", "form_factor": "OAM", "memory_gb": 128,
+        "memory_bandwidth_tbs": D("3.20"), "bf16_tflops": D("383.0"), "fp8_tflops": None,
+        "tdp_w": 560, "nvlink_gbs": 800,
+    },
+    # Intel Gaudi 3 AI accelerator white paper / HL-325L OAM: 1,835 TFLOPS BF16 and FP8 on the matrix engines
+    # (dense; FP8 is not faster than BF16 on Gaudi 3), 128 GB HBM2e, 3.7 TB/s, 900 W; 24 × 200 GbE RoCE ports,
+    # 21 of them to the 7 peers on an 8-card board: 21 × 25 GB/s × 2 directions = 1,050 GB/s (our reading).
+    {
+        "vendor": "Intel", "name": "Gaudi 3", "form_factor": "OAM", "memory_gb": 128,
+        "memory_bandwidth_tbs": D("3.70"), "bf16_tflops": D("1835.0"), "fp8_tflops": D("1835.0"),
+        "tdp_w": 900, "nvlink_gbs": 1050,
+    },
+    # NVIDIA L4 datasheet: 24 GB GDDR6, 300 GB/s, BF16 242 / FP8 485 TFLOPS with sparsity (121 / 242.5 dense),
+    # 72 W, PCIe only.
+    {
+        "vendor": "NVIDIA", "name": "L4", "form_factor": "PCIe", "memory_gb": 24,
+        "memory_bandwidth_tbs": D("0.300"), "bf16_tflops": D("121.0"), "fp8_tflops": D("242.0"),
+        "tdp_w": 72, "nvlink_gbs": 0,
+    },
+    # NVIDIA RTX 6000 Ada Generation datasheet: 48 GB GDDR6 ECC, 960 GB/s, 1,457 TFLOPS FP8 tensor with
+    # sparsity (728.5 dense; BF16 half of it, 364.2 dense, as the Ada architecture whitepaper's ratios: from
+    # memory), 300 W, no NVLink.
+    {
+        "vendor": "NVIDIA", "name": "RTX 6000 Ada", "form_factor": "PCIe", "memory_gb": 48,
+        "memory_bandwidth_tbs": D("0.960"), "bf16_tflops": D("364.2"), "fp8_tflops": D("728.5"),
+        "tdp_w": 300, "nvlink_gbs": 0,
     },
 ]
 

@@ -14,17 +14,17 @@ REASON = "Hardware catalog (migration 0002)"
 CATALOG = (("GPUModel", GPU_MODELS), ("NodeModel", NODE_MODELS))
 
 
-def write_history(model, historical, obj, history_type, db, now):
+def write_history(model, historical, obj, history_type, db, now, reason=REASON):
     fields = {f.attname: getattr(obj, f.attname) for f in model._meta.concrete_fields}
     historical.objects.using(db).create(
-        **fields, history_date=now, history_type=history_type, history_change_reason=REASON
+        **fields, history_date=now, history_type=history_type, history_change_reason=reason
     )
 
 
-def load_catalog(apps, schema_editor):
+def load_catalog(apps, schema_editor, catalog=CATALOG, reason=REASON):
     db = schema_editor.connection.alias
     now = timezone.now()
-    for model_name, rows in CATALOG:
+    for model_name, rows in catalog:
         model = apps.get_model("inventory", model_name)
         historical = apps.get_model("inventory", f"Historical{model_name}")
         for row in rows:
@@ -40,7 +40,7 @@ def load_catalog(apps, schema_editor):
                 history_type = "~"
             else:
                 continue
-            write_history(model, historical, obj, history_type, db, now)
+            write_history(model, historical, obj, history_type, db, now, reason)
 
 
 def unload_catalog(apps, schema_editor):

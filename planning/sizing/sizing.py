@@ -16,11 +16,13 @@ The formulas follow public references:
 * Narayanan et al. 2021, "Efficient Large-Scale Language Model Training on GPU Clusters Using Megatron-LM":
   parameters ≈ 12·L·h² for L layers of hidden size h, the 6·N·D count (8·N·D with activation
   recomputation, which model FLOPs utilisation (MFU) excludes) and achieved utilisation of 40-50 % of peak at
-  scale, hence the default MFU of 0.40. Activation memory with full recomputation follows Korthikanti et al.
+  scale. Activation memory with full recomputation follows Korthikanti et al.
   2022 ("Reducing Activation Recomputation in Large Transformer Models", Megatron-LM): each layer keeps its
   input (2·s·h bytes) and one layer at a time is recomputed (≈ 34·s·h bytes, flash attention, micro-batch 1).
 * Hoffmann et al. 2022, "Training Compute-Optimal Large Language Models" (Chinchilla): a compute-optimal run
   sees about 20 tokens per parameter.
+* The default MFU and goodput are calibrated on published training runs (``default_mfu``, ``default_goodput``
+  below; ``bench/sizing_accuracy.py`` measures how close they come to the published GPU-hours).
 
 Gradient synchronisation is a ring all-reduce: each GPU sends and receives 2·(n−1)/n × the gradient bytes
 per step (Patarasuk and Yuan 2009; the "bus bandwidth" of NCCL's tests), and the node's network links are the
@@ -35,7 +37,6 @@ data at 4 bytes per token unless the dataset size says otherwise; power is GPU T
 import math
 from dataclasses import dataclass, field, fields, replace
 
-DEFAULT_MFU = 0.40
 DEFAULT_PUE = 1.3
 PRECISIONS = {"bf16": "BF16", "fp8": "FP8"}
 
@@ -52,6 +53,7 @@ CPU_CORES_PER_GPU = 8  # data-loader workers, the training process and the frame
 HOST_RAM_PER_GPU_MEMORY = 2  # host RAM per GPU = 2 × its memory (pinned buffers, page cache, checkpoint staging)
 ASPECT_RATIO = 128  # hidden size / layers (LLaMA 7B: 4096 / 32)
 CHINCHILLA_TOKENS_PER_PARAM = 20
+MAX_GPUS = 1_000_000  # the most GPUs a run may be sized on
 
 T101 = 'EleutherAI, "Transformer Math 101" (2023)'
 MEGATRON = "Narayanan et al. 2021 (Megatron-LM)"
@@ -83,13 +85,16 @@ class Workload:
         "Active parameters (billion)", "Mixture-of-experts: parameters active per token (default: all).",
         maximum=100_000))
     num_gpus: int | None = field(default=None, metadata=_input(
-        "GPUs", "GPUs the run gets (optional).", kind="int", maximum=1_000_000))
+        "GPUs", "GPUs the run gets (optional).", kind="int", maximum=MAX_GPUS))
     precision: str = field(default="bf16", metadata=_input(
         "Precision", "Compute precision of the matrix multiplications.", kind="choice",
         choices=list(PRECISIONS.items())))
-    mfu: float = field(default=DEFAULT_MFU, metadata=_input(
-        "MFU", f"Model FLOPs utilisation: achieved share of peak (default {DEFAULT_MFU}, Megatron-LM at scale).",
-        maximum=1))
+    mfu: float | None = field(default=None, metadata=_input(
+        "MFU", "Model FLOPs utilisation: achieved share of peak (blank: calibrated on published runs by model "
+        "size, GPU class and GPUs).", maximum=1))
+    goodput: float | None = field(default=None, metadata=_input(
+        "Goodput", "Share of wall-clock time spent training, the rest lost to interruptions and restarts (blank: "
+        "from the interruption rate of a 16k-GPU run, by GPUs).", maximum=1))
     seq_len: int = field(default=4096, metadata=_input("Sequence length", "Tokens per sequence.", kind="int",
                                                        maximum=10_000_000))
     global_batch_tokens: int = field(default=4_194_304, metadata=_input(
@@ -152,6 +157,81 @@ def catalog_gpus():
     return {g.name: GPU.of(g) for g in GPUModel.objects.order_by("vendor", "name")}
 
 
+# --- Calibrated defaults: MFU and goodput --------------------------------------------------------------------
+# A small function of (active parameters, GPU class, GPUs), its few constants fitted by hand on the MFU that
+# published runs imply (6·N·D / (published GPU-hours × peak)): the runs of bench/published_runs.csv, whose share
+# within ±25 % is therefore an in-sample figure. Figures marked "from memory" were not checked against the paper
+# when this was written.
+# * A100-class (dense BF16 peak under FAST_GPU_TFLOPS): 40 % at 70B, 4 points less per tenfold fewer parameters.
+#   Narayanan et al. 2021 (Megatron-LM): 140-163 TFLOP/s per A100 with recomputation at 175B-1T, i.e. MFU 34-39 %
+#   (× 6/8); Llama 2 70B (model card: 1,720,320 A100-hours for 2T tokens) implies 43 %, Llama 1 65B (Touvron et
+#   al. 2023: 380 tokens/s/GPU on 2,048 A100) 48 %, BLOOM-176B (Luccioni et al. 2022: 1,082,990 A100-hours) 32 %;
+#   Pythia (Biderman et al. 2023, GPU-hours table, from memory) 22 % at 70M to 33 % at 1-7B.
+# * H100-class (faster GPUs: more FLOPs per byte of memory and network bandwidth, so small models keep them busy
+#   less of the time): 40 % at 405B, 12 points less per tenfold. Llama 3 (Dubey et al. 2024, Table 4): 38-43 %
+#   BF16 MFU for 405B on 8,192-16,384 H100; the Llama 3 model card's GPU-hours (8B: 1.3 M, 70B: 6.4 M H100-hours
+#   for 15T tokens) imply 16 % and 28 %. Blackwell, AMD Instinct and Gaudi take this curve too: no large published
+#   run on them was available for calibration (an assumption). PaLM's 46 % (Chowdhery et al. 2022) is on TPU v4,
+#   context only.
+# * Scale: 5 % less MFU per doubling beyond SCALE_FREE_GPUS (Llama 3, Table 4: 43 % on 8,192 H100, 41 % on 16,384).
+# * FP8: FP8_SPEEDUP × the BF16 throughput, not the 2× of the peaks. Uncertain: NVIDIA Transformer Engine and
+#   NeMo results report 1.3-1.5× (from memory); DeepSeek-V3 (DeepSeek-AI 2024: 2.664 M H800-hours for 14.8T tokens,
+#   37B active parameters) implies 35 % of the BF16 peak in FP8.
+FAST_GPU_TFLOPS = 500
+MFU_CURVES = {  # GPU class: (MFU at the anchor size, anchor in billion active parameters, MFU per tenfold)
+    "A100-class": (0.40, 70, 0.04),
+    "H100-class": (0.40, 405, 0.12),
+}
+MFU_RANGE = (0.15, 0.55)  # outside the published range the line is not trusted
+SCALE_FREE_GPUS = 8192
+MFU_LOSS_PER_DOUBLING = 0.05
+FP8_SPEEDUP = 1.4
+MFU_SOURCE = ("Calibrated on published runs: Narayanan et al. 2021 (Megatron-LM, A100); Touvron et al. 2023 "
+              "(Llama 1, 2: A100-hours); Dubey et al. 2024 (Llama 3: 38-43 % BF16 MFU on 16k H100); Biderman et al. "
+              "2023 (Pythia); Luccioni et al. 2022 (BLOOM); DeepSeek-AI 2024 (DeepSeek-V3, H800 FP8)")
+# Goodput: a synchronous run stops at every interruption and loses the restart and the work since the last
+# checkpoint. Llama 3 (Dubey et al. 2024, §3.3.4): 419 unexpected interruptions in a 54-day snapshot on 16,384 H100
+# and more than 90 % effective training time, so at most 10 % of 1,296 h / 419 = 0.31 h lost per interruption.
+# Interruptions are counted per GPU-hour: a run's count grows with GPUs × days. Other reports put the rate higher:
+# Kokolis et al. 2024 (Meta RSC, A100) a mean time to failure of 7.9 h for 1,024-GPU jobs (6× the Llama 3 rate per
+# GPU, from memory); OPT-175B's logbook (Zhang et al. 2022) 35+ manual restarts in 2 months on 992 A100.
+INTERRUPTIONS_PER_GPU_HOUR = 419 / (16_384 * 54 * 24)
+HOURS_LOST_PER_INTERRUPTION = 0.1 * 54 * 24 / 419
+GOODPUT_SOURCE = "Dubey et al. 2024 (Llama 3: 419 interruptions in 54 days on 16,384 H100, >90 % effective time)"
+YOUR_INPUT = "Your input"
+
+
+def gpu_class(gpu):
+    """``A100-class`` or ``H100-class``: the MFU curve a GPU follows, by its dense BF16 peak."""
+    return "H100-class" if gpu.bf16_tflops >= FAST_GPU_TFLOPS else "A100-class"
+
+
+def default_mfu(active_params, gpu, gpus, precision="bf16"):
+    """(MFU, explanation): the calibrated default for ``active_params`` on ``gpus`` of ``gpu`` (see above)."""
+    anchor_mfu, anchor_billion, per_decade = MFU_CURVES[gpu_class(gpu)]
+    by_size = anchor_mfu + per_decade * math.log10(active_params / 1e9 / anchor_billion)
+    mfu = min(max(by_size, MFU_RANGE[0]), MFU_RANGE[1])
+    doublings = max(0, math.log2(gpus / SCALE_FREE_GPUS))
+    mfu *= 1 - MFU_LOSS_PER_DOUBLING * doublings
+    why = (f"{gpu_class(gpu)}: {anchor_mfu:.0%} at {anchor_billion}B active parameters, {per_decade * 100:g} points "
+           f"per tenfold, within {MFU_RANGE[0]:.0%}-{MFU_RANGE[1]:.0%}")
+    if doublings:
+        why += f"; −{MFU_LOSS_PER_DOUBLING:.0%} per doubling beyond {SCALE_FREE_GPUS:,} GPUs"
+    if precision == "fp8":
+        mfu *= FP8_SPEEDUP * gpu.bf16_tflops / gpu.fp8_tflops
+        why += f"; FP8 runs {FP8_SPEEDUP:g}× BF16, of the FP8 peak"
+    return mfu, why + "."
+
+
+def default_goodput(gpus):
+    """(goodput, explanation): the share of wall-clock time spent training on ``gpus`` GPUs; the rest is lost to
+    interruptions (their number grows with GPUs × hours, each costs the whole run the same time)."""
+    lost_share = gpus * INTERRUPTIONS_PER_GPU_HOUR * HOURS_LOST_PER_INTERRUPTION
+    return 1 / (1 + lost_share), (
+        f"{INTERRUPTIONS_PER_GPU_HOUR * 24:.2g} interruptions per GPU-day × {gpus:,} GPUs, "
+        f"{HOURS_LOST_PER_INTERRUPTION * 60:.0f} minutes lost each: {lost_share:.1%} more time.")
+
+
 class SizingError(ValueError):
     """Invalid inputs: ``errors`` maps an input's name to its messages."""
 
@@ -200,7 +280,9 @@ class Figure:
 FIGURES = {
     "training_flops": ("Training compute", "FLOP", T101),
     "chinchilla_tokens_billion": ("Compute-optimal tokens", "billion tokens", CHINCHILLA),
-    "gpu_hours": ("GPU-hours", "GPU-h", T101),
+    "mfu": ("MFU", "", MFU_SOURCE),
+    "goodput": ("Goodput", "", GOODPUT_SOURCE),
+    "gpu_hours": ("GPU-hours", "GPU-h", T101 + "; goodput allowance"),
     "gpus": ("GPUs sized for", "GPUs", RULE),
     "wall_clock_days": ("Wall-clock time", "days", T101),
     "gpus_for_deadline": ("GPUs for the deadline", "GPUs", T101),
@@ -254,9 +336,9 @@ def size(workload, gpus):
     n_total, n_active, tokens = w.total_params, w.active_params, w.tokens
     figures = {}
 
-    def put(key, value, explanation):
-        label, unit, source = FIGURES[key]
-        figures[key] = Figure(key, label, value, unit, explanation, source)
+    def put(key, value, explanation, source=None):
+        label, unit, default_source = FIGURES[key]
+        figures[key] = Figure(key, label, value, unit, explanation, source or default_source)
 
     moe = " (active parameters: mixture of experts)" if w.active_params_billion else ""
     flops = 6 * n_active * tokens
@@ -264,11 +346,6 @@ def size(workload, gpus):
     put("chinchilla_tokens_billion", CHINCHILLA_TOKENS_PER_PARAM * n_active / 1e9,
         f"About {CHINCHILLA_TOKENS_PER_PARAM} tokens per parameter is compute-optimal; this run has "
         f"{tokens / n_active:.1f}.")
-    peak = gpu.peak_flops(w.precision)
-    gpu_hours = flops / (peak * w.mfu) / 3600
-    put("gpu_hours", gpu_hours, f"FLOPs / ({PRECISIONS[w.precision]} peak {peak / 1e12:,.1f} TFLOP/s × MFU "
-        f"{w.mfu:g}) / 3600.")
-
     # Training memory: sharded states (16 bytes / parameter over n GPUs) + one GPU's activations.
     layers, hidden = model_shape(n_active)
     activations = w.seq_len * hidden * (2 * layers + 34)
@@ -280,17 +357,44 @@ def size(workload, gpus):
         f"{activations / 1e9:.1f} GB of activations per GPU, within {USABLE_MEMORY_SHARE:.0%} of "
         f"{gpu.memory_gb:g} GB." if min_gpus else "The activations of one sequence alone exceed the GPU's memory.")
 
+    peak = gpu.peak_flops(w.precision)
+
+    def run_on(n):
+        """(MFU, its explanation, goodput, its explanation, GPU-hours) on n GPUs; the user's MFU and goodput win."""
+        mfu, mfu_why = (w.mfu, "") if w.mfu else default_mfu(n_active, gpu, n, w.precision)
+        goodput, goodput_why = (w.goodput, "") if w.goodput else default_goodput(n)
+        return mfu, mfu_why, goodput, goodput_why, flops / (peak * mfu) / 3600 / goodput
+
     deadline_gpus = None
     if w.deadline_days:
-        deadline_gpus = max(math.ceil(gpu_hours / (w.deadline_days * 24)), min_gpus or 1)
-        put("gpus_for_deadline", deadline_gpus, f"GPU-hours / ({w.deadline_days:g} days × 24 h), rounded up, "
-            "and at least the GPUs to fit.")
+        # The GPU-hours grow with the GPUs (MFU at scale, interruptions), so search for the fewest that finish in
+        # time: wall-clock time still falls as GPUs are added.
+        def in_time(n):
+            return run_on(n)[-1] / n / 24 <= w.deadline_days
+
+        low = min_gpus or 1
+        high = low
+        while not in_time(high) and high < MAX_GPUS:
+            low, high = high + 1, min(2 * high, MAX_GPUS)
+        if in_time(high):
+            while low < high:
+                middle = (low + high) // 2
+                low, high = (low, middle) if in_time(middle) else (middle + 1, high)
+            deadline_gpus = high
+        put("gpus_for_deadline", deadline_gpus, f"The fewest GPUs that finish in {w.deadline_days:g} days (GPU-hours "
+            "on that many / GPUs / 24 h), and at least the GPUs to fit." if deadline_gpus else
+            f"No count up to {MAX_GPUS:,} GPUs finishes in {w.deadline_days:g} days.")
     else:
         put("gpus_for_deadline", None, "Give a deadline to get the GPUs it needs.")
 
     n, why = ((w.num_gpus, "the GPUs given") if w.num_gpus else (deadline_gpus, "the GPUs for the deadline")
               if deadline_gpus else (min_gpus or 1, "the fewest GPUs that fit training"))
     put("gpus", n, f"The figures below that depend on a GPU count use {why}.")
+    mfu, mfu_why, goodput, goodput_why, gpu_hours = run_on(n)
+    put("mfu", mfu, mfu_why or "Given.", None if mfu_why else YOUR_INPUT)
+    put("goodput", goodput, goodput_why or "Given.", None if goodput_why else YOUR_INPUT)
+    put("gpu_hours", gpu_hours, f"FLOPs / ({PRECISIONS[w.precision]} peak {peak / 1e12:,.1f} TFLOP/s × MFU "
+        f"{mfu:.3g}) / 3600 / goodput {goodput:.3g}, on {n:,} GPUs.")
     put("wall_clock_days", gpu_hours / n / 24, f"GPU-hours / {n:,} GPUs / 24, assuming the MFU holds at this scale.")
     fits = min_gpus is not None and n >= min_gpus
     put("memory_per_gpu_gb", (states / n + activations) / 1e9,
@@ -307,7 +411,7 @@ def size(workload, gpus):
     put("inference_min_gpus", math.ceil(inference / usable), "Inference memory / usable memory per GPU.")
 
     # Throughput of the whole run on n GPUs.
-    tokens_per_s = n * peak * w.mfu / (6 * n_active)
+    tokens_per_s = n * peak * mfu / (6 * n_active)
     step = w.global_batch_tokens / tokens_per_s
     put("step_seconds", step, f"Global batch {w.global_batch_tokens:,} tokens / {tokens_per_s:,.0f} tokens/s "
         "(n × peak × MFU / 6N).")

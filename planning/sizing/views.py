@@ -28,7 +28,7 @@ class SizingView(TemplateView):
         context = super().get_context_data(**kwargs)
         gpus = sizing.catalog_gpus()
         form = SizingForm(self.request.GET or None, gpus=gpus)
-        context.update(form=form, default_mfu=sizing.DEFAULT_MFU, gpus_per_node=sizing.GPUS_PER_NODE)
+        context.update(form=form, gpus_per_node=sizing.GPUS_PER_NODE)
         if form.is_valid():
             workload = form.workload()
             rows = sizing.compare_all(workload, gpus)

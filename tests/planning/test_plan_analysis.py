@@ -67,7 +67,8 @@ def plan_with_workload(**kw):
     plan = CapacityPlan.objects.create(name="2027", horizon_months=12, **kw)
     PlanWorkload.objects.create(plan=plan, name="70B", start_month=2,
                                 gpu_model=GPUModel.objects.get(name="H100 SXM 80GB"),
-                                inputs={"params_billion": 70, "tokens_billion": 2000, "num_gpus": 256})
+                                inputs={"params_billion": 70, "tokens_billion": 2000, "num_gpus": 256, "mfu": 0.4,
+                                        "goodput": 1})  # the hand computations' MFU, no interruption allowance
     return plan
 
 

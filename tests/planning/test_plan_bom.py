@@ -55,11 +55,13 @@ def make_plan(fleet, name="2027 training", **kw):
     fields = {"site": fleet["site"], "node_model": fleet["node_model"], "node_price": Decimal("250000"), **kw}
     plan = CapacityPlan.objects.create(name=name, horizon_months=12, **fields)
     PlanWorkload.objects.create(plan=plan, name="70B", start_month=2, gpu_model=fleet["h100"],
-                                inputs={"params_billion": 70, "tokens_billion": 2000, "num_gpus": 256})
+                                inputs={"params_billion": 70, "tokens_billion": 2000, "num_gpus": 256,
+                                        "mfu": 0.4, "goodput": 1})
     return plan
 
 
-# The hand computation for make_plan on the fleet (no telemetry history: demand is the workload alone):
+# The hand computation for make_plan on the fleet (no telemetry history: demand is the workload alone; MFU and
+# goodput given, not the calibrated defaults):
 # 6 × 70e9 parameters × 2e12 tokens = 8.4e23 FLOPs / (989.4 TFLOP/s × MFU 0.40) / 3600 = 589,583 GPU-hours;
 # on 256 GPUs 96 days: 4 months of 147,396 GPU-hours. At 80 % of 730 h that is 252.4 GPUs, against 16 in
 # service: 236.4 GPUs short at the peak → 236.4 / 8 = 29.6 → 30 nodes.
@@ -171,7 +173,8 @@ def test_no_node_model_is_refused(db):
     NodeModel.objects.update(list_price=None)  # no fleet, no priced catalog model: nothing to buy from
     plan = CapacityPlan.objects.create(name="empty", horizon_months=12, node_price=Decimal("250000"))
     PlanWorkload.objects.create(plan=plan, name="70B", start_month=1, gpu_model=GPUModel.objects.get(
-        name="H100 SXM 80GB"), inputs={"params_billion": 70, "tokens_billion": 2000, "num_gpus": 256})
+        name="H100 SXM 80GB"), inputs={"params_billion": 70, "tokens_billion": 2000, "num_gpus": 256,
+                                        "mfu": 0.4, "goodput": 1})
     with pytest.raises(ValidationError, match="No node model is known"):
         bom.derive(plan, "expand", today=TODAY)
 

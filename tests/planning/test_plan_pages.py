@@ -10,6 +10,7 @@ from django.contrib.messages import get_messages
 
 from planning.models import CapacityPlan, PlanEvent, PlanItem, PlanWorkload
 from planning.plans import workflow as plans
+from planning.sizing import sizing
 from portal.roles import MANAGER
 from tests.factories import make_gpu_model, make_node_model
 from tests.helpers.accounts import make_user
@@ -183,7 +184,10 @@ def test_add_edit_delete_workload_with_plain_forms(manager_client, manager):
     detail = manager_client.get(url(plan))
     page = detail.content.decode()
     row = next(r for r in detail.context["workloads"] if r.workload == added)
-    assert row.gpu_hours == pytest.approx(6 * 39e9 * 4000e9 / (989e12 * 0.4) / 3600)
+    # blank MFU and goodput: the calibrated defaults for 39B active parameters on 768 GPUs
+    mfu, _ = sizing.default_mfu(39e9, sizing.GPU.of(gpu), 768)
+    goodput, _ = sizing.default_goodput(768)
+    assert row.gpu_hours == pytest.approx(6 * 39e9 * 4000e9 / (float(gpu.bf16_tflops) * 1e12 * mfu) / 3600 / goodput)
     assert row.summary[2] == "768" and row.summary[3] == "multi node"
     assert f'id="workload-{added.pk}"' in page and "multi node" in page and ">Days</th>" in page
     assert "/planning/sizing/?gpu_model=" in page and "active_params_billion=39" in page

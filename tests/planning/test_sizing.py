@@ -15,6 +15,7 @@ from planning.sizing.sizing import GPU, SizingError, Workload, compare_all, fit_
 CATALOG = {d["name"]: GPU.of(SimpleNamespace(**d)) for d in GPU_MODELS}
 H100 = "H100 SXM 80GB"
 API = "/api/planning/sizing/"
+FIXED = {"mfu": 0.4, "goodput": 1}  # the hand computations below; the calibrated defaults have their own tests
 
 
 def sized(**inputs):
@@ -22,7 +23,7 @@ def sized(**inputs):
 
 
 def test_7b_on_2t_tokens_hand_computed():
-    s = sized(params_billion=7, tokens_billion=2000, num_gpus=512)
+    s = sized(params_billion=7, tokens_billion=2000, num_gpus=512, **FIXED)
     assert s["training_flops"] == pytest.approx(8.4e22)  # 6 · 7e9 · 2e12
     assert s["gpu_hours"] == pytest.approx(8.4e22 / (989.4e12 * 0.4) / 3600)
     assert s["gpu_hours"] == pytest.approx(58_958, rel=1e-4)
@@ -38,8 +39,8 @@ def test_7b_on_2t_tokens_hand_computed():
 
 
 def test_fp8_doubles_the_peak():
-    assert sized(params_billion=7, tokens_billion=2000, precision="fp8")["gpu_hours"] == pytest.approx(
-        sized(params_billion=7, tokens_billion=2000)["gpu_hours"] * 989.4 / 1978.9)
+    assert sized(params_billion=7, tokens_billion=2000, precision="fp8", **FIXED)["gpu_hours"] == pytest.approx(
+        sized(params_billion=7, tokens_billion=2000, **FIXED)["gpu_hours"] * 989.4 / 1978.9)
 
 
 def test_70b_does_not_fit_one_80gb_gpu_for_training():
@@ -61,7 +62,7 @@ def test_moe_active_params_for_flops_total_params_for_memory():
 
 
 def test_deadline_gives_the_gpus_it_needs():
-    s = sized(params_billion=7, tokens_billion=2000, deadline_days=30)
+    s = sized(params_billion=7, tokens_billion=2000, deadline_days=30, **FIXED)
     assert s["gpus_for_deadline"] == 82  # ceil(58,958 / 720)
     assert s["gpus"] == 82 and s["wall_clock_days"] <= 30
     assert sized(params_billion=7, tokens_billion=2000)["gpus_for_deadline"] is None
@@ -91,6 +92,39 @@ def test_megatron_training_times(params, tokens, gpus, reported_tflops, paper_da
     mfu = reported_tflops * 6 / 8 / 312
     s = sized(gpu_model=A100, params_billion=params, tokens_billion=tokens, num_gpus=gpus, mfu=mfu)
     assert s["wall_clock_days"] == pytest.approx(paper_days, rel=0.02)  # 33.9 and 83.2 days
+
+
+
+# --- calibrated defaults: MFU by model size, GPU class and scale; goodput by GPUs ----------------------------
+
+def test_blank_mfu_and_goodput_follow_llama_3_on_16k_h100():
+    s = sized(params_billion=405, tokens_billion=15_600, num_gpus=16_384)
+    # Dubey et al. 2024: 38-43 % BF16 MFU on 16k H100 and more than 90 % effective training time.
+    assert 0.37 <= s["mfu"] <= 0.43 and s["goodput"] == pytest.approx(0.909, abs=0.001)
+    assert s["gpu_hours"] == pytest.approx(6 * 405e9 * 15.6e12 / (989.4e12 * s["mfu"]) / 3600 / s["goodput"])
+    assert "Dubey et al. 2024" in s.figures["mfu"].source and "Llama 3" in s.figures["goodput"].source
+    assert "H100-class" in s.figures["mfu"].explanation and "per doubling beyond 8,192" in s.figures["mfu"].explanation
+
+
+def test_calibrated_mfu_grows_with_model_size_and_falls_with_scale():
+    h100 = CATALOG[H100]
+    assert sizing.default_mfu(8e9, h100, 512)[0] < sizing.default_mfu(70e9, h100, 512)[0] < 0.40
+    assert sizing.default_mfu(70e9, CATALOG[A100], 512)[0] == pytest.approx(0.40)  # the A100-class anchor
+    assert sizing.default_mfu(405e9, h100, 32_768)[0] == pytest.approx(0.40 * 0.90)  # two doublings beyond 8,192
+    assert sizing.default_mfu(1e6, h100, 1)[0] == sizing.MFU_RANGE[0]  # a tiny model: the floor
+    fp8, _ = sizing.default_mfu(405e9, h100, 1024, "fp8")
+    assert fp8 * 1978.9 == pytest.approx(0.40 * 989.4 * sizing.FP8_SPEEDUP)  # FP8 is 1.4× BF16, not 2×
+
+
+def test_goodput_allowance_grows_with_gpus():
+    assert sizing.default_goodput(8)[0] > 0.999 > sizing.default_goodput(2048)[0] > sizing.default_goodput(16_384)[0]
+
+
+def test_the_users_mfu_and_goodput_win_over_the_defaults():
+    s = sized(params_billion=70, tokens_billion=2000, num_gpus=2048, mfu=0.5, goodput=0.8)
+    assert (s["mfu"], s["goodput"]) == (0.5, 0.8)
+    assert s.figures["mfu"].source == s.figures["goodput"].source == sizing.YOUR_INPUT
+    assert s["gpu_hours"] == pytest.approx(6 * 70e9 * 2e12 / (989.4e12 * 0.5) / 3600 / 0.8)
 
 
 # --- properties of the model, over many inputs -------------------------------------------------------------
@@ -128,6 +162,10 @@ def as_number(value):
 @given(params=params, tokens=tokens, deadline=st.floats(min_value=0.5, max_value=3650))
 def test_the_gpus_for_a_deadline_meet_it(params, tokens, deadline):
     s = sized(params_billion=params, tokens_billion=tokens, deadline_days=deadline)
+    if s["gpus_for_deadline"] is None:  # interruptions grow with the GPUs: no count meets some deadlines
+        most = sized(params_billion=params, tokens_billion=tokens, num_gpus=sizing.MAX_GPUS)
+        assert most["wall_clock_days"] > deadline
+        return
     assert s["wall_clock_days"] <= deadline * (1 + 1e-9)
     # One GPU fewer would miss it, or not hold the training state (a count the inputs allow: at most 1,000,000).
     if 1 < s["gpus_for_deadline"] <= 1_000_000:
@@ -148,7 +186,7 @@ def test_small_model_fits_one_gpu_and_needs_no_network():
 
 
 def test_network_per_node_follows_the_ring():
-    s = sized(params_billion=7, tokens_billion=2000, num_gpus=64)
+    s = sized(params_billion=7, tokens_billion=2000, num_gpus=64, **FIXED)
     ring = 2 * 63 / 64 * 2 * 7e9  # bytes per step
     assert s["internode_bandwidth_gbps"] == pytest.approx(ring * 8 / 1e9 / (0.2 * s["step_seconds"]))
     tokens_per_s = 64 * 989.4e12 * 0.4 / (6 * 7e9)
@@ -182,7 +220,7 @@ def test_compare_all_sizes_every_gpu_model():
 
 # --- page and API (the catalog comes from the seeding migration) ---
 
-QUERY = {"params_billion": 7, "tokens_billion": 2000, "gpu_model": H100, "deadline_days": 30}
+QUERY = {"params_billion": 7, "tokens_billion": 2000, "gpu_model": H100, "deadline_days": 30, **FIXED}
 
 
 def test_page_renders_a_result_and_a_comparison_row_per_gpu_model(viewer_client):
@@ -213,6 +251,9 @@ def test_api_sizes_and_compares(viewer_api):
     assert body["figures"]["gpu_hours"]["value"] == pytest.approx(58_958, rel=1e-4)
     assert body["figures"]["gpus_for_deadline"]["value"] == 82
     assert body["figures"]["fit_class"]["source"]
+    assert body["figures"]["mfu"]["source"] == "Your input"
+    defaults = viewer_api.post(API, {**QUERY, "mfu": None, "goodput": None}, format="json").json()["figures"]
+    assert "Calibrated on published runs" in defaults["mfu"]["source"] and defaults["goodput"]["value"] < 1
     assert len(body["comparison"]) == len(GPU_MODELS)
 
 

@@ -18,10 +18,11 @@ class SizingView(APIView):
     @extend_schema(
         summary="Size a training workload",
         description=(
-            "Training FLOPs (6·N·D), GPU-hours at the given MFU (default "
-            f"{sizing.DEFAULT_MFU}), wall-clock days, GPUs for a deadline, memory per GPU and GPUs to fit "
-            "(mixed-precision Adam, sharded optimizer state; and bf16 inference), fit class, network per node, "
-            "storage and checkpoint throughput, host CPU and RAM per GPU, power and energy. Each figure comes "
+            "Training FLOPs (6·N·D), GPU-hours at the given MFU and goodput (blank: defaults calibrated on "
+            "published training runs by model size, GPU class and GPUs; `figures.mfu` and `figures.goodput` say "
+            "which values were used and their sources), wall-clock days, GPUs for a deadline, memory per GPU and "
+            "GPUs to fit (mixed-precision Adam, sharded optimizer state; and bf16 inference), fit class, network per "
+            "node, storage and checkpoint throughput, host CPU and RAM per GPU, power and energy. Each figure comes "
             "with its unit, a one-line explanation and the reference it follows; `comparison` sizes the same "
             "workload on every GPU model of the catalog."
         ),
