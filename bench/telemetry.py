@@ -8,7 +8,8 @@
    bare ``COPY`` into an empty copy of the table; reported as rows/s and as a ratio.
 3. History: ``--days`` days of hourly rows generated in SQL (``generate_series``) a month at a time, each month into
    its own partition (created by the portal's ``ensure_partitions``), then rolled up into node hours and daily rows
-   with the portal's rollup functions (timed; 1 year is extrapolated from it); the hourly tables' size on disk.
+   with the portal's rollup functions (timed; 1 year is extrapolated from it); the hourly tables' size on disk;
+   daily rows for the rest of the year (generated in SQL), so that the 1-year view reads a full year.
 4. Dashboard: the fleet utilization page and the utilization API for the ranges that read those rows (7 d, 30 d and
    1 y), timed with Django's test client (median of 5), against the bare SQL aggregate the page needs, as ratios;
    the partitions a 7-day query reads (EXPLAIN: the others are pruned).
@@ -127,6 +128,26 @@ def history(days, end):
     return rows, seconds
 
 
+def earlier_days(days, end):
+    """Daily GPU rows for the rest of the year before the ``days`` of hourly history (the rows the daily rollup of the
+    same generated hours gives: every day alike), so the 1-year view reads a full year of daily rows."""
+    from django.db import connection
+
+    first, last = (end - timedelta(days=365)).date(), (end - timedelta(days=days)).date() - timedelta(days=1)
+    with connection.cursor() as cursor:
+        cursor.execute("""
+            INSERT INTO inventory_gpudaily (gpu_id, day, util_mean, util_max, mem_used_mean_gb, power_mean_w,
+                                            energy_wh, xid_errors, samples, hours)
+            WITH one_day AS (
+                SELECT g.id, avg(u) AS u, max(LEAST(u + 10, 100)) AS u_max FROM inventory_gpu g
+                CROSS JOIN generate_series(0, 23) AS h
+                CROSS JOIN LATERAL (SELECT ((g.id * 37 + h * 11) %% 100)::float AS u) v GROUP BY g.id)
+            SELECT id, d, u, u_max, 40 + u / 4, 150 + 5.5 * u, 24 * (150 + 5.5 * u), 0, 24 * 60, 24
+            FROM one_day CROSS JOIN generate_series(%s::date, %s::date, interval '1 day') AS d
+        """, [first, last])
+        return cursor.rowcount
+
+
 def hourly_sizes():
     """Per hourly table: rows, bytes on disk (heap, indexes: every partition's), bytes per row, and the bytes of
     one full month (the largest partition)."""
@@ -240,6 +261,7 @@ def main():
               f"node rollup {took['nodes']:.1f} s, daily rollup {took['days']:.1f} s; "
               f"about {per_day * 365 / 60:.0f} min for 1 year at this rate; rollups of one day "
               f"{(took['nodes'] + took['days']) / args.days:.2f} s")
+        print(f"daily rows for the rest of the year: {earlier_days(args.days, now):,}")
         for table, rows, heap, indexes, month in hourly_sizes():
             print(f"{table}: {rows:,} rows, {heap / 2**30:.2f} GiB + indexes {indexes / 2**30:.2f} GiB, "
                   f"{(heap + indexes) / max(rows, 1):.0f} B/row, largest month {month / 2**30:.2f} GiB")
