@@ -20,6 +20,7 @@ from portal.db import bulk_upsert
 
 from .dcgm import TOTAL_ENERGY, counter_increase, mj_to_wh
 from .models import GPUDaily, GPUHourly, NodeDaily, NodeHourly, TelemetrySample
+from .partitions import drop_months_before, ensure_partitions, maintain
 
 log = logging.getLogger(__name__)
 
@@ -37,17 +38,25 @@ def floor_hour(moment):
 def upsert_gpu_hours(matched):
     """``matched``: ``(gpu_id, HourRecord)`` pairs. Returns the hours written."""
     rows = [(gpu_id, record.hour, *(getattr(record, name) for name in ROLLUP_FIELDS)) for gpu_id, record in matched]
-    bulk_upsert(GPUHourly, ["gpu_id", "hour"], ROLLUP_FIELDS, rows)
-    return {row[1] for row in rows}
+    return _upsert(GPUHourly, "gpu_id", "hour", ROLLUP_FIELDS, rows)
+
+
+def _upsert(model, key, period, fields, rows):
+    """Upsert rows ``(key, period, *fields)``; returns the periods (hours or days) written. Hourly tables get
+    their months' partitions first (PostgreSQL)."""
+    periods = {row[1] for row in rows}
+    if period == "hour":
+        ensure_partitions(model, periods)
+    bulk_upsert(model, [key, period], fields, rows)
+    return periods
 
 
 def _upsert_aggregates(model, key, aggregated, extra=()):
     """Write ``values().annotate()`` rows (dicts) keyed by ``(key, hour|day)``; returns the periods."""
     period = "hour" if "hour" in {f.name for f in model._meta.fields} else "day"
     fields = [*ROLLUP_FIELDS, *extra]
-    rows = [(row[key], row[period], *(row[name] for name in fields)) for row in aggregated]
-    bulk_upsert(model, [key, period], fields, rows)
-    return {row[1] for row in rows}
+    return _upsert(model, key, period, fields, [(row[key], row[period], *(row[name] for name in fields))
+                                                for row in aggregated])
 
 
 def rollup_samples(start, end, interval_seconds, new_since=None):
@@ -168,13 +177,21 @@ def refresh(hours):
 
 def enforce_retention(now=None):
     """Delete hourly rows older than ``TELEMETRY_HOURLY_RETENTION_DAYS`` and daily rows older than
-    ``TELEMETRY_DAILY_RETENTION_DAYS`` (bulk DELETEs). Returns the rows deleted per table."""
+    ``TELEMETRY_DAILY_RETENTION_DAYS``. Returns the rows deleted per table.
+
+    On PostgreSQL the hourly tables' months past the cutoff are dropped whole (``partitions``); a DELETE takes the
+    rest, in the month the cutoff falls in. Runs daily, so it also creates the coming months' partitions."""
     now = now or timezone.now()
     hourly_cutoff = now - timedelta(days=settings.TELEMETRY_HOURLY_RETENTION_DAYS)
     daily_cutoff = (now - timedelta(days=settings.TELEMETRY_DAILY_RETENTION_DAYS)).date()
+    maintain([GPUHourly, NodeHourly], now)
+
+    def hourly(model):
+        return drop_months_before(model, hourly_cutoff) + model.objects.filter(hour__lt=hourly_cutoff).delete()[0]
+
     return {
-        "gpu_hourly": GPUHourly.objects.filter(hour__lt=hourly_cutoff).delete()[0],
-        "node_hourly": NodeHourly.objects.filter(hour__lt=hourly_cutoff).delete()[0],
+        "gpu_hourly": hourly(GPUHourly),
+        "node_hourly": hourly(NodeHourly),
         "gpu_daily": GPUDaily.objects.filter(day__lt=daily_cutoff).delete()[0],
         "node_daily": NodeDaily.objects.filter(day__lt=daily_cutoff).delete()[0],
         "samples": TelemetrySample.objects.filter(ts__lt=floor_hour(now) - timedelta(hours=2)).delete()[0],

@@ -70,7 +70,7 @@ def pull_telemetry_source(source_id):
 
 @shared_task(name="inventory.tasks.enforce_telemetry_retention")
 def enforce_telemetry_retention():
-    """Daily (beat): drop rollups older than the configured retention."""
+    """Daily (beat): drop rollups older than the configured retention; create the coming months' partitions."""
     deleted = enforce_retention()
     log.info("telemetry retention: %s", deleted)
     return deleted
