@@ -32,7 +32,7 @@ def unload(apps, schema_editor):
 class Migration(migrations.Migration):
 
     dependencies = [
-        ("inventory", "0009_xid_events_mig_instances"),
+        ("inventory", "0010_partition_hourly_rollups"),
     ]
 
     operations = [
