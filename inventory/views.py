@@ -10,6 +10,7 @@ from django.urls import reverse
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.views import View
 
+from portal.db import without_timestamps
 from portal.generic import (
     ModelPermissionMixin,
     ObjectImportView,
@@ -204,7 +205,7 @@ class RackImportView(ObjectImportView):
 
 
 class NodeListView(LifecycleListView):
-    queryset = querysets.nodes()
+    queryset = without_timestamps(querysets.nodes())
     filterset_class = filters.NodeFilterSet
     table_class = tables.NodeTable
     importable = True
@@ -227,7 +228,7 @@ class NodeImportView(ObjectImportView):
 
 
 class GPUListView(LifecycleListView):
-    queryset = querysets.gpus()
+    queryset = without_timestamps(querysets.gpus())
     filterset_class = filters.GPUFilterSet
     table_class = tables.GPUTable
     importable = True
