@@ -84,15 +84,18 @@ def build_fleet(nodes=1250, gpus_per_node=8):
         for node in fleet for slot in range(gpus_per_node))
 
 
-def median_ms(client, url, repeat):
-    client.get(url)
-    timings = []
+def paired_ms(client, urls, repeat):
+    """Median server time of each URL, the URLs requested in turn so that the machine's load weighs on each alike."""
+    timings = {url: [] for url in urls}
+    for url in urls:
+        client.get(url)
     for _ in range(repeat):
-        start = time.perf_counter()
-        response = client.get(url)
-        timings.append(time.perf_counter() - start)
-        assert response.status_code == 200, (url, response.status_code)
-    return statistics.median(timings) * 1000
+        for url in urls:
+            start = time.perf_counter()
+            response = client.get(url)
+            timings[url].append(time.perf_counter() - start)
+            assert response.status_code == 200, (url, response.status_code)
+    return [statistics.median(timings[url]) * 1000 for url in urls]
 
 
 def fleet_ratios(client, repeat):
@@ -105,7 +108,7 @@ def fleet_ratios(client, repeat):
     pairs = [(api, bare), ("/inventory/nodes/?per_page=500", "/api/inventory/nodes/?page_size=500")]
     print(f"{'request':38} {'ms':>8} {'queries':>8}   {'against':38} {'ms':>8} {'ratio':>6}")
     for url, base in pairs:
-        ms, base_ms = median_ms(client, url, repeat), median_ms(client, base, repeat)
+        ms, base_ms = paired_ms(client, [url, base], repeat)
         with CaptureQueriesContext(connection) as queries:
             client.get(url)
         print(f"{url:38} {ms:8.1f} {len(queries):8}   {base:38} {base_ms:8.1f} {ms / base_ms:6.2f}")

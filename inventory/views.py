@@ -205,7 +205,8 @@ class RackImportView(ObjectImportView):
 
 
 class NodeListView(LifecycleListView):
-    queryset = without_timestamps(querysets.nodes())
+    # The table names a rack without its site: no rack__site join (500 rows, 500 sites fewer to build).
+    queryset = without_timestamps(querysets.nodes().select_related(None).select_related("site", "rack", "node_model"))
     filterset_class = filters.NodeFilterSet
     table_class = tables.NodeTable
     importable = True
