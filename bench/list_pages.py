@@ -1,10 +1,15 @@
 """Server time and query count of the list pages and API lists as the fleet grows.
 
     .venv/bin/python bench/list_pages.py [--sizes 50,500,5000] [--repeat 5]
+    .venv/bin/python bench/list_pages.py --fleet [--repeat 7]
 
 Starts a throwaway PostgreSQL (as the tests do), fills it with ``tests.factories.bulk_make`` and times
 each page with Django's test client (median of ``--repeat`` requests, after one warm-up). Figures are
 reported as ratios against the smallest size measured in the same run, so they compare across machines.
+
+``--fleet`` measures issue 17's two list figures instead, on 1,250 nodes / 10,000 GPUs: the node API's
+1,000 rows against a hand-written view returning the same JSON from ``.values()`` (``bare_nodes`` below,
+checked equal to the API's answer), and the node list page's 500 rows against the API's 500 rows.
 """
 
 import argparse
@@ -21,10 +26,99 @@ os.environ.setdefault("DEBUG", "1")  # a benchmark on a scratch database: the de
 PAGES = ["/inventory/nodes/", "/inventory/gpus/", "/api/inventory/nodes/", "/api/inventory/gpus/"]
 
 
+def bare_nodes(request):
+    """The baseline: the node API's page of JSON (same fields and shape) from ``.values()``, formatted by hand."""
+    from django.http import JsonResponse
+
+    from inventory import querysets
+
+    size = int(request.GET["page_size"])
+    rows = querysets.nodes().order_by("pk").values(
+        "pk", "hostname", "state", "serial", "asset_tag", "site", "site__name", "rack", "rack__name", "position",
+        "node_model", "node_model__name", "gpu_count", "partition", "owner_team", "warranty_end", "created",
+        "updated")
+    prefix = request.build_absolute_uri("/api/inventory/nodes/")
+
+    def stamp(value):
+        return value.isoformat().replace("+00:00", "Z")
+
+    results = [{
+        "id": r["pk"], "url": f"{prefix}{r['pk']}/", "display": r["hostname"], "hostname": r["hostname"],
+        "state": r["state"], "serial": r["serial"], "asset_tag": r["asset_tag"], "site": r["site"],
+        "site_name": r["site__name"], "rack": r["rack"], "rack_name": r["rack__name"], "position": r["position"],
+        "node_model": r["node_model"], "node_model_name": r["node_model__name"], "gpu_count": r["gpu_count"],
+        "partition": r["partition"], "owner_team": r["owner_team"],
+        "warranty_end": r["warranty_end"] and r["warranty_end"].isoformat(), "created": stamp(r["created"]),
+        "updated": stamp(r["updated"]),
+    } for r in rows[:size]]
+    count = querysets.nodes().count()
+    after = f"{prefix}?page=2&page_size={size}" if count > size else None
+    return JsonResponse({"count": count, "next": after, "previous": None, "results": results})
+
+
+urlpatterns = []  # with --fleet: the portal's URLs and bench/nodes/ (bare_nodes)
+
+
+def build_fleet(nodes=1250, gpus_per_node=8):
+    """A fleet as the issue measures it: 4 sites, 42U racks of 10 nodes (a tenth of the nodes unracked),
+    serials, warranties (a third expired), 8 GPUs per node."""
+    from datetime import date, timedelta
+
+    from inventory.models import GPU, GPUModel, Node, NodeModel, Rack, Site
+
+    gpu_model = GPUModel.objects.get(name="H100 SXM 80GB")
+    node_model = NodeModel.objects.filter(gpu_slots=8).first()
+    sites = Site.objects.bulk_create(
+        Site(name=f"bench-site-{i}", power_capacity_kw=10000, cooling_capacity_kw=10000) for i in range(4))
+    racks = Rack.objects.bulk_create(Rack(site=sites[r % 4], name=f"rack-{r:03d}", height_u=42, power_budget_kw=40)
+                                     for r in range(nodes // 10))
+    fleet = Node.objects.bulk_create(
+        Node(hostname=f"bench-{n:05d}", site=racks[n // 10].site if n % 10 else sites[n % 4],
+             rack=racks[n // 10] if n % 10 else None, position=(n % 10) * 4 + 1 if n % 10 else None,
+             node_model=node_model, state=["in_service", "delivered", "in_repair"][n % 3],
+             partition=f"part-{n % 8}", owner_team=f"team-{n % 5}", serial=f"SN{n:06d}" if n % 7 else "",
+             warranty_end=date.today() + timedelta(days=(n % 3 - 1) * 200) if n % 4 else None)
+        for n in range(nodes))
+    GPU.objects.bulk_create(
+        GPU(node=node, slot=slot, gpu_model=gpu_model, state="in_service", uuid=f"GPU-bench-{node.pk}-{slot}")
+        for node in fleet for slot in range(gpus_per_node))
+
+
+def paired_ms(client, urls, repeat):
+    """Median server time of each URL, the URLs requested in turn so that the machine's load weighs on each alike."""
+    timings = {url: [] for url in urls}
+    for url in urls:
+        client.get(url)
+    for _ in range(repeat):
+        for url in urls:
+            start = time.perf_counter()
+            response = client.get(url)
+            timings[url].append(time.perf_counter() - start)
+            assert response.status_code == 200, (url, response.status_code)
+    return [statistics.median(timings[url]) * 1000 for url in urls]
+
+
+def fleet_ratios(client, repeat):
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    build_fleet()
+    api, bare = "/api/inventory/nodes/?page_size=1000", "/bench/nodes/?page_size=1000"
+    assert client.get(api).json() == client.get(bare).json(), "the baseline must answer the API's JSON"
+    pairs = [(api, bare), ("/inventory/nodes/?per_page=500", "/api/inventory/nodes/?page_size=500")]
+    print(f"{'request':38} {'ms':>8} {'queries':>8}   {'against':38} {'ms':>8} {'ratio':>6}")
+    for url, base in pairs:
+        ms, base_ms = paired_ms(client, [url, base], repeat)
+        with CaptureQueriesContext(connection) as queries:
+            client.get(url)
+        print(f"{url:38} {ms:8.1f} {len(queries):8}   {base:38} {base_ms:8.1f} {ms / base_ms:6.2f}")
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", default="50,500,5000")
     parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--fleet", action="store_true", help="issue 17's list ratios on 1,250 nodes / 10,000 GPUs")
     args = parser.parse_args()
     sizes = [int(s) for s in args.sizes.split(",")]
 
@@ -38,7 +132,7 @@ def main():
         from django.contrib.auth.models import User
         from django.core.management import call_command
         from django.db import connection
-        from django.test import Client
+        from django.test import Client, override_settings
         from django.test.utils import CaptureQueriesContext
 
         from tests.factories import bulk_make
@@ -47,6 +141,14 @@ def main():
         admin = User.objects.create_superuser("bench", "bench@example.org", "bench")
         client = Client()
         client.force_login(admin)
+        if args.fleet:
+            from django.conf import settings
+            from django.urls import include, path
+
+            urlpatterns[:] = [path("bench/nodes/", bare_nodes), path("", include(settings.ROOT_URLCONF))]
+            with override_settings(ROOT_URLCONF=__name__):
+                fleet_ratios(client, args.repeat)
+            return
         results = {}
         created = {"node": 0, "gpu": 0}
         for size in sizes:

@@ -5,6 +5,7 @@ from django import forms
 from django.db.models import Q
 from django.utils import timezone
 
+from portal.db import without_timestamps
 from portal.filters import STATE_WIDGET, SearchFilterSet, yes_no_filter
 
 from .models import (
@@ -55,7 +56,7 @@ class RackFilterSet(SearchFilterSet):
 
 
 def racks(request=None):
-    return Rack.objects.select_related("site")  # a rack is shown with its site
+    return without_timestamps(Rack.objects.select_related("site"))  # a rack is shown with its site
 
 
 def node_id_filter():

@@ -197,6 +197,8 @@ class Node(LifecycleModel):
         ordering = ["hostname"]
         constraints = [unique_when_set("node", "serial"), unique_when_set("node", "asset_tag")]
 
+    display_lookups = ("hostname",)  # what __str__ reads: API lists build it from .values() (portal.api.rows)
+
     def __str__(self):
         return self.hostname
 
@@ -263,6 +265,8 @@ class GPU(LifecycleModel):
                 violation_error_message="This slot of the node already holds a GPU.",
             ),
         ]
+
+    display_lookups = ("node_id", "node__hostname", "slot", "serial", "uuid")  # what __str__ reads (portal.api.rows)
 
     def __str__(self):
         where = f"{self.node.hostname}/gpu{self.slot}" if self.node_id else "spare"

@@ -3,6 +3,8 @@
 import django_tables2 as tables
 from django.utils.html import format_html
 
+from portal.tables import PortalTable
+
 from .models import (
     GPU,
     Fabric,
@@ -21,7 +23,8 @@ class StateColumn(tables.Column):
     """The lifecycle state as a coloured badge; exported as the API value."""
 
     def render(self, record, value):
-        return format_html('<span class="badge state-{}">{}</span>', record.state, record.get_state_display())
+        # value: the state's label (django-tables2 shows a choices field by its get_FOO_display())
+        return format_html('<span class="badge state-{}">{}</span>', record.state, value)
 
     def value(self, record, value):
         return record.state
@@ -30,6 +33,10 @@ class StateColumn(tables.Column):
 class SelectColumn(tables.CheckBoxColumn):
     def __init__(self, **kwargs):
         super().__init__(accessor="pk", attrs={"input": {"name": "select"}}, **kwargs)
+
+    def render(self, value, bound_column, record):
+        # CheckBoxColumn's markup for these attributes, without its per-cell attribute machinery.
+        return format_html('<input type="checkbox" name="select" value="{}" />', value)
 
 
 class GPUModelTable(tables.Table):
@@ -71,7 +78,7 @@ class RackTable(tables.Table):
         fields = ("name", "site", "height_u", "power_budget_kw", "node_count")
 
 
-class NodeTable(tables.Table):
+class NodeTable(PortalTable):
     select = SelectColumn()
     hostname = tables.Column(linkify=True)
     state = StateColumn()
@@ -93,7 +100,7 @@ class NodeTable(tables.Table):
         return value.isoformat()
 
 
-class GPUTable(tables.Table):
+class GPUTable(PortalTable):
     select = SelectColumn()
     gpu = tables.Column("GPU", accessor="pk", linkify=True, order_by=("node__hostname", "slot"))
     state = StateColumn()

@@ -10,6 +10,7 @@ from django.urls import reverse
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.views import View
 
+from portal.db import without_timestamps
 from portal.generic import (
     ModelPermissionMixin,
     ObjectImportView,
@@ -204,7 +205,8 @@ class RackImportView(ObjectImportView):
 
 
 class NodeListView(LifecycleListView):
-    queryset = querysets.nodes()
+    # The table names a rack without its site: no rack__site join (500 rows, 500 sites fewer to build).
+    queryset = without_timestamps(querysets.nodes().select_related(None).select_related("site", "rack", "node_model"))
     filterset_class = filters.NodeFilterSet
     table_class = tables.NodeTable
     importable = True
@@ -227,7 +229,7 @@ class NodeImportView(ObjectImportView):
 
 
 class GPUListView(LifecycleListView):
-    queryset = querysets.gpus()
+    queryset = without_timestamps(querysets.gpus())
     filterset_class = filters.GPUFilterSet
     table_class = tables.GPUTable
     importable = True

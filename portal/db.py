@@ -12,6 +12,24 @@ def related_count(model, field):
     return Coalesce(Subquery(rows.annotate(n=Count("pk")).values("n"), output_field=IntegerField()), 0)
 
 
+TIMESTAMPS = ("created", "updated")
+
+
+def without_timestamps(queryset):
+    """``queryset`` without the ``created``/``updated`` columns of its rows and of the rows it joins
+    (``select_related``), for a table that shows none of them: loading a PostgreSQL timestamp costs about
+    10 µs, most of a list page's fetch when every row joins four models."""
+
+    def timestamps(model, related, prefix):
+        names = {field.name for field in model._meta.concrete_fields}
+        yield from (f"{prefix}{name}" for name in TIMESTAMPS if name in names)
+        for name, nested in related.items():
+            yield from timestamps(model._meta.get_field(name).related_model, nested, f"{prefix}{name}__")
+
+    related = queryset.query.select_related
+    return queryset.defer(*timestamps(queryset.model, related if isinstance(related, dict) else {}, ""))
+
+
 def bulk_upsert(model, unique_fields, update_fields, rows, batch_size=2000):
     """``INSERT … ON CONFLICT (unique_fields) DO UPDATE`` for many rows, each a sequence of values in the
     order ``[*unique_fields, *update_fields]`` (attribute names, e.g. ``gpu_id``; no model instances, which

@@ -121,6 +121,7 @@ class NodeViewSet(LifecycleActionsMixin, PortalModelViewSet):
     queryset = querysets.nodes()
     serializer_class = api.NodeSerializer
     filterset_class = filters.NodeFilterSet
+    values_list = True
 
 
 class GPUViewSet(LifecycleActionsMixin, PortalModelViewSet):
@@ -130,6 +131,7 @@ class GPUViewSet(LifecycleActionsMixin, PortalModelViewSet):
     queryset = querysets.gpus()
     serializer_class = api.GPUSerializer
     filterset_class = filters.GPUFilterSet
+    values_list = True
 
 
 class FabricViewSet(PortalModelViewSet):

@@ -12,6 +12,7 @@ from .exceptions import Conflict
 from .history import HistoryPagination, ObjectChangeSerializer
 from .metadata import PortalMetadata
 from .permissions import RolePermission
+from .rows import values_rows
 
 MAX_BULK_ITEMS = 1000
 
@@ -70,9 +71,24 @@ class PortalModelViewSet(viewsets.ModelViewSet):
     ordering = ["pk"]
     metadata_class = PortalMetadata  # OPTIONS on list routes, which take the bulk PUT too
     bulk_create = True  # a list POSTed to the list endpoint creates each item
+    values_list = False  # lists read with .values() (portal.api.rows) when the serializer allows it: large lists
 
     def get_ordering_fields(self):
         return "__all__"
+
+    def list(self, request, *args, **kwargs):
+        queryset = self.filter_queryset(self.get_queryset())
+        rows = None
+        if self.values_list:
+            # A cursor page reads its position from the row: fetch the model's own columns it may order by.
+            cursor = getattr(self.paginator, "cursor_query_param", None) in request.query_params
+            own = [f.attname for f in queryset.model._meta.concrete_fields] if cursor else ()
+            rows = values_rows(self.get_serializer(many=True).child, queryset, own)
+        objects = queryset if rows is None else rows.queryset
+        page = self.paginate_queryset(objects)
+        items = objects if page is None else page
+        data = self.get_serializer(items, many=True).data if rows is None else rows.format(items)
+        return Response(data) if page is None else self.get_paginated_response(data)
 
     # --- One object ------------------------------------------------------------------------------
 
