@@ -9,8 +9,8 @@
 3. History: ``--days`` days of hourly rows generated in SQL (``generate_series``), then rolled up into node
    hours and daily rows with the portal's rollup functions (timed; 1 year is extrapolated from it).
 4. Dashboard: the fleet utilization page and the utilization API (``group_by`` site, partition, GPU model) for
-   7 and 30 days, timed with Django's test client (median of 5), against the bare SQL of the figures each shows
-   (``BARE_PAGE_SQL``: the series, the five groupings, the heatmap; ``BARE_API_SQL``), as ratios.
+   7 and 30 days, timed with Django's test client (median of 7), each in turn with the bare SQL of the figures
+   it shows (``BARE_PAGE_SQL``: the series, the five groupings, the heatmap; ``BARE_API_SQL``), as ratios.
 
 Ratios against figures measured in the same run compare across machines; absolute times do not.
 """
@@ -160,9 +160,19 @@ def bare_sql(statements, span, buckets):
         return time.perf_counter() - start
 
 
+def side_by_side(answer, bare, repeat=7):
+    """Median seconds of ``answer()`` (a test client GET, checked) and of ``bare()``, run in turn so that both
+    see the same load on a shared machine."""
+    answers, bares = [], []
+    for _ in range(repeat):
+        answers.append(timed(answer)[0])
+        bares.append(bare())
+    return statistics.median(answers), statistics.median(bares)
+
+
 def dashboard(client, range_key, now):
-    """Median server time of the page and of the API per group_by, the time of the page's own queries, and the
-    bare SQL of each (median of 5)."""
+    """Median server time of the page and of the API per group_by, each next to the bare SQL of what it shows,
+    and the time of the page's own queries."""
     from django.db import connection
     from django.test.utils import CaptureQueriesContext
 
@@ -170,21 +180,23 @@ def dashboard(client, range_key, now):
 
     span = get_range(range_key)
     buckets = span.buckets(now)
+
+    def get(url, expected=b""):
+        response = client.get(url)
+        assert response.status_code == 200 and expected in response.content, (url, response.status_code)
+
     page_url = f"/inventory/utilization/?range={range_key}"
-    client.get(page_url)
-    page_seconds, response = timed(client.get, page_url, repeat=5)
-    assert response.status_code == 200 and b"Fleet utilization over time" in response.content, response.status_code
+    get(page_url)
+    page_seconds, bare_seconds = side_by_side(lambda: get(page_url, b"Fleet utilization over time"),
+                                              lambda: bare_sql(BARE_PAGE_SQL, span, buckets))
     with CaptureQueriesContext(connection) as queries:
-        client.get(page_url)
+        get(page_url)
     query_seconds = sum(float(q["time"]) for q in queries.captured_queries)
-    bare_seconds, _ = timed(bare_sql, BARE_PAGE_SQL, span, buckets, repeat=5)
     page = (page_seconds, query_seconds, len(queries), bare_seconds)
     api = {}
     for group_by, sql in BARE_API_SQL.items():
-        api_seconds, response = timed(client.get, f"/api/inventory/utilization/?range={range_key}&group_by={group_by}",
-                                      repeat=5)
-        assert response.status_code == 200, response.status_code
-        api[group_by] = (api_seconds, timed(bare_sql, [sql], span, buckets, repeat=5)[0])
+        api_url = f"/api/inventory/utilization/?range={range_key}&group_by={group_by}"
+        api[group_by] = side_by_side(lambda url=api_url: get(url), lambda sql=sql: bare_sql([sql], span, buckets))
     return page, api
 
 
