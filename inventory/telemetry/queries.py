@@ -1,6 +1,6 @@
 """The utilization figures behind the dashboards and ``/api/inventory/utilization/``: plain functions over
-the rollup tables, each a set-based aggregate (``values().annotate()``), so a figure costs the same few
-queries for ten GPUs or ten thousand.
+the rollup tables, each a set-based aggregate (``values().annotate()``; ``usage`` wraps one in the join that
+the ORM cannot write), so a figure costs the same few queries for ten GPUs or ten thousand.
 
 Ranges and tables
     ``24h`` and ``7d`` read the hourly rows (``GPUHourly``, one bucket per hour); ``30d`` and ``1y`` read
@@ -188,7 +188,7 @@ def usage(range_key, filters=None, now=None, per_gpu=False):
     """GPU-hours and utilization-hours per node and GPU model (``per_gpu``: per GPU) over the GPUs that reported
     in the range: ``gpus`` (how many reported), where they are (node, site, partition, team), their model and the
     node's ``hour_cost``. The one aggregate that ``utilization_by``, ``least_used_nodes`` and ``heatmap`` group
-    further. One query: the rollup rows summed per GPU first (the big table's only pass, on its index), then
+    further. One query: the rollup rows summed per GPU first (the big table's only pass), then
     those sums joined to GPU, node, site and model and summed per node and model (a few rows per node: costs are
     per node, models per GPU); plus the costs' queries."""
     span = get_range(range_key)
@@ -219,10 +219,10 @@ def usage(range_key, filters=None, now=None, per_gpu=False):
     return usage_rows
 
 
-def _group(usage, key_field, name_field):
+def _group(rows, key_field, name_field):
     """{key: {"name", "gpus", "gpu_hours", "util_hours", "first": first row}} over ``usage`` rows."""
     groups = {}
-    for row in usage:
+    for row in rows:
         group = groups.setdefault(row[key_field], {"name": row[name_field] or NONE_LABEL, "gpus": 0,
                                                    "gpu_hours": 0.0, "util_hours": 0.0, "idle_cost": 0.0,
                                                    "first": row})
