@@ -10,9 +10,10 @@
    its own partition (created by the portal's ``ensure_partitions``), then rolled up into node hours and daily rows
    with the portal's rollup functions (timed; 1 year is extrapolated from it); the hourly tables' size on disk;
    daily rows for the rest of the year (generated in SQL), so that the 1-year view reads a full year.
-4. Dashboard: the fleet utilization page and the utilization API for the ranges that read those rows (7 d, 30 d and
-   1 y), timed with Django's test client (median of 5), against the bare SQL aggregate the page needs, as ratios;
-   the partitions a 7-day query reads (EXPLAIN: the others are pruned).
+4. Dashboard: the fleet utilization page and the utilization API (``group_by`` site, partition, GPU model) for
+   7 d, 30 d (hourly rows) and 1 y (daily rows), timed with Django's test client (median of 7), each in turn with the
+   bare SQL of the figures it shows (``BARE_PAGE_SQL``: the series, the five groupings, the heatmap;
+   ``BARE_API_SQL``), as ratios; the partitions a 7-day query reads (EXPLAIN: the others are pruned).
 
 Ratios against figures measured in the same run compare across machines; absolute times do not.
 """
@@ -170,30 +171,81 @@ def pruning_plan(now):
     from django.db import connection
 
     with connection.cursor() as cursor:
-        cursor.execute("EXPLAIN " + BARE_SQL["hourly"][0], [now - timedelta(days=7), now])
+        cursor.execute("EXPLAIN " + BARE_PAGE_SQL[0].format(**RANGE_SQL["hourly"]),
+                       {"start": now - timedelta(days=7), "end": now})
         plan = "\n".join(line for (line,) in cursor.fetchall())
     return sorted(set(re.findall(r" on (inventory_gpuhourly_\w+)", plan)))
 
 
-BARE_SQL = {
-    # What the dashboard needs from the big table for a daily range: per GPU and per day sums.
-    "daily": [
-        "SELECT gpu_id, sum(hours), sum(util_mean * hours) FROM inventory_gpudaily "
-        "WHERE day >= %s AND day <= %s AND util_mean IS NOT NULL GROUP BY gpu_id",
-        "SELECT day, sum(hours), sum(util_mean * hours), count(*) FROM inventory_gpudaily "
-        "WHERE day >= %s AND day <= %s AND util_mean IS NOT NULL GROUP BY day",
-    ],
-    "hourly": [
-        "SELECT gpu_id, count(*), sum(util_mean) FROM inventory_gpuhourly "
-        "WHERE hour >= %s AND hour <= %s AND util_mean IS NOT NULL GROUP BY gpu_id",
-        "SELECT hour, count(*), sum(util_mean), count(*) FROM inventory_gpuhourly "
-        "WHERE hour >= %s AND hour <= %s AND util_mean IS NOT NULL GROUP BY hour",
-    ],
+# The bare SQL of what the dashboard and the API show, by hand, each the fastest form found (the rows summed per GPU
+# first, then joined): {table}, {time}, {gpu_hours}, {util_hours} are filled in per range (hourly or daily rows).
+RANGE_SQL = {
+    "hourly": {"table": "inventory_gpuhourly", "time": "hour", "gpu_hours": "count(*)", "util_hours": "sum(util_mean)"},
+    "daily": {"table": "inventory_gpudaily", "time": "day", "gpu_hours": "sum(hours)",
+              "util_hours": "sum(util_mean * hours)"},
 }
+IN_RANGE = "{time} >= %(start)s AND {time} <= %(end)s AND util_mean IS NOT NULL"
+PER_GPU = """
+    SELECT g.id, g.node_id, g.gpu_model_id, n.site_id, n.partition, n.owner_team, n.hostname, u.gpu_hours, u.util_hours
+    FROM (SELECT gpu_id, {gpu_hours} AS gpu_hours, {util_hours} AS util_hours FROM {table}
+          WHERE """ + IN_RANGE + """ GROUP BY gpu_id) u
+    JOIN inventory_gpu g ON g.id = u.gpu_id LEFT JOIN inventory_node n ON n.id = g.node_id"""
+GROUP_FIGURES = "count(*), sum(gpu_hours), sum(util_hours)"
+BARE_API_SQL = {
+    "site": f"SELECT s.id, s.name, {GROUP_FIGURES} FROM ({PER_GPU}) p LEFT JOIN inventory_site s ON s.id = p.site_id "
+            "GROUP BY s.id, s.name",
+    "partition": f"SELECT p.partition, {GROUP_FIGURES} FROM ({PER_GPU}) p GROUP BY p.partition",
+    "gpu_model": f"SELECT m.id, m.name, {GROUP_FIGURES} FROM ({PER_GPU}) p "
+                 "JOIN inventory_gpumodel m ON m.id = p.gpu_model_id GROUP BY m.id, m.name",
+}
+BARE_PAGE_SQL = [
+    # The series: per bucket.
+    "SELECT {time}, {gpu_hours}, {util_hours}, count(*) FROM {table} WHERE " + IN_RANGE + " GROUP BY {time}",
+    # The five groupings from one pass over the range; the nodes least used first (the heatmap's rows).
+    f"""WITH p AS MATERIALIZED ({PER_GPU})
+    SELECT 'site', s.id, s.name, {GROUP_FIGURES} FROM p LEFT JOIN inventory_site s ON s.id = p.site_id
+        GROUP BY s.id, s.name
+    UNION ALL SELECT 'partition', NULL, partition, {GROUP_FIGURES} FROM p GROUP BY partition
+    UNION ALL SELECT 'gpu_model', m.id, m.name, {GROUP_FIGURES} FROM p
+        JOIN inventory_gpumodel m ON m.id = p.gpu_model_id GROUP BY m.id, m.name
+    UNION ALL SELECT 'team', NULL, owner_team, {GROUP_FIGURES} FROM p GROUP BY owner_team
+    UNION ALL (SELECT 'node', node_id, hostname, {GROUP_FIGURES} FROM p GROUP BY node_id, hostname
+               ORDER BY sum(util_hours) / sum(gpu_hours), hostname)""",
+    # The heatmap: the 60 least used nodes × buckets, their rows read on the (gpu, time) index.
+    """SELECT g.node_id, r.{time}, {gpu_hours}, {util_hours} FROM {table} r JOIN inventory_gpu g ON g.id = r.gpu_id
+    WHERE r.""" + IN_RANGE + """ AND r.gpu_id IN (SELECT id FROM inventory_gpu WHERE node_id = ANY(%(nodes)s))
+    GROUP BY g.node_id, r.{time}""",
+]
+
+
+def bare_sql(statements, span, buckets):
+    """Seconds to run ``statements`` (templates of RANGE_SQL) for the range and fetch every row; ``%(nodes)s`` is
+    the first 60 nodes of the previous statement's rows."""
+    from django.db import connection
+
+    names = RANGE_SQL["daily" if span.daily else "hourly"]
+    params = {"start": buckets[0], "end": buckets[-1], "nodes": []}
+    with connection.cursor() as cursor:
+        start = time.perf_counter()
+        for sql in statements:
+            cursor.execute(sql.format(**names), params)
+            params["nodes"] = [row[1] for row in cursor.fetchall() if row[0] == "node" and row[1] is not None][:60]
+        return time.perf_counter() - start
+
+
+def side_by_side(answer, bare, repeat=7):
+    """Median seconds of ``answer()`` (a test client GET, checked) and of ``bare()``, run in turn so that both
+    see the same load on a shared machine."""
+    answers, bares = [], []
+    for _ in range(repeat):
+        answers.append(timed(answer)[0])
+        bares.append(bare())
+    return statistics.median(answers), statistics.median(bares)
 
 
 def dashboard(client, range_key, now):
-    """Median server time of the page and of the API, the time of the page's own queries, and the bare SQL."""
+    """Median server time of the page and of the API per group_by, each next to the bare SQL of what it shows,
+    and the time of the page's own queries."""
     from django.db import connection
     from django.test.utils import CaptureQueriesContext
 
@@ -201,25 +253,24 @@ def dashboard(client, range_key, now):
 
     span = get_range(range_key)
     buckets = span.buckets(now)
+
+    def get(url, expected=b""):
+        response = client.get(url)
+        assert response.status_code == 200 and expected in response.content, (url, response.status_code)
+
     page_url = f"/inventory/utilization/?range={range_key}"
-    api_url = f"/api/inventory/utilization/?range={range_key}&group_by=site"
-    client.get(page_url)
-    page_seconds, response = timed(client.get, page_url, repeat=5)
-    assert response.status_code == 200 and b"Fleet utilization over time" in response.content, response.status_code
-    api_seconds, response = timed(client.get, api_url, repeat=5)
-    assert response.status_code == 200, response.status_code
+    get(page_url)
+    page_seconds, bare_seconds = side_by_side(lambda: get(page_url, b"Fleet utilization over time"),
+                                              lambda: bare_sql(BARE_PAGE_SQL, span, buckets))
     with CaptureQueriesContext(connection) as queries:
-        client.get(page_url)
+        get(page_url)
     query_seconds = sum(float(q["time"]) for q in queries.captured_queries)
-
-    def bare():
-        with connection.cursor() as cursor:
-            for sql in BARE_SQL["daily" if span.daily else "hourly"]:
-                cursor.execute(sql, [buckets[0], buckets[-1]])
-                cursor.fetchall()
-
-    bare_seconds, _ = timed(bare, repeat=5)
-    return page_seconds, api_seconds, query_seconds, len(queries), bare_seconds
+    page = (page_seconds, query_seconds, len(queries), bare_seconds)
+    api = {}
+    for group_by, sql in BARE_API_SQL.items():
+        api_url = f"/api/inventory/utilization/?range={range_key}&group_by={group_by}"
+        api[group_by] = side_by_side(lambda url=api_url: get(url), lambda sql=sql: bare_sql([sql], span, buckets))
+    return page, api
 
 
 def main():
@@ -269,13 +320,16 @@ def main():
         admin = User.objects.create_superuser("bench", "bench@example.org", "bench")
         client = Client()
         client.force_login(admin)
-        print(f"{'range':6} {'page s':>7} {'API s':>7} {'queries s':>9} {'n':>3} {'bare SQL s':>10} "
-              f"{'page/bare':>9} {'queries/bare':>12}")
+        print(f"{'range':6} {'what':18} {'server s':>8} {'queries s':>9} {'n':>3} {'bare SQL s':>10} "
+              f"{'× bare':>6} {'queries × bare':>14}")
         # 1y reads daily rows: its server time must stay under a second however long the hourly history grows.
         for range_key in ("7d", "30d", "1y"):
-            page_s, api_s, query_s, count, bare_s = dashboard(client, range_key, now)
-            print(f"{range_key:6} {page_s:7.3f} {api_s:7.3f} {query_s:9.3f} {count:3d} {bare_s:10.3f} "
-                  f"{page_s / bare_s:9.2f} {query_s / bare_s:12.2f}")
+            (page_s, query_s, count, bare_s), api = dashboard(client, range_key, now)
+            print(f"{range_key:6} {'page':18} {page_s:8.3f} {query_s:9.3f} {count:3d} {bare_s:10.3f} "
+                  f"{page_s / bare_s:6.2f} {query_s / bare_s:14.2f}")
+            for group_by, (api_s, bare_s) in api.items():
+                print(f"{range_key:6} {'API ' + group_by:18} {api_s:8.3f} {'':9} {'':3} {bare_s:10.3f} "
+                      f"{api_s / bare_s:6.2f}")
         print(f"7 d hourly aggregate reads the partitions {', '.join(pruning_plan(now))} (EXPLAIN: pruned)")
 
 

@@ -1,6 +1,6 @@
 """What each utilization chart shows, once: the JSON that ``charts.js`` draws and the CSV of the same
-figures. The figures come from ``queries``; ``FleetDashboard`` runs each query at most once per request (the
-groupings are all made from one read of ``queries.gpu_usage``), so the page and every CSV download cost a fixed
+figures. The figures come from ``queries``; ``FleetDashboard`` computes each figure at most once per request (the
+groupings are all made from one read of ``queries.usage``), so the page and every CSV download cost a fixed
 number of queries."""
 
 import csv
@@ -57,13 +57,14 @@ class FleetDashboard:
         self.filters = filters or {}
         self.heatmap_by = heatmap_by
         self.now = now or timezone.now()
+        self._groups = {}
 
     def _args(self):
         return self.span.key, self.filters
 
     @cached_property
     def usage(self):
-        return queries.gpu_usage(*self._args(), now=self.now)
+        return queries.usage(*self._args(), now=self.now)
 
     @cached_property
     def series(self):
@@ -71,17 +72,17 @@ class FleetDashboard:
 
     @cached_property
     def heatmap(self):
-        return queries.heatmap(*self._args(), by=self.heatmap_by, now=self.now, usage=self.usage)
+        return queries.heatmap(*self._args(), by=self.heatmap_by, now=self.now, rows=self.usage)
 
     def groups(self, group_by):
-        return queries.utilization_by(group_by, *self._args(), now=self.now, usage=self.usage)
+        if group_by not in self._groups:  # the tables, the charts, the totals and the CSV all show them
+            self._groups[group_by] = queries.utilization_by(group_by, *self._args(), now=self.now, rows=self.usage)
+        return self._groups[group_by]
 
     @cached_property
     def least_used(self):
-        nodes = queries.least_used_nodes(*self._args(), now=self.now, usage=self.usage)
-        for node in nodes:
-            node["url"] = reverse("inventory:node_detail", args=[node["key"]])
-        return nodes
+        return [{**node, "url": reverse("inventory:node_detail", args=[node["key"]])}
+                for node in queries.least_used(self.groups("node"))]
 
     @cached_property
     def totals(self):

@@ -1,6 +1,6 @@
 """The utilization figures behind the dashboards and ``/api/inventory/utilization/``: plain functions over
-the rollup tables, each a set-based aggregate (``values().annotate()``), so a figure costs the same few
-queries for ten GPUs or ten thousand.
+the rollup tables, each a set-based aggregate (``values().annotate()``; ``usage`` wraps one in the join that
+the ORM cannot write), so a figure costs the same few queries for ten GPUs or ten thousand.
 
 Ranges and tables
     ``24h`` and ``7d`` read the hourly rows (``GPUHourly``, one bucket per hour); ``30d`` and ``1y`` read
@@ -31,11 +31,12 @@ from dataclasses import dataclass
 from datetime import timedelta
 
 from django.conf import settings
+from django.db import connections
 from django.db.models import Count, F, FloatField, Sum
 from django.utils import timezone
 
 from inventory.costs import gpu_hour_costs
-from inventory.models import GPU
+from inventory.models import GPU, GPUModel, Node, Site
 
 from . import jobstats
 from .models import GPUDaily, GPUHourly, SlurmJob, TelemetrySource
@@ -90,15 +91,15 @@ RANGES = {
 }
 DEFAULT_RANGE = "7d"
 
-# Filter name -> lookup on a GPU rollup row.
+# Filter name -> lookup on a GPU (on a rollup row: through its ``gpu``).
 FILTER_LOOKUPS = {
-    "site": "gpu__node__site",
-    "partition": "gpu__node__partition",
-    "gpu_model": "gpu__gpu_model",
-    "team": "gpu__node__owner_team",
+    "site": "node__site",
+    "partition": "node__partition",
+    "gpu_model": "gpu_model",
+    "team": "node__owner_team",
 }
 
-# group_by -> (key, shown name) of a row of ``gpu_usage``.
+# group_by -> (key, shown name) of a row of ``usage``.
 GROUPS = {
     "site": ("site_id", "site"),
     "partition": ("partition", "partition"),
@@ -109,11 +110,13 @@ GROUPS = {
 NONE_LABEL = "(none)"  # a node without a partition or team, or a GPU that sits in no node
 HEATMAP_ROWS = 60
 HEATMAP_BY = {"node": "gpu__node_id", "gpu": "gpu_id"}  # heatmap rows -> their key on a rollup row
-GPU_FIELDS = ("slot", "node_id", "gpu_model_id")  # what ``gpu_usage`` tells about each GPU, with GPU_RELATED
-GPU_RELATED = {
-    "gpu_id": F("pk"), "hostname": F("node__hostname"), "site_id": F("node__site_id"), "site": F("node__site__name"),
-    "partition": F("node__partition"), "team": F("node__owner_team"), "gpu_model_name": F("gpu_model__name"),
+# What ``usage`` tells about each of its rows: (table alias, column) of the GPU g, its node n, site s and model m.
+USAGE_COLUMNS = {
+    "node_id": ("g", "node_id"), "gpu_model_id": ("g", "gpu_model_id"), "hostname": ("n", "hostname"),
+    "site_id": ("n", "site_id"), "site": ("s", "name"), "partition": ("n", "partition"), "team": ("n", "owner_team"),
+    "gpu_model_name": ("m", "name"),
 }
+PER_GPU_COLUMNS = {"gpu_id": ("g", "id"), "slot": ("g", "slot")}
 
 
 class UnknownParameter(ValueError):
@@ -134,10 +137,13 @@ def rollup_rows(range_key, filters=None, now=None):
         util_mean__isnull=False,
         **{f"{span.time_field}__gte": buckets[0], f"{span.time_field}__lte": buckets[-1]},
     )
-    for name, value in (filters or {}).items():
-        if value not in (None, "") and name in FILTER_LOOKUPS:
-            rows = rows.filter(**{FILTER_LOOKUPS[name]: value})
-    return rows
+    return rows.filter(**{f"gpu__{lookup}": value for lookup, value in gpu_filters(filters).items()})
+
+
+def gpu_filters(filters):
+    """The set filters as lookups on a GPU."""
+    return {FILTER_LOOKUPS[name]: value for name, value in (filters or {}).items()
+            if value not in (None, "") and name in FILTER_LOOKUPS}
 
 
 def _figures(gpu_hours, util_hours, idle_cost=None):
@@ -178,47 +184,65 @@ def utilization_series(range_key, filters=None, now=None):
     return points
 
 
-def gpu_usage(range_key, filters=None, now=None):
-    """Per GPU that reported in the range: its GPU-hours and utilization-hours, with where it is (node, site,
-    partition, team) and its model. The one aggregate that ``utilization_by``, ``least_used_nodes`` and
-    ``heatmap`` group further; two queries (the rollup rows grouped by GPU, then those GPUs)."""
+def usage(range_key, filters=None, now=None, per_gpu=False):
+    """GPU-hours and utilization-hours per node and GPU model (``per_gpu``: per GPU) over the GPUs that reported
+    in the range: ``gpus`` (how many reported), where they are (node, site, partition, team), their model and the
+    node's ``hour_cost``. The one aggregate that ``utilization_by``, ``least_used_nodes`` and ``heatmap`` group
+    further. One query: the rollup rows summed per GPU first (the big table's only pass), then
+    those sums joined to GPU, node, site and model and summed per node and model (a few rows per node: costs are
+    per node, models per GPU); plus the costs' queries."""
     span = get_range(range_key)
-    sums = {
-        row["gpu_id"]: row
-        for row in rollup_rows(range_key, filters, now)
-        .values("gpu_id").annotate(gpu_hours=span.gpu_hours(), util_hours=span.util_hours()).order_by()
-    }
-    gpus = GPU.objects.filter(pk__in=list(sums)).values(*GPU_FIELDS, **GPU_RELATED) if sums else []
-    costs = gpu_hour_costs() if sums else {}
-    return [{**gpu, "gpu_hours": sums[gpu["gpu_id"]]["gpu_hours"], "util_hours": sums[gpu["gpu_id"]]["util_hours"],
-             "hour_cost": costs.get(gpu["node_id"], settings.IDLE_GPU_HOUR_COST)}
-            for gpu in gpus]
+    sums = (rollup_rows(range_key, filters, now)
+            .values("gpu_id").annotate(gpu_hours=span.gpu_hours(), util_hours=span.util_hours()).order_by())
+    sums_sql, params = sums.query.get_compiler(using=sums.db).as_sql()
+    connection = connections[sums.db]
+    quote = connection.ops.quote_name
+    columns = {**(PER_GPU_COLUMNS if per_gpu else {}), **USAGE_COLUMNS}
+    listed = ", ".join(f"{alias}.{quote(column)}" for alias, column in columns.values())
+    tables = {alias: quote(model._meta.db_table) for alias, model in (("g", GPU), ("n", Node), ("s", Site),
+                                                                        ("m", GPUModel))}
+    sql = (f"SELECT {listed}, COUNT(*), SUM(u.gpu_hours), SUM(u.util_hours) FROM ({sums_sql}) u "
+           f"JOIN {tables['g']} g ON g.id = u.gpu_id LEFT JOIN {tables['n']} n ON n.id = g.node_id "
+           f"LEFT JOIN {tables['s']} s ON s.id = n.site_id JOIN {tables['m']} m ON m.id = g.gpu_model_id "
+           f"GROUP BY {listed}")
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        rows = cursor.fetchall()
+    costs = gpu_hour_costs() if rows else {}
+    usage_rows = []
+    for *values, gpus, gpu_hours, util_hours in rows:
+        row = dict(zip(columns, values, strict=True))
+        # PostgreSQL sums integers (the hourly ranges' GPU-hours) as numeric: floats, as the figures use them.
+        row.update(gpus=gpus, gpu_hours=float(gpu_hours), util_hours=float(util_hours),
+                   hour_cost=costs.get(row["node_id"], settings.IDLE_GPU_HOUR_COST))
+        usage_rows.append(row)
+    return usage_rows
 
 
-def _group(usage, key_field, name_field):
-    """{key: {"name", "gpus", "gpu_hours", "util_hours", "first": first GPU row}} over ``gpu_usage`` rows."""
+def _group(rows, key_field, name_field):
+    """{key: {"name", "gpus", "gpu_hours", "util_hours", "first": first row}} over ``usage`` rows."""
     groups = {}
-    for row in usage:
+    for row in rows:
         group = groups.setdefault(row[key_field], {"name": row[name_field] or NONE_LABEL, "gpus": 0,
                                                    "gpu_hours": 0.0, "util_hours": 0.0, "idle_cost": 0.0,
                                                    "first": row})
-        group["gpus"] += 1
+        group["gpus"] += row["gpus"]
         group["gpu_hours"] += row["gpu_hours"]
         group["util_hours"] += row["util_hours"]
         group["idle_cost"] += (row["gpu_hours"] - row["util_hours"] / 100) * row["hour_cost"]
     return groups
 
 
-def utilization_by(group_by, range_key, filters=None, now=None, usage=None):
+def utilization_by(group_by, range_key, filters=None, now=None, rows=None):
     """Mean utilization, GPU-hours observed, idle GPU-hours and idle cost per site, partition, GPU model,
-    team or node, most idle GPU-hours first. ``usage``: rows of ``gpu_usage`` already read for the same
+    team or node, most idle GPU-hours first. ``rows``: rows of ``usage`` already read for the same
     range and filters (the dashboard reads them once for all its groupings)."""
     if group_by not in GROUPS:
         raise UnknownParameter(f"Unknown group_by '{group_by}'; use one of {', '.join(GROUPS)}.")
-    if usage is None:
-        usage = gpu_usage(range_key, filters, now)
+    if rows is None:
+        rows = usage(range_key, filters, now)
     groups = []
-    for key, group in _group(usage, *GROUPS[group_by]).items():
+    for key, group in _group(rows, *GROUPS[group_by]).items():
         entry = {"key": key, "name": group["name"], "gpus": group["gpus"],
                  **_figures(group["gpu_hours"], group["util_hours"], group["idle_cost"])}
         if group_by == "node":
@@ -229,9 +253,14 @@ def utilization_by(group_by, range_key, filters=None, now=None, usage=None):
     return groups
 
 
-def least_used_nodes(range_key, filters=None, limit=10, now=None, usage=None):
+def least_used_nodes(range_key, filters=None, limit=10, now=None):
     """The nodes with the lowest mean utilization over the range (only nodes that reported)."""
-    nodes = [g for g in utilization_by("node", range_key, filters, now, usage) if g["key"] is not None]
+    return least_used(utilization_by("node", range_key, filters, now), limit)
+
+
+def least_used(node_groups, limit=10):
+    """The ``limit`` least used of the groups of ``utilization_by("node", …)``, leaving out GPUs in no node."""
+    nodes = [g for g in node_groups if g["key"] is not None]
     nodes.sort(key=lambda g: (g["util_mean"], g["name"]))
     return nodes[:limit]
 
@@ -244,29 +273,30 @@ def totals(groups):
     return {"gpus": sum(g["gpus"] for g in groups), **_figures(gpu_hours, util_hours, idle_cost)}
 
 
-def heatmap(range_key, filters=None, by="node", limit=HEATMAP_ROWS, now=None, usage=None):
+def heatmap(range_key, filters=None, by="node", limit=HEATMAP_ROWS, now=None, rows=None):
     """Nodes (or GPUs) × buckets of mean utilization: ``{"rows": [{"key", "name"}], "times": [...],
     "values": [[util or None, ...] per row]}``. At most ``limit`` rows, the least used over the range first
-    (then by name), so a large fleet shows where the idle capacity is. ``usage`` as for ``utilization_by``."""
+    (then by name), so a large fleet shows where the idle capacity is. ``rows``: rows of ``usage`` per node
+    already read for the same range and filters (GPU rows read their own per GPU)."""
     if by not in HEATMAP_BY:
         raise UnknownParameter(f"Unknown heatmap rows '{by}'; use one of {', '.join(HEATMAP_BY)}.")
     span = get_range(range_key)
-    if usage is None:
-        usage = gpu_usage(range_key, filters, now)
     if by == "node":
-        candidates = {key: g for key, g in _group(usage, "node_id", "hostname").items() if key is not None}
+        candidates = {key: g for key, g in _group(rows if rows is not None else usage(range_key, filters, now),
+                                                  "node_id", "hostname").items() if key is not None}
     else:
-        candidates = {row["gpu_id"]: {**row, "name": _gpu_name(row)} for row in usage}
+        candidates = {row["gpu_id"]: {**row, "name": _gpu_name(row)}
+                      for row in usage(range_key, filters, now, per_gpu=True)}
     chosen = sorted(candidates, key=lambda key: (candidates[key]["util_hours"] / candidates[key]["gpu_hours"],
                                                  candidates[key]["name"]))[:limit]
-    # Select the rows by GPU (the (gpu, hour|day) unique index), whatever the heatmap's rows are.
-    selected = set(chosen)
-    gpu_ids = [row["gpu_id"] for row in usage if (row["node_id"] if by == "node" else row["gpu_id"]) in selected]
+    # The chosen rows' GPUs that the filters select, as a subquery: PostgreSQL reads their rows on the
+    # (gpu, hour|day) unique index rather than the whole range.
+    gpus = GPU.objects.filter(**{"node_id__in" if by == "node" else "pk__in": chosen}, **gpu_filters(filters))
     cells = defaultdict(dict)
     # Up to 60 rows × 365 buckets: tuples and the mean computed inline (as ``_figures`` does) keep this loop,
     # the dashboard's largest, cheap.
     for key, t, gpu_hours, util_hours in (
-        rollup_rows(range_key, None, now).filter(gpu_id__in=gpu_ids)
+        rollup_rows(range_key, None, now).filter(gpu_id__in=gpus.values("pk"))
         .values(key=F(HEATMAP_BY[by]), t=F(span.time_field))
         .annotate(gpu_hours=span.gpu_hours(), util_hours=span.util_hours())
         .order_by()

@@ -100,6 +100,8 @@ def cost_components(day=None, node_ids=None):
     number of queries."""
     day = day or timezone.localdate()
     contracts = list(active_contracts(day, [*OWNED_KINDS, Contract.Kind.RENTAL, Contract.Kind.SUPPORT]))
+    if not contracts:  # no cost known: spare the fleet query (every utilization figure asks)
+        return {}
     covered = nodes_covered_by(contracts)
     fleet = _fleet()
     gpus_of = {c.pk: sum(fleet[n]["gpus"] for n in covered[c.pk] if n in fleet) for c in contracts}

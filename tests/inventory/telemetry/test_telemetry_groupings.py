@@ -1,0 +1,136 @@
+"""The utilization groupings and heatmap, summed in SQL, against a straightforward Python computation over the
+rollup rows themselves, on a fleet with gaps, partial days, retired and spare GPUs, two GPU models in one node,
+nodes without partition or team, node costs, and every filter: a wrong GROUP BY or join shows as a wrong figure."""
+
+import random
+from collections import defaultdict
+
+import pytest
+from django.test import override_settings
+from django.utils import timezone
+
+from inventory.models import GPUDaily, GPUHourly
+from inventory.telemetry import queries
+from inventory.telemetry.rollups import floor_hour
+from tests.factories import make_gpu, make_gpu_model, make_node, make_node_model, make_site
+from tests.helpers.telemetry import D, H, freeze_now
+
+COST = 2.0
+NODE_COST = 3.5  # one node's cost per GPU-hour, as a contract would give it
+
+
+@pytest.fixture
+def now(monkeypatch):
+    return freeze_now(monkeypatch)
+
+
+@pytest.fixture
+def fleet(db, now, monkeypatch):
+    """3 sites × 3 nodes; each node 3 GPUs (the third of another model in every other node), one retired; two
+    spare GPUs. Hourly rows over 9 days and daily rows over 40 days with gaps, rows without a reading and days of
+    a few hours; utilization in quarters so that every sum is exact."""
+    rng = random.Random(17)
+    models = [make_gpu_model(name="M-a"), make_gpu_model(name="M-b")]
+    node_model = make_node_model(gpu_slots=4)
+    gpus = []
+    for s in range(3):
+        site = make_site(name=f"site-{s}")
+        for n in range(3):
+            node = make_node(site=site, node_model=node_model, hostname=f"n{s}{n}",
+                             partition=["train", "infer", ""][n], owner_team=["vision", "", "speech"][(s + n) % 3])
+            gpus += [make_gpu(node=node, gpu_model=models[0]), make_gpu(node=node, gpu_model=models[0]),
+                     make_gpu(node=node, gpu_model=models[n % 2], state="retired" if n == 1 else "in_service")]
+    gpus += [make_gpu(gpu_model=models[1]), make_gpu(gpu_model=models[0])]
+    h, today = floor_hour(now), timezone.localdate(now)
+    hourly, daily = [], []
+    for gpu in gpus:
+        hourly += [GPUHourly(gpu=gpu, hour=h - k * H, samples=60,
+                             util_mean=None if rng.random() < 0.1 else rng.randrange(401) / 4)
+                   for k in range(9 * 24) if rng.random() < 0.8]
+        daily += [GPUDaily(gpu=gpu, day=today - k * D, hours=rng.choice([24, 24, 7, 1]),
+                           util_mean=None if rng.random() < 0.1 else rng.randrange(401) / 4)
+                  for k in range(40) if rng.random() < 0.8]
+    GPUHourly.objects.bulk_create(hourly)
+    GPUDaily.objects.bulk_create(daily)
+    costly = gpus[0].node_id
+    monkeypatch.setattr(queries, "gpu_hour_costs", lambda: {costly: NODE_COST})
+    return {"gpus": gpus, "sites": {g.node.site_id for g in gpus if g.node}, "models": models, "costly": costly}
+
+
+def all_rows(range_key):
+    return list(queries.get_range(range_key).model.objects.select_related("gpu__node").filter(util_mean__isnull=False))
+
+
+def python_rows(rows, range_key, filters, now):
+    """(gpu, bucket, hours, util × hours) of the ``all_rows`` in the range, filtered in Python."""
+    span = queries.get_range(range_key)
+    buckets = set(span.buckets(now))
+    for row in rows:
+        gpu, node = row.gpu, row.gpu.node
+        where = {"site": node and node.site_id, "partition": node and node.partition, "gpu_model": gpu.gpu_model_id,
+                 "team": node and node.owner_team}
+        t = getattr(row, span.time_field)
+        if t in buckets and all(where[name] == value for name, value in filters.items() if value):
+            hours = row.hours if span.daily else 1
+            yield gpu, t, hours, row.util_mean * hours
+
+
+def python_groups(rows, group_by, range_key, filters, costs, now):
+    """What ``utilization_by`` must answer, computed row by row."""
+    keys = {"site": lambda g: g.node and g.node.site_id, "partition": lambda g: g.node and g.node.partition,
+            "gpu_model": lambda g: g.gpu_model_id, "team": lambda g: g.node and g.node.owner_team,
+            "node": lambda g: g.node_id}
+    sums = defaultdict(lambda: {"gpus": set(), "gpu_hours": 0.0, "util_hours": 0.0, "idle_cost": 0.0})
+    for gpu, _, hours, util_hours in python_rows(rows, range_key, filters, now):
+        group = sums[keys[group_by](gpu)]
+        group["gpus"].add(gpu.pk)
+        group["gpu_hours"] += hours
+        group["util_hours"] += util_hours
+        group["idle_cost"] += (hours - util_hours / 100) * costs.get(gpu.node_id, COST)
+    return {key: (len(g["gpus"]), round(g["gpu_hours"], 2), round(g["util_hours"] / g["gpu_hours"], 2),
+                  round(g["gpu_hours"] - g["util_hours"] / 100, 2), round(g["idle_cost"], 2))
+            for key, g in sums.items()}
+
+
+def filter_cases(fleet):
+    site = sorted(fleet["sites"])[1]
+    return [{}, {"site": site}, {"partition": "train"}, {"team": "vision"}, {"gpu_model": fleet["models"][1].pk},
+            {"site": site, "gpu_model": fleet["models"][0].pk, "partition": ""}]
+
+
+@override_settings(IDLE_GPU_HOUR_COST=COST)
+@pytest.mark.parametrize("range_key", ["24h", "7d", "30d"])
+def test_groupings_match_a_row_by_row_computation(fleet, now, range_key):
+    costs, rows = {fleet["costly"]: NODE_COST}, all_rows(range_key)
+    checked = 0
+    for filters in filter_cases(fleet):
+        for group_by in queries.GROUPS:
+            groups = queries.utilization_by(group_by, range_key, filters)
+            expected = python_groups(rows, group_by, range_key, filters, costs, now)
+            assert {g["key"]: (g["gpus"], g["gpu_hours"], g["util_mean"], g["idle_gpu_hours"]) for g in groups} == {
+                key: figures[:4] for key, figures in expected.items()}, (group_by, filters)
+            # Idle cost: idle hours (hundredths of utilization) × cost, summed in another order: the last cent may
+            # round the other way.
+            for g in groups:
+                assert g["idle_cost"] == pytest.approx(expected[g["key"]][4], abs=0.0101), (group_by, filters, g)
+            checked += len(groups)
+    assert checked > 50  # the fleet's groups are many, not a few empty answers
+
+
+@pytest.mark.parametrize("range_key", ["24h", "30d"])
+@pytest.mark.parametrize("by", ["node", "gpu"])
+def test_heatmap_cells_match_a_row_by_row_computation(fleet, now, range_key, by):
+    rows = all_rows(range_key)
+    for filters in filter_cases(fleet):
+        cells = defaultdict(lambda: [0.0, 0.0])
+        for gpu, t, hours, util_hours in python_rows(rows, range_key, filters, now):
+            cell = cells[(gpu.node_id if by == "node" else gpu.pk, t)]
+            cell[0] += hours
+            cell[1] += util_hours
+        data = queries.heatmap(range_key, filters, by=by, limit=4)
+        keys = {key for key, _ in cells if key is not None or by == "gpu"}
+        assert len(data["rows"]) == min(4, len(keys))
+        for row, values in zip(data["rows"], data["values"], strict=True):
+            expected = [round(cells[(row["key"], t)][1] / cells[(row["key"], t)][0], 2)
+                        if (row["key"], t) in cells else None for t in data["times"]]
+            assert values == expected, (by, filters, row)
