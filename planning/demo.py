@@ -65,7 +65,7 @@ PLANS = {
             "horizon_months": 18, "site": "Zurich DC1", "node_model": "DGX H200", "target_utilization": 75,
             "expand_lead_months": 5},
         "workloads": [
-            ("Dense 70B pre-training", 3, H200, {"params_billion": 70, "tokens_billion": 2000, "num_gpus": 512,
+            ("Dense 70B pre-training", 3, H200, {"params_billion": 70, "tokens_billion": 1800, "num_gpus": 512,
                                                  "seq_len": 8192, "deadline_days": 60}),
             ("8x22B MoE pre-training", 8, H200, {"params_billion": 141, "active_params_billion": 39,
                                                  "tokens_billion": 4000, "precision": "fp8", "mfu": 0.3,

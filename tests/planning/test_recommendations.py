@@ -47,7 +47,10 @@ def add_partition(site, prefix, partition, count, node_model, gpu_model, **node_
     nodes = Node.objects.bulk_create(
         build_node(site, node_model, hostname=f"{prefix}-{i:03d}", partition=partition, state=S.IN_SERVICE,
                    **node_fields) for i in range(1, count + 1))
-    GPU.objects.bulk_create(build_gpu(gpu_model, node=node, slot=slot, state=S.IN_SERVICE)
+    # UUIDs from the names, not the factories' counter: the simulator seeds each GPU's figures with its UUID, so
+    # the scenarios must not depend on which tests ran before in the same process.
+    GPU.objects.bulk_create(build_gpu(gpu_model, node=node, slot=slot, state=S.IN_SERVICE,
+                                      uuid=f"GPU-{node.hostname}-{slot}")
                             for node in nodes for slot in range(node_model.gpu_slots))
     return nodes
 
