@@ -181,7 +181,7 @@ class NodeHourly(RollupFields):
 class GPUDaily(RollupFields):
     gpu = models.ForeignKey("inventory.GPU", on_delete=models.CASCADE, related_name="daily")
     day = models.DateField()
-    hours = models.PositiveIntegerField(db_default=0, help_text="Hours of the day with data.")
+    hours = models.PositiveIntegerField(db_default=0, help_text="Hours of the day with a utilization reading.")
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["gpu", "day"], name="gpu_daily_unique")]
@@ -194,7 +194,7 @@ class GPUDaily(RollupFields):
 class NodeDaily(RollupFields):
     node = models.ForeignKey("inventory.Node", on_delete=models.CASCADE, related_name="daily")
     day = models.DateField()
-    hours = models.PositiveIntegerField(db_default=0, help_text="Hours of the day with data.")
+    hours = models.PositiveIntegerField(db_default=0, help_text="Hours of the day with a utilization reading.")
     gpus_reporting = models.PositiveIntegerField(db_default=0)
 
     class Meta:

@@ -151,10 +151,13 @@ def _daily(hourly_model, daily_model, key, start_day, end_day, extra=None):
         .annotate(day=TruncDate("hour"))
         .values(key, "day")
         .annotate(
+            # Hours with a utilization reading, as the hourly ranges count them (hours with only power are not);
+            # first, while "util_mean" still names the column rather than the mean below.
+            hours=Count("util_mean"),
             util_mean=Avg("util_mean"), util_max=Max("util_max"), mem_used_mean_gb=Avg("mem_used_mean_gb"),
             power_mean_w=Avg("power_mean_w"), energy_wh=Sum("energy_wh"),
             gr_engine_active_mean=Avg("gr_engine_active_mean"), tensor_active_mean=Avg("tensor_active_mean"),
-            xid_errors=Sum("xid_errors"), samples=Sum("samples"), hours=Count("pk"), **(extra or {}),
+            xid_errors=Sum("xid_errors"), samples=Sum("samples"), **(extra or {}),
         )
     )
     return _upsert_aggregates(daily_model, key, aggregated, ["hours", *(extra or {})])
