@@ -1,13 +1,19 @@
 """Daily rows count the hours with a utilization reading (``hours``), as the hourly ranges do: an hour with only
 power is no longer an observed GPU-hour. The daily rows whose hourly rows are still stored are recounted from them,
-in SQL; the first stored day is left as it was (retention may have cut its first hours), and so are older days."""
+in SQL; the first stored day is left as it was (retention may have cut its first hours), and so are older days.
+
+Then the usage days (``UsageDaily``: per node, GPU model and day, what the long ranges read) are created and filled
+from every daily GPU row with ``rollups.rollup_usage``: one INSERT … SELECT, about 10 s per 10 million daily rows."""
 
 from datetime import datetime, time, timedelta
 
+import django.db.models.deletion
 from django.db import migrations, models
 from django.db.models import Count, Min
 from django.db.models.functions import TruncDate
 from django.utils import timezone
+
+from inventory.telemetry.rollups import rollup_usage
 
 
 def recount(apps, schema_editor):
@@ -29,6 +35,10 @@ def recount(apps, schema_editor):
                            params)
 
 
+def fill_usage(apps, schema_editor):
+    rollup_usage(gpu_daily=apps.get_model("inventory", "GPUDaily"), usage_daily=apps.get_model("inventory", "UsageDaily"))
+
+
 class Migration(migrations.Migration):
     dependencies = [("inventory", "0011_catalog_more_gpus")]
 
@@ -42,4 +52,24 @@ class Migration(migrations.Migration):
             field=models.PositiveIntegerField(db_default=0, help_text="Hours of the day with a utilization reading."),
         ),
         migrations.RunPython(recount, migrations.RunPython.noop),
+        migrations.CreateModel(
+            name="UsageDaily",
+            fields=[
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("day", models.DateField()),
+                ("gpus", models.PositiveIntegerField(help_text="GPUs with a utilization reading that day.")),
+                ("gpu_hours", models.PositiveIntegerField(help_text="Their hours with a utilization reading, summed.")),
+                ("util_hours", models.FloatField(help_text="Their hourly utilization (%) summed over those hours.")),
+                ("gpu_model", models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name="+",
+                                                to="inventory.gpumodel")),
+                ("node", models.ForeignKey(null=True, on_delete=django.db.models.deletion.SET_NULL, related_name="+",
+                                           to="inventory.node")),
+            ],
+            options={
+                "verbose_name_plural": "usage days",
+                "indexes": [models.Index(fields=["day"], name="inventory_u_day_c16487_idx")],
+                "constraints": [models.UniqueConstraint(fields=("node", "gpu_model", "day"), name="usage_daily_unique")],
+            },
+        ),
+        migrations.RunPython(fill_usage, migrations.RunPython.noop),
     ]

@@ -15,7 +15,7 @@ from django.utils import timezone
 
 from inventory.models import GPUDaily, GPUHourly, NodeDaily
 from inventory.telemetry import queries
-from inventory.telemetry.rollups import floor_hour, rollup_days, rollup_nodes
+from inventory.telemetry.rollups import floor_hour, rollup_days, rollup_nodes, rollup_usage
 from tests.factories import make_gpu, make_gpu_model, make_node, make_node_model, make_site
 from tests.helpers.telemetry import D, H, freeze_now
 
@@ -56,6 +56,7 @@ def fleet(db, now, monkeypatch):
                   for k in range(40) if rng.random() < 0.8]
     GPUHourly.objects.bulk_create(hourly)
     GPUDaily.objects.bulk_create(daily)
+    rollup_usage()
     costly = gpus[0].node_id
     monkeypatch.setattr(queries, "gpu_hour_costs", lambda: {costly: NODE_COST})
     return {"gpus": gpus, "sites": {g.node.site_id for g in gpus if g.node}, "models": models, "costly": costly}
@@ -103,7 +104,7 @@ def filter_cases(fleet):
 
 
 @override_settings(IDLE_GPU_HOUR_COST=COST)
-@pytest.mark.parametrize("range_key", ["24h", "7d", "30d"])
+@pytest.mark.parametrize("range_key", ["24h", "7d", "30d", "1y"])
 def test_groupings_match_a_row_by_row_computation(fleet, now, range_key):
     costs, rows = {fleet["costly"]: NODE_COST}, all_rows(range_key)
     checked = 0
@@ -173,3 +174,34 @@ def test_the_migration_recounts_the_daily_rows_whose_hours_are_stored(gaps):
     for day in GPUDaily.objects.exclude(day=first_day):
         assert day.hours == GPUHourly.objects.filter(gpu=day.gpu_id, util_mean__isnull=False,
                                                      hour__date=day.day).count()
+
+
+@pytest.mark.parametrize("range_key", ["30d", "1y"])
+def test_usage_days_give_the_figures_of_the_gpu_days(fleet, now, range_key):
+    """The daily ranges' groupings read the usage days; summed per GPU from the GPU days, the same rows."""
+    for filters in filter_cases(fleet):
+        per_gpu = defaultdict(lambda: [0, 0.0, 0.0])
+        for row in queries.usage(range_key, filters, per_gpu=True):
+            figures = per_gpu[(row["node_id"], row["gpu_model_id"])]
+            figures[0] += row["gpus"]
+            figures[1] += row["gpu_hours"]
+            figures[2] += row["util_hours"]
+        grouped = {(row["node_id"], row["gpu_model_id"]):
+                   [row["gpus"], row["gpu_hours"], pytest.approx(row["util_hours"])]
+                   for row in queries.usage(range_key, filters)}
+        assert grouped == per_gpu and grouped, filters
+
+
+def test_usage_days_are_replaced_and_follow_a_moved_gpu(fleet, now):
+    gpu, old, new = fleet["gpus"][0], fleet["gpus"][0].node_id, fleet["gpus"][3].node_id
+    before = queries.totals(queries.utilization_by("site", "30d"))
+    gpus = {g["key"]: g["gpus"] for g in queries.utilization_by("node", "30d")}
+    rollup_usage()  # again: replaced, not added to
+    assert queries.totals(queries.utilization_by("site", "30d")) == before
+    gpu.node_id, gpu.slot = new, 3
+    gpu.save()
+    rollup_usage()
+    moved = {g["key"]: g["gpus"] for g in queries.utilization_by("node", "30d")}
+    assert (moved[old], moved[new]) == (gpus[old] - 1, gpus[new] + 1)
+    after = queries.totals(queries.utilization_by("site", "30d"))
+    assert {**after, "idle_cost": None} == {**before, "idle_cost": None}  # its old node's cost was another
