@@ -446,6 +446,10 @@ def allocation_totals(partitions):
             "multi_node_share": round(100 * multi_node / gpu_hours, 2) if gpu_hours else None}
 
 
+def has_slurm_jobs():
+    return SlurmJob.objects.exists()
+
+
 def has_slurm_source():
     return TelemetrySource.objects.filter(kind=TelemetrySource.Kind.SLURM).exists()
 
