@@ -11,8 +11,8 @@
    with the portal's rollup functions (timed; 1 year is extrapolated from it); the hourly tables' size on disk;
    daily rows for the rest of the year (generated in SQL), so that the 1-year view reads a full year.
 4. Dashboard: the fleet utilization page and the utilization API (``group_by`` site, partition, GPU model) for
-   7 d, 30 d (hourly rows) and 1 y (daily rows), timed with Django's test client (median of 7), each in turn with the
-   bare SQL of the figures it shows (``BARE_PAGE_SQL``: the series, the five groupings, the heatmap;
+   7 d (hourly rows), 30 d and 1 y (daily rows: the usage days), timed with Django's test client (median of 7), each
+   in turn with the bare SQL of the figures it shows (``BARE_PAGE_SQL``: the series, the five groupings, the heatmap;
    ``BARE_API_SQL``), as ratios; the partitions a 7-day query reads (EXPLAIN: the others are pruned).
 
 Ratios against figures measured in the same run compare across machines; absolute times do not.
@@ -131,8 +131,10 @@ def history(days, end):
 
 def earlier_days(days, end):
     """Daily GPU rows for the rest of the year before the ``days`` of hourly history (the rows the daily rollup of the
-    same generated hours gives: every day alike), so the 1-year view reads a full year of daily rows."""
+    same generated hours gives: every day alike) and their usage days, so the 1-year view reads a full year."""
     from django.db import connection
+
+    from inventory.telemetry.rollups import rollup_usage
 
     first, last = (end - timedelta(days=365)).date(), (end - timedelta(days=days)).date() - timedelta(days=1)
     with connection.cursor() as cursor:
@@ -146,7 +148,9 @@ def earlier_days(days, end):
             SELECT id, d, u, u_max, 40 + u / 4, 150 + 5.5 * u, 24 * (150 + 5.5 * u), 0, 24 * 60, 24
             FROM one_day CROSS JOIN generate_series(%s::date, %s::date, interval '1 day') AS d
         """, [first, last])
-        return cursor.rowcount
+        rows = cursor.rowcount
+    rollup_usage(first, last)
+    return rows
 
 
 def hourly_sizes():
@@ -171,38 +175,60 @@ def pruning_plan(now):
     from django.db import connection
 
     with connection.cursor() as cursor:
-        cursor.execute("EXPLAIN " + BARE_PAGE_SQL[0].format(**RANGE_SQL["hourly"]),
+        cursor.execute("EXPLAIN " + SERIES["hourly"],
                        {"start": now - timedelta(days=7), "end": now})
         plan = "\n".join(line for (line,) in cursor.fetchall())
     return sorted(set(re.findall(r" on (inventory_gpuhourly_\w+)", plan)))
 
 
-# The bare SQL of what the dashboard and the API show, by hand, each the fastest form found (the rows summed per GPU
-# first, then joined): {table}, {time}, {gpu_hours}, {util_hours} are filled in per range (hourly or daily rows).
-RANGE_SQL = {
-    "hourly": {"table": "inventory_gpuhourly", "time": "hour", "gpu_hours": "count(*)", "util_hours": "sum(util_mean)"},
-    "daily": {"table": "inventory_gpudaily", "time": "day", "gpu_hours": "sum(hours)",
-              "util_hours": "sum(util_mean * hours)"},
+# The bare SQL of what the dashboard and the API show, by hand, each the fastest form found, from the cheapest table
+# that holds it: hourly ranges sum the GPU hours per GPU first, then join; daily ranges sum the usage days (per node,
+# GPU model and day) and count the GPUs that reported (one index probe per GPU into the daily GPU rows).
+IN_RANGE = "{time} >= %(start)s AND {time} <= %(end)s"
+ROWS = {  # per GPU (hourly) or per node and GPU model (daily): where, how many GPUs, GPU-hours, utilization-hours
+    "hourly": """
+    SELECT g.node_id, g.gpu_model_id, n.site_id, n.partition, n.owner_team, n.hostname, 1 AS gpus, u.gpu_hours,
+           u.util_hours
+    FROM (SELECT gpu_id, count(*) AS gpu_hours, sum(util_mean) AS util_hours FROM inventory_gpuhourly
+          WHERE """ + IN_RANGE.format(time="hour") + """ AND util_mean IS NOT NULL GROUP BY gpu_id) u
+    JOIN inventory_gpu g ON g.id = u.gpu_id LEFT JOIN inventory_node n ON n.id = g.node_id""",
+    "daily": """
+    SELECT u.node_id, u.gpu_model_id, n.site_id, n.partition, n.owner_team, n.hostname, coalesce(r.gpus, 0) AS gpus,
+           u.gpu_hours, u.util_hours
+    FROM (SELECT node_id, gpu_model_id, sum(gpu_hours) AS gpu_hours, sum(util_hours) AS util_hours
+          FROM inventory_usagedaily WHERE """ + IN_RANGE.format(time="day") + """ GROUP BY node_id, gpu_model_id) u
+    LEFT JOIN (SELECT node_id, gpu_model_id, count(*) AS gpus FROM inventory_gpu g
+               WHERE EXISTS (SELECT 1 FROM inventory_gpudaily d WHERE d.gpu_id = g.id AND d."""
+    + IN_RANGE.format(time="day") + """ AND d.util_mean IS NOT NULL)
+               GROUP BY node_id, gpu_model_id) r
+        ON coalesce(r.node_id, 0) = coalesce(u.node_id, 0) AND r.gpu_model_id = u.gpu_model_id
+    LEFT JOIN inventory_node n ON n.id = u.node_id""",
 }
-IN_RANGE = "{time} >= %(start)s AND {time} <= %(end)s AND util_mean IS NOT NULL"
-PER_GPU = """
-    SELECT g.id, g.node_id, g.gpu_model_id, n.site_id, n.partition, n.owner_team, n.hostname, u.gpu_hours, u.util_hours
-    FROM (SELECT gpu_id, {gpu_hours} AS gpu_hours, {util_hours} AS util_hours FROM {table}
-          WHERE """ + IN_RANGE + """ GROUP BY gpu_id) u
-    JOIN inventory_gpu g ON g.id = u.gpu_id LEFT JOIN inventory_node n ON n.id = g.node_id"""
-GROUP_FIGURES = "count(*), sum(gpu_hours), sum(util_hours)"
-BARE_API_SQL = {
-    "site": f"SELECT s.id, s.name, {GROUP_FIGURES} FROM ({PER_GPU}) p LEFT JOIN inventory_site s ON s.id = p.site_id "
+SERIES = {
+    "hourly": "SELECT hour, count(*), sum(util_mean), count(*) FROM inventory_gpuhourly WHERE "
+              + IN_RANGE.format(time="hour") + " AND util_mean IS NOT NULL GROUP BY hour",
+    "daily": "SELECT day, sum(gpu_hours), sum(util_hours), sum(gpus) FROM inventory_usagedaily WHERE "
+             + IN_RANGE.format(time="day") + " GROUP BY day",
+}
+HEATMAP = {  # the 60 least used nodes × buckets, their rows read on the (gpu, hour) or (node, model, day) index
+    "hourly": """SELECT g.node_id, r.hour, count(*), sum(util_mean) FROM inventory_gpuhourly r
+    JOIN inventory_gpu g ON g.id = r.gpu_id WHERE r.""" + IN_RANGE.format(time="hour") + """ AND util_mean IS NOT NULL
+    AND r.gpu_id IN (SELECT id FROM inventory_gpu WHERE node_id = ANY(%(nodes)s)) GROUP BY g.node_id, r.hour""",
+    "daily": "SELECT node_id, day, sum(gpu_hours), sum(util_hours) FROM inventory_usagedaily WHERE "
+             + IN_RANGE.format(time="day") + " AND node_id = ANY(%(nodes)s) GROUP BY node_id, day",
+}
+GROUP_FIGURES = "sum(gpus), sum(gpu_hours), sum(util_hours)"
+BARE_API_SQL = {  # {rows}: ROWS of the range
+    "site": f"SELECT s.id, s.name, {GROUP_FIGURES} FROM ({{rows}}) p LEFT JOIN inventory_site s ON s.id = p.site_id "
             "GROUP BY s.id, s.name",
-    "partition": f"SELECT p.partition, {GROUP_FIGURES} FROM ({PER_GPU}) p GROUP BY p.partition",
-    "gpu_model": f"SELECT m.id, m.name, {GROUP_FIGURES} FROM ({PER_GPU}) p "
+    "partition": f"SELECT p.partition, {GROUP_FIGURES} FROM ({{rows}}) p GROUP BY p.partition",
+    "gpu_model": f"SELECT m.id, m.name, {GROUP_FIGURES} FROM ({{rows}}) p "
                  "JOIN inventory_gpumodel m ON m.id = p.gpu_model_id GROUP BY m.id, m.name",
 }
 BARE_PAGE_SQL = [
-    # The series: per bucket.
-    "SELECT {time}, {gpu_hours}, {util_hours}, count(*) FROM {table} WHERE " + IN_RANGE + " GROUP BY {time}",
+    "{series}",
     # The five groupings from one pass over the range; the nodes least used first (the heatmap's rows).
-    f"""WITH p AS MATERIALIZED ({PER_GPU})
+    f"""WITH p AS MATERIALIZED ({{rows}})
     SELECT 'site', s.id, s.name, {GROUP_FIGURES} FROM p LEFT JOIN inventory_site s ON s.id = p.site_id
         GROUP BY s.id, s.name
     UNION ALL SELECT 'partition', NULL, partition, {GROUP_FIGURES} FROM p GROUP BY partition
@@ -211,19 +237,17 @@ BARE_PAGE_SQL = [
     UNION ALL SELECT 'team', NULL, owner_team, {GROUP_FIGURES} FROM p GROUP BY owner_team
     UNION ALL (SELECT 'node', node_id, hostname, {GROUP_FIGURES} FROM p GROUP BY node_id, hostname
                ORDER BY sum(util_hours) / sum(gpu_hours), hostname)""",
-    # The heatmap: the 60 least used nodes × buckets, their rows read on the (gpu, time) index.
-    """SELECT g.node_id, r.{time}, {gpu_hours}, {util_hours} FROM {table} r JOIN inventory_gpu g ON g.id = r.gpu_id
-    WHERE r.""" + IN_RANGE + """ AND r.gpu_id IN (SELECT id FROM inventory_gpu WHERE node_id = ANY(%(nodes)s))
-    GROUP BY g.node_id, r.{time}""",
+    "{heatmap}",
 ]
 
 
 def bare_sql(statements, span, buckets):
-    """Seconds to run ``statements`` (templates of RANGE_SQL) for the range and fetch every row; ``%(nodes)s`` is
-    the first 60 nodes of the previous statement's rows."""
+    """Seconds to run ``statements`` (templates of ROWS, SERIES, HEATMAP) for the range and fetch every row;
+    ``%(nodes)s`` is the first 60 nodes of the previous statement's rows."""
     from django.db import connection
 
-    names = RANGE_SQL["daily" if span.daily else "hourly"]
+    kind = "daily" if span.daily else "hourly"
+    names = {"rows": ROWS[kind], "series": SERIES[kind], "heatmap": HEATMAP[kind]}
     params = {"start": buckets[0], "end": buckets[-1], "nodes": []}
     with connection.cursor() as cursor:
         start = time.perf_counter()

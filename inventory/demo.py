@@ -50,7 +50,7 @@ from inventory.telemetry import simulator, slurm
 from inventory.telemetry.models import GPUDaily, GPUHourly, NodeHourly, SlurmJob, SlurmJobNode, TelemetrySource
 from inventory.telemetry.pull import store
 from inventory.telemetry.records import Collected
-from inventory.telemetry.rollups import floor_hour
+from inventory.telemetry.rollups import floor_hour, rollup_usage
 from portal.db import analyze, bulk_upsert
 from portal.roles import ADMIN, MANAGER, VIEWER
 
@@ -492,11 +492,14 @@ def daily_history(today=None):
     if GPUDaily.objects.filter(day__lte=last_day).exists():
         return 0
     gpu_ids = dict(GPU.objects.values_list("uuid", "pk"))
+    # hours = 24: a simulated day has a utilization reading every hour.
     rows = [(gpu_ids[r.uuid], r.day, 24, r.util_mean, r.util_max, r.mem_used_mean_gb, r.power_mean_w,
              r.power_mean_w * 24, 24)
             for r in simulator.day_records(simulator.fleet(), first_day, last_day, today)]
-    return bulk_upsert(GPUDaily, ["gpu_id", "day"], ["hours", "util_mean", "util_max", "mem_used_mean_gb",
-                                                     "power_mean_w", "energy_wh", "samples"], rows)
+    written = bulk_upsert(GPUDaily, ["gpu_id", "day"], ["hours", "util_mean", "util_max", "mem_used_mean_gb",
+                                                        "power_mean_w", "energy_wh", "samples"], rows)
+    rollup_usage(first_day, last_day)  # what the 30-day and 1-year dashboards read
+    return written
 
 
 # --- output ------------------------------------------------------------------------------------

@@ -448,6 +448,7 @@ from .telemetry.models import (  # noqa: E402,F401
     TelemetrySample,
     TelemetrySource,
     UnknownSeries,
+    UsageDaily,
     XidEvent,
     XidReading,
 )

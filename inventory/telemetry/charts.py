@@ -89,12 +89,17 @@ class FleetDashboard:
         return queries.totals(self.groups("site"))
 
     @cached_property
+    def has_jobs(self):
+        """Whether any Slurm job is stored: without, the Slurm figures are empty, for one query instead of eight."""
+        return queries.has_slurm_jobs()
+
+    @cached_property
     def queue_waits(self):
-        return queries.queue_waits(*self._args(), now=self.now)
+        return queries.queue_waits(*self._args(), now=self.now) if self.has_jobs else []
 
     @cached_property
     def allocations_by_team(self):
-        return queries.allocations("account", *self._args(), now=self.now)
+        return queries.allocations("account", *self._args(), now=self.now) if self.has_jobs else []
 
     @cached_property
     def allocations_by_partition(self):
@@ -102,6 +107,8 @@ class FleetDashboard:
         which jobs ignore), what telemetry observed there: ``observed_gpu_hours``, ``util_mean`` and
         ``used_gpu_hours`` (observed × utilization), None for a partition without telemetry. A partition with
         many GPU-hours allocated but few used is waiting on something else than its GPUs (storage, network)."""
+        if not self.has_jobs:
+            return []
         partitions = queries.allocations("partition", *self._args(), now=self.now, waits=self.queue_waits)
         observed = {g["key"]: g for g in self.groups("partition")} if self.compares_observed else {}
         for partition in partitions:

@@ -3,6 +3,7 @@
 from django import forms
 
 from inventory.models import GPUModel, Node, Site
+from portal.forms import Select
 
 from .models import TelemetrySource
 from .queries import DEFAULT_RANGE, FILTER_LOOKUPS, HEATMAP_BY, RANGES
@@ -45,16 +46,18 @@ def distinct_node_values(field):
 
 
 class UtilizationFilterForm(forms.Form):
-    """The dashboard's range, filters and heatmap rows (``?range=7d&site=2&team=vision``)."""
+    """The dashboard's range, filters and heatmap rows (``?range=7d&site=2&team=vision``). Its selects are drawn
+    in Python (``portal.forms.Select``): the page renders them on every request."""
 
     range = forms.ChoiceField(choices=[(key, r.label) for key, r in RANGES.items()], required=False)
-    site = forms.ModelChoiceField(queryset=Site.objects.order_by("name"), required=False, empty_label="All sites")
-    partition = forms.ChoiceField(required=False)
+    site = forms.ModelChoiceField(queryset=Site.objects.order_by("name"), required=False, empty_label="All sites",
+                                  widget=Select)
+    partition = forms.ChoiceField(required=False, widget=Select)
     gpu_model = forms.ModelChoiceField(queryset=GPUModel.objects.order_by("name"), required=False,
-                                       empty_label="All GPU models", label="GPU model")
-    team = forms.ChoiceField(required=False)
+                                       empty_label="All GPU models", label="GPU model", widget=Select)
+    team = forms.ChoiceField(required=False, widget=Select)
     heatmap = forms.ChoiceField(choices=[(by, f"by {by.upper() if by == 'gpu' else by}") for by in HEATMAP_BY],
-                                required=False, label="Heatmap rows")
+                                required=False, label="Heatmap rows", widget=Select)
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)

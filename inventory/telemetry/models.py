@@ -181,7 +181,7 @@ class NodeHourly(RollupFields):
 class GPUDaily(RollupFields):
     gpu = models.ForeignKey("inventory.GPU", on_delete=models.CASCADE, related_name="daily")
     day = models.DateField()
-    hours = models.PositiveIntegerField(db_default=0, help_text="Hours of the day with data.")
+    hours = models.PositiveIntegerField(db_default=0, help_text="Hours of the day with a utilization reading.")
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["gpu", "day"], name="gpu_daily_unique")]
@@ -194,7 +194,7 @@ class GPUDaily(RollupFields):
 class NodeDaily(RollupFields):
     node = models.ForeignKey("inventory.Node", on_delete=models.CASCADE, related_name="daily")
     day = models.DateField()
-    hours = models.PositiveIntegerField(db_default=0, help_text="Hours of the day with data.")
+    hours = models.PositiveIntegerField(db_default=0, help_text="Hours of the day with a utilization reading.")
     gpus_reporting = models.PositiveIntegerField(db_default=0)
 
     class Meta:
@@ -203,6 +203,27 @@ class NodeDaily(RollupFields):
 
     def __str__(self):
         return f"node {self.node_id} @ {self.day:%Y-%m-%d}"
+
+
+class UsageDaily(models.Model):
+    """A day of the GPUs of one model in one node (spare GPUs: no node): the daily GPU rows with a utilization
+    reading, summed (``rollups.rollup_usage``). The 30-day and 1-year dashboards group these rows, about one for
+    every eight GPU rows, instead of reading every GPU's day; per GPU they read ``GPUDaily``."""
+
+    node = models.ForeignKey("inventory.Node", on_delete=models.SET_NULL, null=True, related_name="+")
+    gpu_model = models.ForeignKey("inventory.GPUModel", on_delete=models.CASCADE, related_name="+")
+    day = models.DateField()
+    gpus = models.PositiveIntegerField(help_text="GPUs with a utilization reading that day.")
+    gpu_hours = models.PositiveIntegerField(help_text="Their hours with a utilization reading, summed.")
+    util_hours = models.FloatField(help_text="Their hourly utilization (%) summed over those hours.")
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["node", "gpu_model", "day"], name="usage_daily_unique")]
+        indexes = [models.Index(fields=["day"])]
+        verbose_name_plural = "usage days"
+
+    def __str__(self):
+        return f"node {self.node_id}, model {self.gpu_model_id} @ {self.day:%Y-%m-%d}"
 
 
 class XidEvent(models.Model):

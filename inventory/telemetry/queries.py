@@ -4,12 +4,13 @@ the ORM cannot write), so a figure costs the same few queries for ten GPUs or te
 
 Ranges and tables
     ``24h`` and ``7d`` read the hourly rows (``GPUHourly``, one bucket per hour); ``30d`` and ``1y`` read
-    the daily rows (``GPUDaily``, one bucket per day). Each range ends with the current hour or day, so
-    its last bucket may still be filling.
+    daily rows, one bucket per day: the usage days (``UsageDaily``, the GPU days summed per node and GPU
+    model, a few rows per node) for the series and the groupings, the GPU days (``GPUDaily``) for what is
+    per GPU. Each range ends with the current hour or day, so its last bucket may still be filling.
 
 What the figures mean
     - *GPU-hours observed*: hours for which a GPU reported a utilization. An hourly row counts one hour,
-      a daily row its ``hours`` (the hours of that day with data).
+      a daily row its ``hours`` (the hours of that day with a utilization reading).
     - *Mean utilization*: the mean of the GPUs' hourly mean utilization, weighted by those hours.
     - *Idle GPU-hours*: observed GPU-hours × (1 − utilization / 100), summed per row: a GPU at 25 % for
       an hour is 0.75 idle GPU-hours. So idle = observed × (1 − mean / 100) for any group.
@@ -23,7 +24,8 @@ Missing data is missing, never zero
 
 Filters (``filters`` argument, a mapping; empty values are ignored)
     ``site`` (id), ``partition``, ``gpu_model`` (id), ``team`` (the node's owner team). Nodes and GPUs
-    are grouped by where they are now.
+    are grouped by where they are now; in the daily ranges, by where they were when their day was last rolled
+    up (a GPU moved to another node brings along only the days rolled up since).
 """
 
 from collections import defaultdict
@@ -32,14 +34,14 @@ from datetime import timedelta
 
 from django.conf import settings
 from django.db import connections
-from django.db.models import Count, F, FloatField, Sum
+from django.db.models import Count, Exists, F, FloatField, OuterRef, Sum
 from django.utils import timezone
 
 from inventory.costs import gpu_hour_costs
 from inventory.models import GPU, GPUModel, Node, Site
 
 from . import jobstats
-from .models import GPUDaily, GPUHourly, SlurmJob, TelemetrySource
+from .models import GPUDaily, GPUHourly, SlurmJob, TelemetrySource, UsageDaily
 from .rollups import day_start, floor_hour
 
 
@@ -52,7 +54,12 @@ class Range:
 
     @property
     def model(self):
+        """The rows per GPU."""
         return GPUDaily if self.daily else GPUHourly
+
+    def table(self, per_gpu):
+        """The rows read: per GPU, or (``per_gpu`` False) the fewest rows that hold what the groupings sum."""
+        return self.model if per_gpu or not self.daily else UsageDaily
 
     @property
     def time_field(self):
@@ -72,15 +79,17 @@ class Range:
         first = self.buckets(now)[0]
         return day_start(first) if self.daily else first
 
-    def gpu_hours(self):
-        """Aggregate: GPU-hours the rows cover."""
-        return Sum("hours") if self.daily else Count("pk")
-
-    def util_hours(self):
-        """Aggregate: utilization (%) × hours, summed; divided by ``gpu_hours`` it is the weighted mean."""
-        if self.daily:
-            return Sum(F("util_mean") * F("hours"), output_field=FloatField())
-        return Sum("util_mean")
+    def sums(self, per_gpu=True):
+        """The aggregates of the rows of ``table(per_gpu)``: ``gpu_hours`` (GPU-hours they cover), ``util_hours``
+        (utilization (%) × hours, summed; divided by ``gpu_hours`` it is the weighted mean) and ``gpus`` (GPUs, in
+        one bucket: a GPU has one row per bucket)."""
+        table = self.table(per_gpu)
+        if table is UsageDaily:
+            return {"gpu_hours": Sum("gpu_hours"), "util_hours": Sum("util_hours"), "gpus": Sum("gpus")}
+        if table is GPUDaily:
+            return {"gpu_hours": Sum("hours"), "gpus": Count("pk"),
+                    "util_hours": Sum(F("util_mean") * F("hours"), output_field=FloatField())}
+        return {"gpu_hours": Count("pk"), "util_hours": Sum("util_mean"), "gpus": Count("pk")}
 
 
 RANGES = {
@@ -109,14 +118,15 @@ GROUPS = {
 }
 NONE_LABEL = "(none)"  # a node without a partition or team, or a GPU that sits in no node
 HEATMAP_ROWS = 60
-HEATMAP_BY = {"node": "gpu__node_id", "gpu": "gpu_id"}  # heatmap rows -> their key on a rollup row
-# What ``usage`` tells about each of its rows: (table alias, column) of the GPU g, its node n, site s and model m.
+HEATMAP_BY = {"node": "gpu__node_id", "gpu": "gpu_id"}  # heatmap rows -> their key on a per-GPU rollup row
+# What ``usage`` tells about each of its rows: (table alias, column) of its key k (the GPU, or the usage days' sums
+# per node and GPU model), the node n, site s and model m.
 USAGE_COLUMNS = {
-    "node_id": ("g", "node_id"), "gpu_model_id": ("g", "gpu_model_id"), "hostname": ("n", "hostname"),
+    "node_id": ("k", "node_id"), "gpu_model_id": ("k", "gpu_model_id"), "hostname": ("n", "hostname"),
     "site_id": ("n", "site_id"), "site": ("s", "name"), "partition": ("n", "partition"), "team": ("n", "owner_team"),
     "gpu_model_name": ("m", "name"),
 }
-PER_GPU_COLUMNS = {"gpu_id": ("g", "id"), "slot": ("g", "slot")}
+PER_GPU_COLUMNS = {"gpu_id": ("k", "id"), "slot": ("k", "slot")}
 
 
 class UnknownParameter(ValueError):
@@ -129,15 +139,17 @@ def get_range(range_key):
     return RANGES[range_key]
 
 
-def rollup_rows(range_key, filters=None, now=None):
-    """The rows a range reads (hourly or daily), with a utilization reading, within its buckets."""
+def rollup_rows(range_key, filters=None, now=None, per_gpu=True):
+    """The rows a range reads within its buckets: per GPU (hourly or daily), with a utilization reading, or
+    (``per_gpu`` False) those of ``Range.table``, usage days in the daily ranges."""
     span = get_range(range_key)
     buckets = span.buckets(now)
-    rows = span.model.objects.filter(
-        util_mean__isnull=False,
-        **{f"{span.time_field}__gte": buckets[0], f"{span.time_field}__lte": buckets[-1]},
-    )
-    return rows.filter(**{f"gpu__{lookup}": value for lookup, value in gpu_filters(filters).items()})
+    table = span.table(per_gpu)
+    rows = table.objects.filter(**{f"{span.time_field}__gte": buckets[0], f"{span.time_field}__lte": buckets[-1]})
+    if table is UsageDaily:  # its rows sum only readings, and know the node and model themselves
+        return rows.filter(**gpu_filters(filters))
+    return rows.filter(util_mean__isnull=False,
+                       **{f"gpu__{lookup}": value for lookup, value in gpu_filters(filters).items()})
 
 
 def gpu_filters(filters):
@@ -167,11 +179,8 @@ def utilization_series(range_key, filters=None, now=None):
     span = get_range(range_key)
     aggregated = {
         row["t"]: row
-        for row in rollup_rows(range_key, filters, now)
-        .values(t=F(span.time_field))
-        # One row per GPU and bucket (unique constraint): counting rows counts the GPUs.
-        .annotate(gpu_hours=span.gpu_hours(), util_hours=span.util_hours(), gpus=Count("pk"))
-        .order_by()
+        for row in rollup_rows(range_key, filters, now, per_gpu=False)
+        .values(t=F(span.time_field)).annotate(**span.sums(per_gpu=False)).order_by()
     }
     points = []
     for bucket in span.buckets(now):
@@ -188,12 +197,18 @@ def usage(range_key, filters=None, now=None, per_gpu=False):
     """GPU-hours and utilization-hours per node and GPU model (``per_gpu``: per GPU) over the GPUs that reported
     in the range: ``gpus`` (how many reported), where they are (node, site, partition, team), their model and the
     node's ``hour_cost``. The one aggregate that ``utilization_by``, ``least_used_nodes`` and ``heatmap`` group
-    further. One query: the rollup rows summed per GPU first (the big table's only pass), then
-    those sums joined to GPU, node, site and model and summed per node and model (a few rows per node: costs are
-    per node, models per GPU); plus the costs' queries."""
+    further, a few rows per node (costs are per node, models per GPU). One query, plus the costs' queries:
+
+    - hourly ranges, and ``per_gpu``: the rollup rows summed per GPU first (the big table's only pass), then those
+      sums joined to GPU, node, site and model and summed per node and model;
+    - daily ranges: the usage days summed per node and model, joined to node, site and model and to the GPUs that
+      reported in the range (a GPU counts once however many days it reported: one index probe per GPU)."""
     span = get_range(range_key)
-    sums = (rollup_rows(range_key, filters, now)
-            .values("gpu_id").annotate(gpu_hours=span.gpu_hours(), util_hours=span.util_hours()).order_by())
+    grouped = span.daily and not per_gpu
+    key = ("node_id", "gpu_model_id") if grouped else ("gpu_id",)
+    figures = span.sums(per_gpu=not grouped)
+    sums = (rollup_rows(range_key, filters, now, per_gpu=not grouped)
+            .values(*key).annotate(gpu_hours=figures["gpu_hours"], util_hours=figures["util_hours"]).order_by())
     sums_sql, params = sums.query.get_compiler(using=sums.db).as_sql()
     connection = connections[sums.db]
     quote = connection.ops.quote_name
@@ -201,10 +216,20 @@ def usage(range_key, filters=None, now=None, per_gpu=False):
     listed = ", ".join(f"{alias}.{quote(column)}" for alias, column in columns.values())
     tables = {alias: quote(model._meta.db_table) for alias, model in (("g", GPU), ("n", Node), ("s", Site),
                                                                         ("m", GPUModel))}
-    sql = (f"SELECT {listed}, COUNT(*), SUM(u.gpu_hours), SUM(u.util_hours) FROM ({sums_sql}) u "
-           f"JOIN {tables['g']} g ON g.id = u.gpu_id LEFT JOIN {tables['n']} n ON n.id = g.node_id "
-           f"LEFT JOIN {tables['s']} s ON s.id = n.site_id JOIN {tables['m']} m ON m.id = g.gpu_model_id "
-           f"GROUP BY {listed}")
+    around = (f"LEFT JOIN {tables['n']} n ON n.id = k.node_id LEFT JOIN {tables['s']} s ON s.id = n.site_id "
+              f"JOIN {tables['m']} m ON m.id = k.gpu_model_id")
+    if grouped:
+        reported = (GPU.objects.filter(Exists(rollup_rows(range_key, None, now).filter(gpu=OuterRef("pk"))),
+                                       **gpu_filters(filters))
+                    .values("node_id", "gpu_model_id").annotate(gpus=Count("pk")).order_by())
+        reported_sql, reported_params = reported.query.get_compiler(using=sums.db).as_sql()
+        sql = (f"SELECT {listed}, COALESCE(r.gpus, 0), k.gpu_hours, k.util_hours FROM ({sums_sql}) k "
+               f"LEFT JOIN ({reported_sql}) r ON COALESCE(r.node_id, 0) = COALESCE(k.node_id, 0) "
+               f"AND r.gpu_model_id = k.gpu_model_id {around}")
+        params = (*params, *reported_params)
+    else:
+        sql = (f"SELECT {listed}, COUNT(*), SUM(u.gpu_hours), SUM(u.util_hours) FROM ({sums_sql}) u "
+               f"JOIN {tables['g']} k ON k.id = u.gpu_id {around} GROUP BY {listed}")
     with connection.cursor() as cursor:
         cursor.execute(sql, params)
         rows = cursor.fetchall()
@@ -289,16 +314,22 @@ def heatmap(range_key, filters=None, by="node", limit=HEATMAP_ROWS, now=None, ro
                       for row in usage(range_key, filters, now, per_gpu=True)}
     chosen = sorted(candidates, key=lambda key: (candidates[key]["util_hours"] / candidates[key]["gpu_hours"],
                                                  candidates[key]["name"]))[:limit]
-    # The chosen rows' GPUs that the filters select, as a subquery: PostgreSQL reads their rows on the
-    # (gpu, hour|day) unique index rather than the whole range.
-    gpus = GPU.objects.filter(**{"node_id__in" if by == "node" else "pk__in": chosen}, **gpu_filters(filters))
+    per_gpu = by == "gpu" or not span.daily
+    if per_gpu:
+        # The chosen rows' GPUs that the filters select, as a subquery: PostgreSQL reads their rows on the
+        # (gpu, hour|day) unique index rather than the whole range.
+        gpus = GPU.objects.filter(**{"node_id__in" if by == "node" else "pk__in": chosen}, **gpu_filters(filters))
+        cells_rows = rollup_rows(range_key, None, now).filter(gpu_id__in=gpus.values("pk"))
+        row_key = HEATMAP_BY[by]
+    else:  # the nodes' usage days, read on the (node, model, day) unique index
+        cells_rows, row_key = rollup_rows(range_key, filters, now, per_gpu=False).filter(node_id__in=chosen), "node_id"
+    sums = span.sums(per_gpu)
     cells = defaultdict(dict)
     # Up to 60 rows × 365 buckets: tuples and the mean computed inline (as ``_figures`` does) keep this loop,
     # the dashboard's largest, cheap.
     for key, t, gpu_hours, util_hours in (
-        rollup_rows(range_key, None, now).filter(gpu_id__in=gpus.values("pk"))
-        .values(key=F(HEATMAP_BY[by]), t=F(span.time_field))
-        .annotate(gpu_hours=span.gpu_hours(), util_hours=span.util_hours())
+        cells_rows.values(key=F(row_key), t=F(span.time_field))
+        .annotate(gpu_hours=sums["gpu_hours"], util_hours=sums["util_hours"])
         .order_by()
         .values_list("key", "t", "gpu_hours", "util_hours")
     ):
@@ -413,6 +444,10 @@ def allocation_totals(partitions):
     multi_node = sum(g["multi_node_gpu_hours"] for g in partitions)
     return {"gpu_hours": round(gpu_hours, 2), "jobs": sum(g["jobs"] for g in partitions),
             "multi_node_share": round(100 * multi_node / gpu_hours, 2) if gpu_hours else None}
+
+
+def has_slurm_jobs():
+    return SlurmJob.objects.exists()
 
 
 def has_slurm_source():

@@ -11,7 +11,8 @@ from collections import defaultdict
 from datetime import datetime, time, timedelta
 
 from django.conf import settings
-from django.db.models import Avg, Count, F, Max, Sum, Value, Window
+from django.db import connections, router, transaction
+from django.db.models import Avg, Count, F, FloatField, Max, Sum, Value, Window
 from django.db.models.functions import Lead, TruncDate, TruncHour
 from django.utils import timezone
 
@@ -19,7 +20,7 @@ from inventory.models import GPU
 from portal.db import bulk_upsert
 
 from .dcgm import TOTAL_ENERGY, counter_increase, mj_to_wh
-from .models import GPUDaily, GPUHourly, NodeDaily, NodeHourly, TelemetrySample
+from .models import GPUDaily, GPUHourly, NodeDaily, NodeHourly, TelemetrySample, UsageDaily
 from .partitions import drop_months_before, ensure_partitions, maintain
 
 log = logging.getLogger(__name__)
@@ -151,19 +152,45 @@ def _daily(hourly_model, daily_model, key, start_day, end_day, extra=None):
         .annotate(day=TruncDate("hour"))
         .values(key, "day")
         .annotate(
+            # Hours with a utilization reading, as the hourly ranges count them (hours with only power are not);
+            # first, while "util_mean" still names the column rather than the mean below.
+            hours=Count("util_mean"),
             util_mean=Avg("util_mean"), util_max=Max("util_max"), mem_used_mean_gb=Avg("mem_used_mean_gb"),
             power_mean_w=Avg("power_mean_w"), energy_wh=Sum("energy_wh"),
             gr_engine_active_mean=Avg("gr_engine_active_mean"), tensor_active_mean=Avg("tensor_active_mean"),
-            xid_errors=Sum("xid_errors"), samples=Sum("samples"), hours=Count("pk"), **(extra or {}),
+            xid_errors=Sum("xid_errors"), samples=Sum("samples"), **(extra or {}),
         )
     )
     return _upsert_aggregates(daily_model, key, aggregated, ["hours", *(extra or {})])
 
 
 def rollup_days(start_day, end_day):
-    """Hourly rows of the days [start_day, end_day] → daily rows, for GPUs and nodes."""
+    """Hourly rows of the days [start_day, end_day] → daily rows, for GPUs and nodes, and their usage days."""
     _daily(GPUHourly, GPUDaily, "gpu_id", start_day, end_day)
     _daily(NodeHourly, NodeDaily, "node_id", start_day, end_day, {"gpus_reporting": Max("gpus_reporting")})
+    rollup_usage(start_day, end_day)
+
+
+def rollup_usage(start_day=None, end_day=None, gpu_daily=GPUDaily, usage_daily=UsageDaily):
+    """Daily GPU rows of the days [start_day, end_day] (open ends: every day) → usage days, per node (where the GPU
+    is now) and GPU model: one INSERT … SELECT. The days' rows are replaced, not upserted, so a GPU that moved
+    leaves none of its hours on its old node, and two writers take turns (PostgreSQL: a table lock that readers
+    do not wait for). The migration that creates the table passes its historical models."""
+    days = {f"day__{op}": day for op, day in (("gte", start_day), ("lte", end_day)) if day is not None}
+    summed = (gpu_daily.objects.filter(util_mean__isnull=False, **days)
+              .values("day", node_id=F("gpu__node_id"), gpu_model_id=F("gpu__gpu_model_id"))
+              .annotate(gpus=Count("pk"), gpu_hours=Sum("hours"),
+                        util_hours=Sum(F("util_mean") * F("hours"), output_field=FloatField()))
+              .order_by())
+    sql, params = summed.query.sql_with_params()
+    connection = connections[router.db_for_write(usage_daily)]
+    table = connection.ops.quote_name(usage_daily._meta.db_table)
+    columns = "day, node_id, gpu_model_id, gpus, gpu_hours, util_hours"
+    with transaction.atomic(using=connection.alias), connection.cursor() as cursor:
+        if connection.vendor == "postgresql":
+            cursor.execute(f"LOCK TABLE {table} IN SHARE ROW EXCLUSIVE MODE")
+        usage_daily.objects.using(connection.alias).filter(**days).delete()
+        cursor.execute(f"INSERT INTO {table} ({columns}) SELECT {columns} FROM ({sql}) summed", params)
 
 
 def refresh(hours):
@@ -194,5 +221,6 @@ def enforce_retention(now=None):
         "node_hourly": hourly(NodeHourly),
         "gpu_daily": GPUDaily.objects.filter(day__lt=daily_cutoff).delete()[0],
         "node_daily": NodeDaily.objects.filter(day__lt=daily_cutoff).delete()[0],
+        "usage_daily": UsageDaily.objects.filter(day__lt=daily_cutoff).delete()[0],
         "samples": TelemetrySample.objects.filter(ts__lt=floor_hour(now) - timedelta(hours=2)).delete()[0],
     }

@@ -8,7 +8,7 @@ from datetime import timedelta
 from django.utils import timezone
 
 from inventory.models import GPUDaily, GPUHourly, TelemetrySource
-from inventory.telemetry.rollups import floor_hour
+from inventory.telemetry.rollups import floor_hour, rollup_usage
 from tests.factories import make_gpu, make_gpu_model, make_node, make_node_model, make_site
 
 H = timedelta(hours=1)
@@ -53,6 +53,7 @@ def make_fleet(now):
         GPUDaily(gpu=a1g0, day=today - D, util_mean=30, hours=10, samples=600),
         GPUDaily(gpu=a1g1, day=today - 2 * D, util_mean=60, hours=20, samples=1200),
     ])
+    rollup_usage()
     source = TelemetrySource.objects.create(name="prom", kind="prometheus", url="http://prom:9090",
                                             last_success_at=now, synced_until=h)
     return {"alpha": alpha, "beta": beta, "m1": m1, "m2": m2, "a1": a1, "b1": b1, "b2": b2, "gpus": [a1g0, a1g1, b1g0],
@@ -81,5 +82,6 @@ def add_fleet(n_nodes, now, prefix):
             daily += [GPUDaily(gpu=gpu, day=today - k * D, util_mean=50, hours=24) for k in range(3)]
     GPUHourly.objects.bulk_create(hourly)
     GPUDaily.objects.bulk_create(daily)
+    rollup_usage()
 
 

@@ -26,7 +26,7 @@ from django.utils import timezone
 from playwright.sync_api import expect
 
 from inventory.models import GPUDaily, GPUHourly, LifecycleState, Node, TelemetrySource
-from inventory.telemetry.rollups import floor_hour
+from inventory.telemetry.rollups import floor_hour, rollup_usage
 from planning.models import CapacityPlan, Contract, PlanItem, PurchaseOrder
 from planning.plans import workflow as plans
 from portal.models import APIToken
@@ -85,6 +85,7 @@ def utilization_fleet():
                                hours=24, samples=1440) for d in range(1, 31)]
     GPUHourly.objects.bulk_create(hourly)
     GPUDaily.objects.bulk_create(daily)
+    rollup_usage()
     TelemetrySource.objects.create(name="prometheus", kind="prometheus", url="http://prometheus:9090",
                                    last_success_at=now, synced_until=hour)
     return Node.objects.get(hostname="fra-a02")

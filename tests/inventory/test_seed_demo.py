@@ -57,7 +57,7 @@ def seeded():
 
 # Time series the clock adds to: a second run backfills the hours (and Slurm jobs) since the first one.
 TIME_SERIES = {"inventory.GPUHourly", "inventory.NodeHourly", "inventory.GPUDaily", "inventory.NodeDaily",
-               "inventory.SlurmJob"}
+               "inventory.UsageDaily", "inventory.SlurmJob"}
 
 
 def counts():

@@ -17,7 +17,7 @@ from django.utils import timezone
 from playwright.sync_api import expect
 
 from inventory.models import GPU, GPUDaily, GPUHourly, LifecycleState, TelemetrySource
-from inventory.telemetry.rollups import floor_hour
+from inventory.telemetry.rollups import floor_hour, rollup_usage
 from planning.models import CapacityPlan, Contract, PlanItem, PlanWorkload
 from portal.roles import ADMIN, VIEWER
 from tests.factories import make_gpu, make_gpu_model, make_node, make_node_model, make_rack, make_site
@@ -51,6 +51,7 @@ def fleet():
     today = timezone.localdate()
     GPUDaily.objects.bulk_create([GPUDaily(gpu=gpu, day=today - timedelta(days=d), util_mean=50 + d, hours=24,
                                            samples=1440) for gpu in gpus for d in range(1, 8)])
+    rollup_usage()
     TelemetrySource.objects.create(name="prom", kind="prometheus", url="http://prom:9090",
                                    last_success_at=timezone.now(), synced_until=h)
     contract = Contract.objects.create(kind=Contract.Kind.SUPPORT, vendor="Acme", reference="SUP-1",

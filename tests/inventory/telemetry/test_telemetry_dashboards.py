@@ -110,6 +110,14 @@ def test_queue_waits_by_partition_of_jobs_started_in_the_range(fleet, now):
     assert [row["partition"] for row in queries.queue_waits("7d", {"partition": "infer"})] == ["infer"]
 
 
+def test_without_jobs_the_slurm_figures_cost_one_query(fleet, django_assert_num_queries):
+    dashboard = charts.FleetDashboard("30d")
+    with django_assert_num_queries(1):
+        figures = (dashboard.queue_waits, dashboard.allocations_by_team, dashboard.allocations_by_partition,
+                   dashboard.allocation_totals)
+    assert figures == ([], [], [], {"gpu_hours": 0, "jobs": 0, "multi_node_share": None})
+
+
 # --- Dashboard page -------------------------------------------------------------------------------
 
 
