@@ -1,9 +1,8 @@
 """Tables for the list pages (django-tables2): sortable columns, CSV export of the filtered rows."""
 
 import django_tables2 as tables
-from django.utils.html import format_html
 
-from portal.tables import PortalTable
+from portal.tables import PortalTable, cell_html
 
 from .models import (
     GPU,
@@ -24,7 +23,7 @@ class StateColumn(tables.Column):
 
     def render(self, record, value):
         # value: the state's label (django-tables2 shows a choices field by its get_FOO_display())
-        return format_html('<span class="badge state-{}">{}</span>', record.state, value)
+        return cell_html('<span class="badge state-{}">{}</span>', record.state, value)
 
     def value(self, record, value):
         return record.state
@@ -36,7 +35,7 @@ class SelectColumn(tables.CheckBoxColumn):
 
     def render(self, value, bound_column, record):
         # CheckBoxColumn's markup for these attributes, without its per-cell attribute machinery.
-        return format_html('<input type="checkbox" name="select" value="{}" />', value)
+        return cell_html('<input type="checkbox" name="select" value="{}" />', value)
 
 
 class GPUModelTable(tables.Table):
@@ -96,7 +95,7 @@ class NodeTable(PortalTable):
 
     def render_warranty_end(self, record, value):
         if record.warranty_expired:
-            return format_html('<span class="expired" title="Warranty expired">{}</span>', value.isoformat())
+            return cell_html('<span class="expired" title="Warranty expired">{}</span>', value.isoformat())
         return value.isoformat()
 
 

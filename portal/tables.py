@@ -11,12 +11,15 @@ reverse arguments) is rendered per cell by django-tables2 as before, in the same
 
 import html
 import operator
+from functools import partialmethod
 
 import django_tables2 as tables
 from django.conf import settings
 from django.db import models
 from django.template import Context
 from django.template.base import render_value_in_context
+from django.utils.encoding import force_str
+from django.utils.hashable import make_hashable
 from django.utils.safestring import mark_safe
 from django_tables2.columns.base import Column
 from django_tables2.columns.linkcolumn import BaseLinkColumn
@@ -45,6 +48,12 @@ class PortalTable(tables.Table):
 def _escape(value):
     """``conditional_escape`` without its lazy-string wrapper (called for every cell)."""
     return value.__html__() if hasattr(value, "__html__") else html.escape(str(value))
+
+
+def cell_html(format_string, *args):
+    """``format_html`` for a render method called on every row: the same escaping, without its lazy-string
+    wrappers."""
+    return mark_safe(format_string.format(*map(_escape, args)))
 
 
 def _shown(value):
@@ -105,7 +114,7 @@ def _content(table, bound_column):
     render = bound_column.render
     plain = getattr(render, "__func__", None) is Column.render  # the value itself
     render_names = None if plain else _arguments(render)
-    href = _href(link, bound_column) if link else None
+    href = _href(table, link, bound_column) if link else None
     if link and href is None:
         return None
     empty, default = column.empty_values, _shown(bound_column.default)
@@ -134,25 +143,41 @@ def _content(table, bound_column):
     return content
 
 
+def _resolver(accessor, model):
+    """A function of a record giving ``accessor.resolve(record)``: plain attribute lookups on model instances,
+    a callable (a method) left to the accessor."""
+    if model is None or not all(bit.isidentifier() for bit in accessor.bits):
+        return accessor.resolve
+    attributes = operator.attrgetter(".".join(accessor.bits))
+
+    def resolve(record):
+        value = attributes(record)
+        return accessor.resolve(record) if callable(value) else value
+
+    return resolve
+
+
 def _value_getter(table, bound_column):
     """The cell's value from a record, as django-tables2's accessor finds it; a choices field shows its label
     (``get_FOO_display``)."""
     accessor = Accessor(bound_column.accessor)
     model = table.data.model or table._meta.model
     field = accessor.get_field(model)
-    if model is not None and all(bit.isidentifier() for bit in accessor.bits):
-        # Model instances: plain attribute lookups; a callable (a method) is left to the accessor.
-        attributes = operator.attrgetter(".".join(accessor.bits))
-
-        def resolve(record):
-            value = attributes(record)
-            return accessor.resolve(record) if callable(value) else value
-    else:
-        resolve = accessor.resolve
+    resolve = _resolver(accessor, model)
     if not getattr(field, "choices", ()):
         return resolve
     *path, last = accessor.bits
     owner, display = Accessor(accessor.SEPARATOR.join(path)), f"get_{last}_display"
+    method = vars(model).get(display) if model is not None and not path else None
+    if isinstance(method, partialmethod) and method.func is models.Model._get_FIELD_display:
+        # Django's own get_FOO_display, with its choices made a dict once per page instead of once per row.
+        labels, attname = dict(make_hashable(field.flatchoices)), field.attname
+
+        def label(record):
+            value = getattr(record, attname)
+            return force_str(labels.get(make_hashable(value), value), strings_only=True)
+
+        return label
 
     def value(record):
         penultimate = owner.resolve(record, quiet=True) if path else record
@@ -162,7 +187,7 @@ def _value_getter(table, bound_column):
     return value
 
 
-def _href(link, bound_column):
+def _href(table, link, bound_column):
     """A function of the cell's arguments giving the link's URL as LinkTransform.compose_url, or None where the
     link needs django-tables2 (its own attributes, reverse arguments)."""
     if link.attrs or link.reverse_args:
@@ -171,10 +196,11 @@ def _href(link, bound_column):
         names = _arguments(link.url)
         return lambda arguments: _call(link.url, names, arguments)
     accessor = Accessor(link.accessor if link.accessor is not None else bound_column.name)
+    target_of = _resolver(accessor, table.data.model or table._meta.model)
     around_id = {}  # per model: its detail URL around the id, looked up once per page
 
     def linkify(arguments):
-        target, record = accessor.resolve(arguments["record"]), arguments["record"]
+        target, record = target_of(arguments["record"]), arguments["record"]
         target = target if hasattr(target, "get_absolute_url") else record
         kind = type(target)
         if kind.get_absolute_url is not PortalModel.get_absolute_url or not isinstance(target.pk, int):
