@@ -5,6 +5,8 @@ import django_filters
 from django import forms
 from django.db.models import Q
 
+from .forms import Select
+
 STATE_WIDGET = forms.CheckboxSelectMultiple(attrs={"class": "inline-choices"})
 
 
@@ -19,6 +21,14 @@ class SearchFilterSet(django_filters.FilterSet):
 
     q = django_filters.CharFilter(method="search", label="Search")
     search_fields: tuple = ()
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        # A choice of objects (a site, a rack: 125 options on the node list) is drawn on every list page: drawn in
+        # Python, not through Django's widget templates (its choices are flat, as portal.forms.Select needs).
+        for filter_ in self.filters.values():
+            if isinstance(filter_, django_filters.ModelChoiceFilter) and "widget" not in filter_.extra:
+                filter_.extra["widget"] = Select
 
     def search(self, queryset, name, value):
         value = value.strip()
