@@ -80,3 +80,9 @@ def search(term, user, limit=20):
     groups = [(title, queryset) for title, queryset in groups
               if user.has_perm(f"inventory.view_{queryset.model._meta.model_name}")]
     return [(title, list(queryset[:limit])) for title, queryset in groups if queryset[:limit].exists()]
+
+
+def most_common_gpu_model():
+    """The name of the GPU model with the most GPUs in service (ties: by name); None with none in service."""
+    return (GPU.objects.filter(state=LifecycleState.IN_SERVICE).values(name=F("gpu_model__name"))
+            .annotate(n=Count("id")).order_by("-n", "name").values_list("name", flat=True).first())

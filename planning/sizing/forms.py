@@ -54,13 +54,15 @@ def add_validation_errors(form, errors):
 
 
 class SizingForm(forms.Form):
-    """The inputs of ``sizing.Workload``; blank optional inputs take the workload's defaults."""
+    """The inputs of ``sizing.Workload``; blank optional inputs take the workload's defaults. ``default_gpu``
+    (e.g. the fleet's most common model) is preselected; None: the catalog's first."""
 
-    def __init__(self, *args, gpus, **kwargs):
+    def __init__(self, *args, gpus, default_gpu=None, **kwargs):
         super().__init__(*args, **kwargs)
         self.gpus = gpus
         add_input_fields(self)
         self.fields["gpu_model"].choices = [(name, name) for name in gpus]
+        self.fields["gpu_model"].initial = default_gpu
 
     def clean(self):
         data = super().clean()

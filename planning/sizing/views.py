@@ -3,6 +3,8 @@ chosen GPU model and the comparison of every GPU model of the catalog. Any logge
 
 from django.views.generic import TemplateView
 
+from inventory.queries import most_common_gpu_model
+
 from . import sizing
 from .forms import SizingForm
 
@@ -27,7 +29,9 @@ class SizingView(TemplateView):
     def get_context_data(self, **kwargs):
         context = super().get_context_data(**kwargs)
         gpus = sizing.catalog_gpus()
-        form = SizingForm(self.request.GET or None, gpus=gpus)
+        # The fleet's most common model is preselected on a blank form only (a filled one says its own).
+        form = SizingForm(self.request.GET or None, gpus=gpus,
+                          default_gpu=None if self.request.GET else most_common_gpu_model())
         context.update(form=form, gpus_per_node=sizing.GPUS_PER_NODE)
         if form.is_valid():
             workload = form.workload()
