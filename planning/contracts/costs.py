@@ -31,7 +31,7 @@ from django.conf import settings
 from django.db.models import Count, F, Q
 from django.utils import timezone
 
-from inventory.models import LifecycleState, Node
+from inventory.models import GPU, LifecycleState, Node
 
 from .coverage import active_contracts, nodes_covered_by
 from .models import Contract
@@ -76,6 +76,16 @@ def rental_gpu_hour_cost(contract):
     if contract.monthly_cost and contract.rented_gpus:
         return monthly_gpu_hour_cost(contract.monthly_cost, contract.rented_gpus)
     return None
+
+
+def rental_rate(day=None):
+    """The rental rate per GPU-hour: the mean rate of the active rental contracts that give one, else
+    ``settings.RENTAL_GPU_HOUR_COST``. Returns ``(rate as a float, those contracts)``; no contracts: the setting."""
+    day = day or timezone.localdate()
+    rated = [(c, rate) for c in active_contracts(day, [Contract.Kind.RENTAL]) if (rate := rental_gpu_hour_cost(c))]
+    if rated:
+        return float(sum(rate for _, rate in rated) / len(rated)), [c for c, _ in rated]
+    return settings.RENTAL_GPU_HOUR_COST, []
 
 
 def power_gpu_hour_cost(max_power_w, gpus, gpu_tdp_w=0):
@@ -156,6 +166,22 @@ def gpu_hour_cost_by_site(day=None):
         cost[row["site_id"]] += amount * row["gpus"]
         gpus[row["site_id"]] += row["gpus"]
     return {site_id: (cost[site_id] / gpus[site_id]).quantize(PLACES) for site_id in cost}
+
+
+def owned_gpu_hour_cost(gpu_model, day=None):
+    """The cost per GPU-hour of the owned nodes (not rented) that carry GPUs of the model named ``gpu_model``,
+    weighted by their GPUs, and the contracts behind it: ``(Decimal, [Contract])``, or ``(None, [])`` when no such
+    node has a known cost. Example: one node of 8 GPUs at 1.90 and one of 4 at 2.50: (8 × 1.90 + 4 × 2.50) / 12."""
+    nodes = (GPU.objects.filter(gpu_model__name=gpu_model, node__isnull=False).exclude(state=LifecycleState.RETIRED)
+             .values_list("node_id", flat=True).distinct())
+    owned = {node_id: parts for node_id, parts in cost_components(day, list(nodes)).items()
+             if all(part.label != "Rental" for part in parts)}
+    if not owned:
+        return None, []
+    gpus = {node_id: row["gpus"] for node_id, row in _fleet(list(owned)).items()}
+    cost = sum(sum(p.amount for p in parts) * gpus[node_id] for node_id, parts in owned.items()) / sum(gpus.values())
+    contracts = {p.contract.pk: p.contract for parts in owned.values() for p in parts if p.contract}
+    return cost.quantize(PLACES), sorted(contracts.values(), key=str)
 
 
 def node_cost_breakdown(node, day=None):

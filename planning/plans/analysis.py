@@ -19,9 +19,7 @@ from django.utils import timezone
 
 from inventory.models import LifecycleState, Node, NodeModel, Site
 
-from ..contracts.costs import rental_gpu_hour_cost
-from ..contracts.coverage import active_contracts
-from ..contracts.models import Contract
+from ..contracts.costs import rental_rate
 from ..procurement.models import OrderLine
 from ..sizing import sizing
 from . import capacity, forecast, scenarios
@@ -128,10 +126,8 @@ def node_price_for(plan, node_model):
 def rental_rate_for(plan, today):
     if plan.rental_gpu_hour_cost is not None:
         return float(plan.rental_gpu_hour_cost), "the plan"
-    rates = [rate for c in active_contracts(today, [Contract.Kind.RENTAL]) if (rate := rental_gpu_hour_cost(c))]
-    if rates:
-        return float(sum(rates) / len(rates)), f"the active rental contracts ({len(rates)})"
-    return settings.RENTAL_GPU_HOUR_COST, "the portal's default"
+    rate, contracts = rental_rate(today)
+    return rate, f"the active rental contracts ({len(contracts)})" if contracts else "the portal's default"
 
 
 def power_headroom_kw(site):

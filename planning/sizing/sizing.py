@@ -442,6 +442,39 @@ def size(workload, gpus):
     return Sizing(w, gpu, {key: figures[key] for key in FIGURES})
 
 
+def run_costs(gpu_hours, gpu_model):
+    """What the run's GPU-hours cost on the fleet's owned ``gpu_model`` nodes (their cost per GPU-hour from the
+    contracts) and rented (the rental rate): ``{"owned_cost": Figure, "rental_cost": Figure}``, each saying where
+    its rate comes from; value None when no rate is known (never 0). The adapter to ``planning.contracts``."""
+    from django.conf import settings
+
+    from ..contracts.costs import owned_gpu_hour_cost, rental_rate
+
+    currency = settings.COST_CURRENCY
+    owned, contracts = owned_gpu_hour_cost(gpu_model)
+    rate, rentals = rental_rate()
+    power = f"power at PUE {settings.DEFAULT_PUE:g} and {settings.ENERGY_PRICE_PER_KWH:g} {currency}/kWh"
+    if owned:
+        owned_figure = Figure("owned_cost", "Cost on owned GPUs", gpu_hours * float(owned), currency,
+                              f"GPU-hours × {owned:.4f} {currency} per GPU-hour, the cost of the fleet's owned "
+                              f"{gpu_model} nodes.", "; ".join([*(f"contract {c}" for c in contracts), power]))
+    else:
+        owned_figure = Figure("owned_cost", "Cost on owned GPUs", None, currency,
+                              f"Not known: no {gpu_model} node of the fleet has a cost from a purchase or "
+                              "expansion contract.", "the contracts")
+    if rentals:
+        rental_source = "; ".join(f"rental contract {c}" for c in rentals) + " (their mean rate)"
+    else:
+        rental_source = "the setting RENTAL_GPU_HOUR_COST (no active rental contract gives a rate)"
+    if rate:
+        rental_figure = Figure("rental_cost", "Cost rented", gpu_hours * rate, currency,
+                               f"GPU-hours × {rate:.4f} {currency} per GPU-hour rented.", rental_source)
+    else:
+        rental_figure = Figure("rental_cost", "Cost rented", None, currency, "Not known: the rental rate is 0.",
+                               rental_source)
+    return {"owned_cost": owned_figure, "rental_cost": rental_figure}
+
+
 # The figures that the comparison of GPU models shows.
 COMPARISON_FIGURES = ["min_gpus_to_fit", "fit_class", "gpu_hours", "gpus", "wall_clock_days", "gpus_for_deadline",
                       "energy_kwh"]

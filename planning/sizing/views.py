@@ -1,5 +1,5 @@
 """The workload sizing page: a GET form (results are shareable URLs) over ``planning.sizing.sizing``, the figures of the
-chosen GPU model and the comparison of every GPU model of the catalog. Any logged-in user may size."""
+chosen GPU model, the run's cost and the comparison of every GPU model of the catalog. Any logged-in user may size."""
 
 from django.views.generic import TemplateView
 
@@ -36,8 +36,11 @@ class SizingView(TemplateView):
         if form.is_valid():
             workload = form.workload()
             rows = sizing.compare_all(workload, gpus)
+            result = sizing.size(workload, gpus)
             context.update(
-                figures=[(figure, display(figure.value)) for figure in sizing.size(workload, gpus).figures.values()],
+                figures=[(figure, display(figure.value)) for figure in result.figures.values()],
+                costs=[(figure, display(figure.value)) for figure in
+                       sizing.run_costs(result["gpu_hours"], workload.gpu_model).values()],
                 comparison=[(row, [display(value) for value in row.values.values()]) for row in rows],
                 comparison_headers=[sizing.FIGURES[key][:2] for key in sizing.COMPARISON_FIGURES],
                 chart={"labels": [row.gpu.name for row in rows if row.sizing], "x_title": "GPU-hours",

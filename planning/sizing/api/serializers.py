@@ -81,6 +81,13 @@ SizingFiguresSerializer = type("SizingFiguresSerializer", (serializers.Serialize
 })
 
 
+class SizingCostsSerializer(serializers.Serializer):
+    owned_cost = SizingFigureSerializer(help_text="GPU-hours × the owned cost per GPU-hour of the fleet's nodes of "
+                                                  "this GPU model (from the contracts); value null when not known.")
+    rental_cost = SizingFigureSerializer(help_text="GPU-hours × the rental rate (the active rental contracts', else "
+                                                   "the portal's default); value null when not known.")
+
+
 class SizingComparisonSerializer(serializers.Serializer):
     gpu_model = serializers.CharField(source="gpu.name")
     memory_gb = serializers.FloatField(source="gpu.memory_gb")
@@ -92,10 +99,11 @@ class SizingComparisonSerializer(serializers.Serializer):
 
 
 class SizingSerializer(serializers.Serializer):
-    """A sizing on the chosen GPU model and the comparison of every GPU model of the catalog."""
+    """A sizing on the chosen GPU model, its cost and the comparison of every GPU model of the catalog."""
 
     gpu_model = serializers.CharField(source="gpu.name")
     figures = serializers.SerializerMethodField()
+    costs = SizingCostsSerializer(help_text="The run's cost on the chosen GPU model, with the rates' sources.")
     comparison = SizingComparisonSerializer(many=True, help_text="The same workload on every GPU model.")
 
     @extend_schema_field(SizingFiguresSerializer)

@@ -24,7 +24,8 @@ class SizingView(APIView):
             "GPUs to fit (mixed-precision Adam, sharded optimizer state; and bf16 inference), fit class, network per "
             "node, storage and checkpoint throughput, host CPU and RAM per GPU, power and energy. Each figure comes "
             "with its unit, a one-line explanation and the reference it follows; `comparison` sizes the same "
-            "workload on every GPU model of the catalog."
+            "workload on every GPU model of the catalog; `costs` prices the GPU-hours on the fleet's owned nodes of "
+            "the GPU model (from the contracts) and at the rental rate, with their sources (null: not known)."
         ),
         request=api.SizingInputSerializer,
         responses={200: api.SizingSerializer,
@@ -37,5 +38,7 @@ class SizingView(APIView):
         params.is_valid(raise_exception=True)
         workload = sizing.Workload(**params.validated_data)
         result = sizing.size(workload, gpus)
-        answer = {"gpu": result.gpu, "figures": result.figures, "comparison": sizing.compare_all(workload, gpus)}
+        answer = {"gpu": result.gpu, "figures": result.figures,
+                  "costs": sizing.run_costs(result["gpu_hours"], workload.gpu_model),
+                  "comparison": sizing.compare_all(workload, gpus)}
         return Response(api.SizingSerializer(answer).data)
