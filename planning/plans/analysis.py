@@ -127,6 +127,8 @@ def rental_rate_for(plan, today):
     if plan.rental_gpu_hour_cost is not None:
         return float(plan.rental_gpu_hour_cost), "the plan"
     rate, contracts = rental_rate(today)
+    if not rate:  # a rate of 0 is a rate nobody set: renting is not free
+        return None, "unknown: set the rental cost on the plan or a rental contract's rate"
     return rate, f"the active rental contracts ({len(contracts)})" if contracts else "the portal's default"
 
 
@@ -167,7 +169,7 @@ def assumptions_for(plan, today):
         ("Node to buy", f"{node_model} ({a.gpus_per_node} GPUs, {a.node_kw:g} kW)" if node_model else "none",
          model_source),
         ("Node price", f"{price:,.0f} {currency}", price_source),
-        ("Rental", f"{rate:,.2f} {currency} per GPU-hour", rate_source),
+        ("Rental", f"{rate:,.2f} {currency} per GPU-hour" if rate is not None else "unknown", rate_source),
         ("Target utilization", f"{plan.target_utilization} %", "the plan"),
         ("Lead times", f"rent {a.lead_rent}, expand {a.lead_expand}, build {a.lead_build} months", "the plan"),
         ("Site PUE and energy", f"{a.site_pue:g}, {a.site_energy_price:g} {currency}/kWh",

@@ -206,7 +206,7 @@ def derive(plan, kind=None, today=None, an=None):
     if kind is None:
         kind = an.recommendation.kind
         if kind is None:
-            raise ValidationError("No new capacity is needed within the horizon: the recommendation buys nothing.")
+            raise ValidationError(f"{an.recommendation.headline[:-1]}: the recommendation buys nothing.")
         check_kind(kind)
     scenario = next(s for s in an.scenarios if s.kind == kind)
     if not scenario.nodes:

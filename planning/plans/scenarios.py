@@ -33,10 +33,13 @@ Costs
 Meeting demand and the recommendation
     - A month's demand is met when capacity × target utilization ≥ demand; "meets demand from" is the
       first month from which every later month is met.
-    - Unmet GPU-hours: Σ max(0, demand − capacity). The recommendation ranks feasible scenarios by
-      horizon cost + unmet GPU-hours × the rental rate (what the missing hours would cost to rent at short
-      notice, if they can be had at all), ties going to the one that leaves fewer hours unserved, and explains
-      the choice against the others.
+    - Unmet GPU-hours: Σ max(0, demand − capacity). The recommendation ranks feasible scenarios that serve all
+      the demand before those that leave some unserved, and those before the ones that serve none of it (renting
+      nothing costs 0 and serves nothing); then by horizon cost + unmet GPU-hours × the rental rate (what the
+      missing hours would cost to rent at short notice, if they can be had at all), ties going to the one that
+      leaves fewer hours unserved, and explains the choice against the others. When none serves all the demand
+      (a workload starting inside every lead time), it says so with the first month each could add capacity.
+    - An unknown rental rate (None) leaves the cost of a scenario that rents unknown, never 0.
 """
 
 import math
@@ -57,7 +60,7 @@ class Assumptions:
     node_kw: float
     node_height_u: int
     node_price: float
-    rental_rate: float  # per GPU-hour
+    rental_rate: float | None  # per GPU-hour; None: unknown
     target_utilization: float  # 0-1
     lead_build: int
     lead_expand: int
@@ -90,7 +93,7 @@ class Scenario:
     energy: float
     support: float
     space: float
-    rental: float
+    rental: float | None  # None: it rents at an unknown rate
     lead_months: int
     met_from: int | None  # 1-based month, None: not within the horizon
     unmet_hours: float
@@ -105,15 +108,25 @@ class Scenario:
 
     @property
     def total_cost(self):
-        return sum(self.cost)
+        """None when it rents at an unknown rate: an unknown cost is not 0."""
+        return sum(self.cost) if self.rental is not None else None
 
     @property
     def total_cash(self):
-        return sum(self.cash)
+        return sum(self.cash) if self.rental is not None else None
 
     @property
     def cost_per_useful_hour(self):
-        return self.total_cost / self.useful_hours if self.useful_hours else None
+        return self.total_cost / self.useful_hours if self.useful_hours and self.total_cost is not None else None
+
+    @property
+    def serves_demand(self):
+        return self.unmet_hours < 1
+
+    @property
+    def available_from(self):
+        """The first 1-based month it can add capacity (it may lie after the horizon)."""
+        return self.lead_months + 1
 
     @property
     def utilization(self):
@@ -161,6 +174,7 @@ def _scenario(kind, demand, baseline, a, owned_nodes=0, arrival=None, rent_until
     racks = math.ceil(owned_nodes / nodes_per_rack(a)) if owned_nodes else 0
     capacity, added, cash, cost = [], [], [], []
     energy = support = space = rental = 0.0
+    rented_gpu_months = 0
     for month in range(1, months + 1):
         base = baseline[month - 1]
         owned_now = owned_gpus if arrival is not None and month > arrival else 0
@@ -168,6 +182,7 @@ def _scenario(kind, demand, baseline, a, owned_nodes=0, arrival=None, rent_until
         if rent_until is not None and a.lead_rent < month < rent_until:
             missing = max(0.0, short[month - 1] - owned_now)
             rented_now = math.ceil(missing / a.gpus_per_node - 1e-9) * a.gpus_per_node
+            rented_gpu_months += rented_now
         cap = base + (owned_now + rented_now) * HOURS
         d = demand[month - 1]
         added_hours = (owned_now + rented_now) * HOURS
@@ -181,13 +196,15 @@ def _scenario(kind, demand, baseline, a, owned_nodes=0, arrival=None, rent_until
             energy, support, space = energy + month_energy, support + month_support, space + month_space
             month_cash += month_energy + month_support + month_space
             month_cost += month_energy + month_support + month_space
-        month_rental = rented_now * HOURS * a.rental_rate
+        month_rental = rented_now * HOURS * (a.rental_rate or 0.0)  # the monthly lists leave an unknown rate out
         rental += month_rental
         cash.append(month_cash + month_rental)
         cost.append(month_cost + month_rental)
         capacity.append(cap)
         added.append(owned_now + rented_now)
     useful = served(demand, capacity) - served(demand, baseline)
+    if a.rental_rate is None and rented_gpu_months:
+        rental = None
     lead = {"expand": a.lead_expand, "build": a.lead_build, "rent": a.lead_rent,
             "hybrid": min(a.lead_rent, a.lead_expand)}[kind]
     return Scenario(kind, owned_nodes, capacity, added, cash, cost, capex, energy, support, space, rental, lead,
@@ -241,19 +258,31 @@ def recommend(demand, baseline, results, a):
             reasons.append("No demand: no telemetry history and no planned workloads.")
         return Recommendation(None, "No new capacity needed within the horizon.", reasons)
 
-    def score(s):
-        return s.total_cost + s.unmet_hours * a.rental_rate
+    rate = a.rental_rate or 0.0  # unknown: unserved hours go unpriced; serving them ranks first anyway
 
-    def rank(s):  # ties go to the scenario that leaves fewer hours unserved
-        return (round(score(s), 2), s.unmet_hours)
+    def score(s):
+        return (s.total_cost or 0.0) + s.unmet_hours * rate
+
+    def rank(s):
+        # Serving all the demand comes first, then serving some of it, then a known cost; then the score, ties
+        # going to the scenario that leaves fewer hours unserved.
+        return (not s.serves_demand, s.useful_hours < 1, s.total_cost is None, round(score(s), 2), s.unmet_hours)
+
+    def cost(s):
+        return _money(s.total_cost) if s.total_cost is not None else "cost unknown (no rental rate)"
 
     feasible = [s for s in results if s.feasible]
     best = min(feasible, key=rank)
     base_unmet = sum(max(0.0, d - b) for d, b in zip(demand, baseline, strict=True))
     reasons = [f"Demand peaks at {peak_need:,.0f} GPUs ({a.target_utilization:.0%} utilization) against "
                f"{peak_base:,.0f} in the fleet; without new capacity {base_unmet:,.0f} GPU-hours go unserved."]
+    if not best.serves_demand:  # e.g. a workload that starts inside every option's lead time
+        reasons.append("No option serves all the demand within the horizon. The earliest each could add capacity: "
+                       + "; ".join(f"{s.label.lower()} from month {s.available_from}" for s in feasible) + ".")
+    if best.useful_hours < 1:
+        return Recommendation(None, "No option serves the demand within the horizon.", reasons)
     per_hour = best.cost_per_useful_hour
-    reasons.append(f"{best.label}: {_money(best.total_cost)} over {len(demand)} months"
+    reasons.insert(1, f"{best.label}: {cost(best)} over {len(demand)} months"
                    + (f", {per_hour:,.2f} {settings.COST_CURRENCY} per useful GPU-hour" if per_hour is not None else "")
                    + (f", demand met from month {best.met_from}" if best.met_from else ", demand not fully met")
                    + (f", {best.unmet_hours:,.0f} GPU-hours unserved" if best.unmet_hours >= 1 else "") + ".")
@@ -261,18 +290,24 @@ def recommend(demand, baseline, results, a):
         if not other.feasible:
             reasons.append(f"{other.label} is not possible: {' '.join(other.notes)}")
             continue
-        extra = score(other) - score(best)
         why = []
         if other.unmet_hours > best.unmet_hours + 1:
             why.append(f"leaves {other.unmet_hours - best.unmet_hours:,.0f} more GPU-hours unserved "
                        f"(lead time {other.lead_months} months)")
-        if other.total_cost > best.total_cost:
+        if other.total_cost is None or best.total_cost is None:
+            why.append("cannot be compared on cost: no rental rate is known")
+        elif other.total_cost > best.total_cost:
             why.append(f"costs {_money(other.total_cost - best.total_cost)} more")
         elif other.total_cost < best.total_cost:
             why.append(f"costs {_money(best.total_cost - other.total_cost)} less")
-        reasons.append(f"{other.label} {' and '.join(why) or 'comes out the same'} "
-                       f"({_money(extra)} more once unserved hours are priced at the rental rate).")
+        extra = score(other) - score(best)  # negative when it is cheaper but leaves demand unserved
+        priced = (f" ({_money(abs(extra))} {'more' if extra >= 0 else 'less'} once unserved hours are priced at the "
+                  "rental rate)" if a.rental_rate and None not in (other.total_cost, best.total_cost) else "")
+        reasons.append(f"{other.label} {' and '.join(why) or 'comes out the same'}{priced}.")
     if best.kind == "rent" and len(demand) < a.depreciation_months:
         reasons.append(f"Over {len(demand)} months, owned hardware depreciated over {a.depreciation_months} months "
                        "does not pay off against renting at this demand; a longer horizon may change that.")
-    return Recommendation(best.kind, f"Recommended: {best.label.lower()}.", reasons)
+    headline = f"Recommended: {best.label.lower()}."
+    if not best.serves_demand:
+        headline += " No option serves all the demand within the horizon."
+    return Recommendation(best.kind, headline, reasons)

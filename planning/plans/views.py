@@ -411,6 +411,8 @@ def cost_chart(an):
     """Cumulative spend per scenario (capex when ordered), in the portal's currency."""
     series = []
     for s in an.scenarios:
+        if s.total_cash is None:  # an unknown spend is not drawn as 0
+            continue
         total, cumulative = 0.0, []
         for amount in s.cash:
             total += amount

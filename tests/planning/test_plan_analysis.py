@@ -180,3 +180,20 @@ def test_absurd_assumptions_get_field_errors(manager_api):
                           format="json")
     assert ok.status_code == 201, ok.json()
     assert ok.json()["target_utilization"] == 70 and CapacityPlan.objects.get(name="fine").node_price == 350000
+
+
+def test_an_unknown_rental_rate_is_shown_unknown_not_0(viewer_api, manager_client, settings):
+    settings.RENTAL_GPU_HOUR_COST = 0  # no rental contract and no default: nobody knows what renting costs
+    plan = plan_with_workload()
+    node_with_gpus(node_model=NodeModel.objects.get(name="DGX H100"))
+    rows = {name: (value, source) for name, value, source in analysis.assumptions_for(plan, TODAY)[1]}
+    assert rows["Rental"][0] == "unknown"
+    data = viewer_api.get(f"/api/planning/plans/{plan.pk}/analysis/").json()
+    rent = next(s for s in data["scenarios"] if s["kind"] == "rent")
+    assert rent["rental"] is None and rent["total_cost"] is None and rent["total_cash"] is None
+    assert rent["unmet_gpu_hours"] < 1  # it serves the demand; its cost is what is unknown
+    # Only renting starts before the workload: it is the pick, at a cost said unknown.
+    assert data["recommendation"]["kind"] == "rent"
+    assert data["recommendation"]["reasons"][1].startswith("Rent: cost unknown (no rental rate) over 12 months")
+    html = manager_client.get(f"/planning/capacity-plans/{plan.pk}/analysis/").content.decode()
+    assert "<strong>unknown</strong>" in html

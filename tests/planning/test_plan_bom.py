@@ -140,11 +140,12 @@ def test_recommended_scenario_by_default(fleet):
     assert analysis.analyse(plan, today=TODAY).recommendation.kind == "rent"
     with pytest.raises(ValidationError, match="Renting buys nothing"):
         bom.derive(plan, today=TODAY)
-    # At 20 per GPU-hour renting loses and expanding the site is recommended: the bill is the expand scenario's.
+    # At 20 per GPU-hour renting loses; expanding alone arrives after the workload starts, so the hybrid (rent
+    # until the nodes arrive) is recommended: the bill is its nodes, the expand scenario's.
     dear = make_plan(fleet, name="dear rental", rental_gpu_hour_cost=Decimal("20"))
-    assert analysis.analyse(dear, today=TODAY).recommendation.kind == "expand"
+    assert analysis.analyse(dear, today=TODAY).recommendation.kind == "hybrid"
     bill = bom.derive(dear, today=TODAY)
-    assert bill.kind == "expand" and bill.total == Decimal("9375000.00")
+    assert bill.kind == "hybrid" and bill.total == Decimal("9375000.00")
 
 
 def test_refusals(fleet):
@@ -155,7 +156,7 @@ def test_refusals(fleet):
         bom.derive(plan, "shop", today=TODAY)
     idle = CapacityPlan.objects.create(name="idle", site=fleet["site"], node_model=fleet["node_model"],
                                        node_price=Decimal("1"))
-    with pytest.raises(ValidationError, match="No new capacity is needed"):
+    with pytest.raises(ValidationError, match="No new capacity needed within the horizon"):
         bom.derive(idle, today=TODAY)
     with pytest.raises(ValidationError, match="adds no nodes"):
         bom.derive(idle, "expand", today=TODAY)

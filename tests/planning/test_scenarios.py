@@ -121,3 +121,55 @@ def test_longer_lead_never_serves_more(lead):
     longer = by_kind(sc.scenarios(DEMAND, BASELINE, replace(a, lead_expand=lead)))["expand"]
     assert longer.useful_hours <= shorter.useful_hours
     assert longer.unmet_hours >= shorter.unmet_hours
+
+
+def test_a_workload_inside_every_lead_time_is_not_served_for_free():
+    # The bug of issue 18: 16 GPUs of demand in months 1-3 only, renting takes 3 months. Renting rents nothing
+    # (no shortfall from month 4 on), costs 0 and serves nothing; expanding arrives in month 7, building in 10.
+    # It was "Recommended: rent" with "Rent: 0 USD over 12 months, 17,520 GPU-hours unserved".
+    demand, baseline = [16 * HOURS] * 3 + [8 * HOURS] * 9, [8 * HOURS] * 12
+    a = assumptions(horizon=12, lead_rent=3, lead_expand=6, lead_build=9)
+    results = by_kind(sc.scenarios(demand, baseline, a))
+    rent = results["rent"]
+    assert rent.total_cost == 0 and rent.unmet_hours == 3 * 8 * HOURS and rent.useful_hours == 0
+    assert [s.available_from for s in results.values()] == [7, 10, 4, 4]
+    rec = sc.recommend(demand, baseline, list(results.values()), a)
+    assert rec.kind is None and rec.headline == "No option serves the demand within the horizon."
+    assert rec.reasons[1] == ("No option serves all the demand within the horizon. The earliest each could add "
+                              "capacity: expand an existing site from month 7; build a new cluster from month 10; "
+                              "rent from month 4; hybrid: rent, then expand from month 4.")
+    assert not any("0 USD" in r for r in rec.reasons)
+
+
+def test_demand_unserved_in_the_first_months_is_said_with_the_pick():
+    # Renting takes a month: every option leaves month 1 unserved. Rent is still the pick, and the answer says
+    # that nothing serves all the demand and from when each option could.
+    a = assumptions()
+    rec = sc.recommend(DEMAND, BASELINE, sc.scenarios(DEMAND, BASELINE, a), a)
+    assert rec.kind == "rent"
+    assert rec.headline == "Recommended: rent. No option serves all the demand within the horizon."
+    assert ("expand an existing site from month 3; build a new cluster from month 5; rent from month 2; "
+            "hybrid: rent, then expand from month 2.") in rec.reasons[2]
+
+
+def test_an_unknown_rental_rate_is_unknown_not_0():
+    # Renting and expanding both start at once; the rental rate is unknown. Renting used to cost 0 and win.
+    a = assumptions(rental_rate=None, lead_rent=0, lead_expand=0)
+    results = by_kind(sc.scenarios(DEMAND, BASELINE, a))
+    rent, expand = results["rent"], results["expand"]
+    assert rent.rental is None and rent.total_cost is None and rent.total_cash is None
+    assert rent.cost_per_useful_hour is None and rent.serves_demand and expand.serves_demand
+    assert expand.total_cost == pytest.approx(6 * 16_390)  # no renting: its cost is known
+    rec = sc.recommend(DEMAND, BASELINE, list(results.values()), a)
+    assert rec.kind == "expand"
+    assert "Rent cannot be compared on cost: no rental rate is known." in rec.reasons
+
+
+def test_an_option_that_leaves_demand_unserved_is_never_picked_over_one_that_serves_it():
+    # Expanding takes a month and leaves month 1 unserved; renting serves it all at an unknown rate: renting
+    # wins, its cost said unknown, although the expansion's cost is known and unserved hours go unpriced.
+    a = assumptions(rental_rate=None, lead_rent=0, lead_expand=1, lead_build=1)
+    results = sc.scenarios(DEMAND, BASELINE, a)
+    rec = sc.recommend(DEMAND, BASELINE, results, a)
+    assert rec.kind in ("rent", "hybrid") and rec.headline.startswith("Recommended:")
+    assert "cost unknown (no rental rate)" in rec.reasons[1] and "0 USD" not in rec.reasons[1]

@@ -179,9 +179,9 @@ class ScenarioSerializer(serializers.Serializer):
     energy = Number()
     support = Number()
     space = Number()
-    rental = Number()
-    total_cash = Number(help_text="Spend within the horizon, capex when ordered.")
-    total_cost = Number(help_text="Cost within the horizon, capex depreciated.")
+    rental = Number(allow_null=True, help_text="Null: it rents and the rental rate is unknown.")
+    total_cash = Number(allow_null=True, help_text="Spend within the horizon, capex when ordered; null: unknown.")
+    total_cost = Number(allow_null=True, help_text="Cost within the horizon, capex depreciated; null: unknown.")
     cost_per_useful_gpu_hour = Number(allow_null=True)
     utilization = Number(allow_null=True, help_text="Share of the added GPU-hours that serve demand.")
     met_from_month = serializers.IntegerField(allow_null=True, help_text="1-based; null: not within the horizon.")
@@ -196,7 +196,8 @@ class ScenarioSerializer(serializers.Serializer):
 
 class RecommendationSerializer(serializers.Serializer):
     kind = serializers.ChoiceField(choices=scenarios.SCENARIO_KINDS, allow_null=True,
-                                   help_text="Null: no new capacity needed.")
+                                   help_text="Null: no new capacity needed, or no scenario serves the demand "
+                                             "within the horizon (the headline says which).")
     headline = serializers.CharField()
     reasons = serializers.ListField(child=serializers.CharField())
 
