@@ -15,6 +15,12 @@ from portal.history import ChangeRecord
 from portal.models import PortalModel
 
 from ..common import MONEY, CatalogLine, check_currency
+from .forecast import add_months
+
+
+def next_month():
+    """The first day of the month after today: a new plan's first month."""
+    return add_months(timezone.localdate(), 1)
 
 
 class PlanStatus(models.TextChoices):
@@ -32,7 +38,18 @@ class CapacityPlan(PortalModel):
 
     name = models.CharField(max_length=200, unique=True)
     description = models.TextField(blank=True)
+    first_month = models.DateField(default=next_month,
+                                   help_text="The plan's first calendar month (its first day); the horizon counts "
+                                             "from it.")
     horizon_months = models.PositiveIntegerField(default=12, validators=[MinValueValidator(1), MaxValueValidator(120)])
+    # Scope: what the plan sizes. Empty: the whole fleet. A plan made from a recommendation carries the scope the
+    # recommendation measured, so that its analysis reads the same telemetry.
+    partition = models.CharField(max_length=100, blank=True,
+                                 help_text="The Slurm partition whose demand and capacity the plan sizes. "
+                                           "Empty: the whole fleet.")
+    gpu_model = models.ForeignKey(GPUModel, on_delete=models.SET_NULL, null=True, blank=True, related_name="+",
+                                  verbose_name="GPU model",
+                                  help_text="Only GPUs of this model count in demand and capacity. Empty: all.")
     # Scenario assumptions (``planning.scenarios``); empty ones fall back to the fleet's data and the settings.
     site = models.ForeignKey(Site, on_delete=models.SET_NULL, null=True, blank=True, related_name="capacity_plans",
                              help_text="The site to expand (its PUE, energy price and power headroom). "
@@ -49,6 +66,10 @@ class CapacityPlan(PortalModel):
     target_utilization = models.PositiveIntegerField(
         "target utilization (%)", default=80, validators=[MinValueValidator(10), MaxValueValidator(100)],
         help_text="Capacity is sized so that forecast demand fills it to this share.")
+    min_utilization = models.PositiveIntegerField(
+        "lowest utilization of added capacity (%)", default=30, validators=[MaxValueValidator(100)],
+        help_text="Added hardware that demand would fill less than this over the horizon is flagged in the "
+                  "recommendation's reasons.")
     build_lead_months = models.PositiveIntegerField(
         "lead time to build (months)", default=9, validators=[MaxValueValidator(60)],
         help_text="A new cluster: site, power, cooling, delivery and burn-in.")
@@ -67,7 +88,11 @@ class CapacityPlan(PortalModel):
     decided_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True,
                                    related_name="+", editable=False, help_text="Who approved or rejected it.")
     decided_at = models.DateTimeField(null=True, blank=True, editable=False)
-    history = HistoricalRecords(bases=[ChangeRecord])
+    # The last analysis in short, for the plan list (``planning.plans.summary``): recommended option, GPUs added,
+    # cost, month demand is met. Not an input: never edited, refreshed whenever the plan or its analysis changes.
+    summary = models.JSONField(default=dict, blank=True, editable=False)
+    summary_at = models.DateTimeField(null=True, blank=True, editable=False)
+    history = HistoricalRecords(bases=[ChangeRecord], excluded_fields=["summary", "summary_at"])
 
     class Meta:
         ordering = ["-created", "name"]
@@ -93,6 +118,10 @@ class PlanWorkload(models.Model):
     name = models.CharField(max_length=200)
     start_month = models.PositiveIntegerField(validators=[MinValueValidator(1)],
                                               help_text="1 = the plan's first month.")
+    start = models.DateField(null=True, blank=True, help_text="The calendar month it starts (its first day).")
+    slurm_account = models.CharField(
+        "Slurm account / team", max_length=100, blank=True,
+        help_text="The account its jobs run under: once it has run, its jobs' GPU-hours calibrate the estimate.")
     gpu_model = models.ForeignKey(GPUModel, on_delete=models.PROTECT, related_name="+")
     inputs = models.JSONField(default=dict, help_text="Sizing inputs other than the GPU model, e.g. "
                                                       '{"params_billion": 70, "tokens_billion": 2000}.')
@@ -103,6 +132,11 @@ class PlanWorkload(models.Model):
 
     def __str__(self):
         return self.name
+
+    def save(self, *args, **kwargs):
+        if self.start_month and self.plan_id:  # the calendar month, kept with the relative one
+            self.start = add_months(self.plan.first_month, self.start_month - 1)
+        super().save(*args, **kwargs)
 
     def workload(self):
         """The ``sizing.Workload``; raises ``ValidationError`` for unknown or missing inputs."""
