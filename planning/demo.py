@@ -27,6 +27,7 @@ from inventory.models import GPUModel, Node, NodeModel, Site
 from .contracts.models import Contract, SLATerm
 from .contracts.tasks import raise_renewal_alerts
 from .plans import workflow
+from .plans.forecast import add_months
 from .plans.models import CapacityPlan, PlanItem, PlanWorkload
 from .procurement.models import Delivery, OrderLine, PurchaseOrder
 from .procurement.orders import ItemIn, receive_delivery
@@ -54,9 +55,9 @@ IB_SWITCHES = "NVIDIA QM9700 NDR InfiniBand switch, 64 × 400G ports"
 PLAN_DEFAULTS = {"description": "", "horizon_months": 12, "site": None, "node_model": None, "node_price": None,
                  "rental_gpu_hour_cost": None, "target_utilization": 80, "build_lead_months": 9,
                  "expand_lead_months": 4, "rent_lead_months": 1}
-# name → the plan's fields (site and node model by name), its workloads (name, start month, GPU model, sizing
-# inputs), its bill of materials (node model, GPU model, description, quantity, unit cost in USD) and its
-# workflow: [(step, user, comment)] through ``planning.plans.workflow``.
+# name → the plan's fields (site and node model by name), its workloads (name, start as the plan's n-th month: the
+# demo's plans start next month, GPU model, sizing inputs), its bill of materials (node model, GPU model, description,
+# quantity, unit cost in USD) and its workflow: [(step, user, comment)] through ``planning.plans.workflow``.
 PLANS = {
     "2027 H200 expansion": {
         "fields": {
@@ -209,8 +210,9 @@ def seed_plans(seeder, users):
     found = seeder.sync(CapacityPlan, ("name",), rows, update=False)
     for plan in seeder.new[CapacityPlan]:
         spec = PLANS[plan.name]
-        workloads = [PlanWorkload(plan=plan, name=name, start_month=start, gpu_model=gpu_models[gpu], inputs=inputs)
-                     for name, start, gpu, inputs in spec["workloads"]]
+        workloads = [PlanWorkload(plan=plan, name=name, start=add_months(plan.first_month, month - 1),
+                                  gpu_model=gpu_models[gpu], inputs=inputs)
+                     for name, month, gpu, inputs in spec["workloads"]]
         items = [PlanItem(plan=plan, node_model=node_models.get(node_model), gpu_model=gpu_models.get(gpu_model),
                           description=description, quantity=quantity, unit_cost=cost, currency="USD")
                  for node_model, gpu_model, description, quantity, cost in spec["items"]]

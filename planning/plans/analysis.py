@@ -2,11 +2,13 @@
 month, the build / expand / rent / hybrid scenarios and the recommendation. This module gathers the figures from
 the database and hands them to the plain-Python ``forecast``, ``capacity`` and ``scenarios`` modules.
 
-The horizon starts with the month after today. A planned workload's GPU-hours (``planning.sizing.sizing``) are spread
-evenly over the months its wall-clock time spans, from its start month; what falls after the horizon is left
-out (and said so). The scenario assumptions come from the plan where it sets them, else from the fleet (the site
-with the most GPUs, the most common node model in service, the last order's price, the active rentals' rate),
-else from the settings; each assumption is listed with where it came from.
+The horizon is the plan's months: from its ``first_month`` for ``horizon_months``. A plan whose first month has passed
+shows its past months too, forecast as today from the history's end (and says so). A planned workload's GPU-hours
+(``planning.sizing.sizing``) are spread evenly over the months its wall-clock time spans, from its calendar start
+month; what falls outside the plan's months is left out (and said so). The scenario assumptions come from the plan
+where it sets them, else from the fleet (the site with the most GPUs, the most common node model in service, the
+last order's price, the active rentals' rate), else from the settings; each assumption is listed with where it came
+from.
 """
 
 import math
@@ -22,7 +24,7 @@ from inventory.models import LifecycleState, Node, NodeModel, Site
 from ..contracts.costs import rental_rate
 from ..procurement.models import OrderLine
 from ..sizing import sizing
-from . import capacity, forecast, scenarios
+from . import capacity, forecast, months, scenarios
 
 DAYS_PER_MONTH = 365 / 12
 
@@ -30,7 +32,8 @@ DAYS_PER_MONTH = 365 / 12
 @dataclass
 class WorkloadDemand:
     name: str
-    start_month: int
+    start: object  # date: the first day of its start month
+    index: int  # its start month's place among the plan's months (0: the first; may lie outside them)
     gpu_hours: float | None  # None: it cannot be sized
     months: int
     per_month: list
@@ -56,6 +59,10 @@ class Analysis:
         """Capacity − demand per month, GPU-hours (negative: short)."""
         return [c - d for c, d in zip(self.capacity.hours, self.demand, strict=True)]
 
+    def month_label(self, number):
+        """"YYYY-MM" of the plan's ``number``-th month (1-based, as the scenarios count); None stays None."""
+        return months.label(forecast.add_months(self.plan.first_month, number - 1)) if number else None
+
     @property
     def rows(self):
         """Month by month: (month, history-based demand, workloads, demand, capacity, gap)."""
@@ -70,19 +77,20 @@ def workload_demand(plan, horizon):
     for workload in plan.workloads.select_related("gpu_model"):
         gpus = gpus if gpus is not None else sizing.catalog_gpus()
         per_month = [0.0] * horizon
+        start = workload.start.replace(day=1)
+        first = forecast.months_between(plan.first_month, start)
         try:
             sized = sizing.size(workload.workload(), gpus)
         except (ValueError, ValidationError) as error:
-            rows.append(WorkloadDemand(workload.name, workload.start_month, None, 0, per_month,
+            rows.append(WorkloadDemand(workload.name, start, first, None, 0, per_month,
                                        " ".join(getattr(error, "messages", [str(error)]))))
             continue
         hours, days = sized["gpu_hours"], sized["wall_clock_days"]
-        months = max(1, math.ceil(days / DAYS_PER_MONTH - 1e-9))
-        for offset in range(months):
-            index = workload.start_month - 1 + offset
-            if index < horizon:
-                per_month[index] = hours / months
-        rows.append(WorkloadDemand(workload.name, workload.start_month, hours, months, per_month))
+        span = max(1, math.ceil(days / DAYS_PER_MONTH - 1e-9))  # months it runs
+        for index in range(first, first + span):
+            if 0 <= index < horizon:
+                per_month[index] = hours / span
+        rows.append(WorkloadDemand(workload.name, start, first, hours, span, per_month))
     return rows
 
 
@@ -160,7 +168,7 @@ def assumptions_for(plan, today):
         site_power_headroom_kw=headroom, build_pue=settings.DEFAULT_PUE,
         build_energy_price=settings.ENERGY_PRICE_PER_KWH, build_cost_per_kw=settings.BUILD_COST_PER_KW,
         network_share=settings.NETWORK_SHARE_OF_NODE_PRICE, storage_share=settings.STORAGE_SHARE_OF_NODE_PRICE,
-        support_share_per_year=settings.SUPPORT_SHARE_OF_CAPEX_PER_YEAR,
+        support_share_per_year=settings.SUPPORT_SHARE_OF_CAPEX_PER_YEAR, first_month=plan.first_month,
     )
     site_source = "the plan" if plan.site_id else "the site with the most GPUs in service"
     currency = settings.COST_CURRENCY
@@ -187,8 +195,7 @@ def assumptions_for(plan, today):
 
 def analyse(plan, today=None):
     today = today or timezone.localdate()
-    first = forecast.add_months(today, 1)
-    horizon = plan.horizon_months
+    first, horizon = plan.first_month, plan.horizon_months
     history = forecast.monthly_history(today)
     predicted = forecast.forecast(history, first, horizon)
     workloads = workload_demand(plan, horizon)
@@ -197,11 +204,14 @@ def analyse(plan, today=None):
     a, rows = assumptions_for(plan, today)
     results = scenarios.scenarios(demand, base.hours, a)
     notes = list(predicted.notes)
+    if first < forecast.month_start(today):
+        notes.append(f"The plan started in {first:%Y-%m}, before this month: its past months are forecast as today, "
+                     "from the end of the telemetry history, and lead times count from its first month.")
     for w in workloads:
         if w.gpu_hours is None:
             notes.append(f"Workload {w.name} cannot be sized and is left out: {w.error}")
-        elif w.start_month - 1 + w.months > horizon:
-            notes.append(f"Workload {w.name} runs past the horizon; only its months inside it count.")
+        elif w.index < 0 or w.index + w.months > horizon:
+            notes.append(f"Workload {w.name} runs outside the plan's months; only its months inside them count.")
     if not a.node_price:
         notes.append("No node price is known: owned scenarios show no hardware cost. Set one on the plan.")
     return Analysis(plan, predicted.months, predicted, workloads, demand, base, a, rows, results,
@@ -215,9 +225,9 @@ def as_dict(an):
         "plan": an.plan.pk,
         "currency": settings.COST_CURRENCY,
         "forecast_method": an.forecast.method,
-        "history": [{"month": month, "gpu_hours": value} for month, value in an.forecast.history],
+        "history": [{"month": months.label(month), "gpu_hours": value} for month, value in an.forecast.history],
         "months": [
-            {"month": month, "forecast_gpu_hours": predicted,
+            {"month": months.label(month), "forecast_gpu_hours": predicted,
              "forecast_low": an.forecast.lower[i] if band else None,
              "forecast_high": an.forecast.upper[i] if band else None,
              "workload_gpu_hours": planned, "demand_gpu_hours": demand, "capacity_gpu_hours": capacity,
@@ -225,7 +235,7 @@ def as_dict(an):
             for i, (month, predicted, planned, demand, capacity, gap) in enumerate(an.rows)
         ],
         "capacity_sources": an.capacity.sources,
-        "workloads": [{"name": w.name, "start_month": w.start_month, "gpu_hours": w.gpu_hours, "months": w.months,
+        "workloads": [{"name": w.name, "start": months.label(w.start), "gpu_hours": w.gpu_hours, "months": w.months,
                        "error": w.error} for w in an.workloads],
         "assumptions": [{"name": name, "value": value, "source": source}
                         for name, value, source in an.assumption_rows],
@@ -233,8 +243,8 @@ def as_dict(an):
             {"kind": s.kind, "label": s.label, "feasible": s.feasible, "nodes": s.nodes, "lead_months": s.lead_months,
              "capex": s.capex, "energy": s.energy, "support": s.support, "space": s.space, "rental": s.rental,
              "total_cash": s.total_cash, "total_cost": s.total_cost, "cost_per_useful_gpu_hour": s.cost_per_useful_hour,
-             "utilization": s.utilization, "met_from_month": s.met_from, "unmet_gpu_hours": s.unmet_hours,
-             "useful_gpu_hours": s.useful_hours, "notes": s.notes,
+             "utilization": s.utilization, "met_from_month": an.month_label(s.met_from),
+             "unmet_gpu_hours": s.unmet_hours, "useful_gpu_hours": s.useful_hours, "notes": s.notes,
              "capacity_gpu_hours": s.capacity, "added_gpus": s.added_gpus, "cash": s.cash, "cost": s.cost}
             for s in an.scenarios
         ],

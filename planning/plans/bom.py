@@ -178,8 +178,7 @@ def storage_need(an):
             result = sizing.size(workload.workload(), gpus)
         except (ValueError, TypeError, ValidationError):
             continue
-        first = workload.start_month - 1
-        sized.append((range(first, first + demand.months), result))
+        sized.append((range(demand.index, demand.index + demand.months), result))
     if not sized:
         return StorageNeed(0, 0.0, 0.0, 0, 0.0)
     busiest = Counter()

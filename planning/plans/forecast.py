@@ -129,11 +129,10 @@ def forecast(history, first_month, horizon):
                         "planned workloads only")
     series = regular_series(history)
     last = history[-1][0]
-    # Months from the history's last month to the plan's first (the model steps through the months between).
-    skip = months_between(last, first_month) - 1
-    if skip < 0:  # the plan starts inside the history: forecast from the month after it anyway
-        skip = 0
-    steps = skip + horizon
+    # Each month's step ahead of the history's last month (1: the month after it). A month inside the history (a plan
+    # that started in the past) takes the first step: it is forecast as today, from the history's end.
+    ahead = [max(1, months_between(last, month)) for month in months]
+    steps = max(ahead)
     notes = []
     if len(series) >= SEASONAL_MONTHS:
         mean, lower, upper = _ets(series, steps, seasonal=True)
@@ -146,9 +145,9 @@ def forecast(history, first_month, horizon):
         mean, lower, upper = np.full(steps, level), None, None
         method = f"mean of {len(series)} month(s), flat (a trend needs {TREND_MONTHS} months)"
         notes.append("Short history: the forecast is flat at the recent level.")
-    mean = _clip(mean[skip:])
+    mean = _clip([mean[step - 1] for step in ahead])
     if lower is not None:
-        lower, upper = _clip(lower[skip:]), _clip(upper[skip:])
+        lower, upper = _clip([lower[step - 1] for step in ahead]), _clip([upper[step - 1] for step in ahead])
     return Forecast(history, months, mean, lower, upper, method, notes)
 
 

@@ -15,6 +15,7 @@ from portal.history import ChangeRecord
 from portal.models import PortalModel
 
 from ..common import MONEY, CatalogLine, check_currency
+from . import months
 from .forecast import add_months
 
 
@@ -41,7 +42,9 @@ class CapacityPlan(PortalModel):
     first_month = models.DateField(default=next_month,
                                    help_text="The plan's first calendar month (its first day); the horizon counts "
                                              "from it.")
-    horizon_months = models.PositiveIntegerField(default=12, validators=[MinValueValidator(1), MaxValueValidator(120)])
+    horizon_months = models.PositiveIntegerField(
+        default=12, validators=[MinValueValidator(1), MaxValueValidator(months.MAX_HORIZON)],
+        help_text="How many months the plan covers, from its first month: its last month is first + horizon − 1.")
     # Scope: what the plan sizes. Empty: the whole fleet. A plan made from a recommendation carries the scope the
     # recommendation measured, so that its analysis reads the same telemetry.
     partition = models.CharField(max_length=100, blank=True,
@@ -104,6 +107,11 @@ class CapacityPlan(PortalModel):
     def is_draft(self):
         return self.status == self.Status.DRAFT
 
+    @property
+    def last_month(self):
+        """The first day of the plan's last month."""
+        return months.last_month(self.first_month, self.horizon_months)
+
 
 # The assumptions of a plan's scenarios, edited with its name and horizon (page and API).
 SCENARIO_FIELDS = ["site", "node_model", "node_price", "rental_gpu_hour_cost", "target_utilization",
@@ -111,14 +119,12 @@ SCENARIO_FIELDS = ["site", "node_model", "node_price", "rental_gpu_hour_cost", "
 
 
 class PlanWorkload(models.Model):
-    """A planned training run, starting in a month of the plan's horizon; ``inputs`` are the other inputs of
+    """A planned training run, starting in one of the plan's months; ``inputs`` are the other inputs of
     ``planning.sizing.Workload`` (``params_billion``, ``tokens_billion``, ...), checked by ``sizing.validate``."""
 
     plan = models.ForeignKey(CapacityPlan, on_delete=models.CASCADE, related_name="workloads")
     name = models.CharField(max_length=200)
-    start_month = models.PositiveIntegerField(validators=[MinValueValidator(1)],
-                                              help_text="1 = the plan's first month.")
-    start = models.DateField(null=True, blank=True, help_text="The calendar month it starts (its first day).")
+    start = models.DateField(help_text="The calendar month it starts (its first day): one of the plan's months.")
     slurm_account = models.CharField(
         "Slurm account / team", max_length=100, blank=True,
         help_text="The account its jobs run under: once it has run, its jobs' GPU-hours calibrate the estimate.")
@@ -128,15 +134,10 @@ class PlanWorkload(models.Model):
     history = HistoricalRecords(bases=[ChangeRecord])  # plan edits are in the change log, line by line
 
     class Meta:
-        ordering = ["plan", "start_month", "pk"]
+        ordering = ["plan", "start", "pk"]
 
     def __str__(self):
         return self.name
-
-    def save(self, *args, **kwargs):
-        if self.start_month and self.plan_id:  # the calendar month, kept with the relative one
-            self.start = add_months(self.plan.first_month, self.start_month - 1)
-        super().save(*args, **kwargs)
 
     def workload(self):
         """The ``sizing.Workload``; raises ``ValidationError`` for unknown or missing inputs."""
@@ -155,10 +156,10 @@ class PlanWorkload(models.Model):
     def clean(self):
         from ..sizing import sizing
 
-        if self.plan_id and self.start_month and self.start_month > self.plan.horizon_months:
-            horizon = self.plan.horizon_months
-            raise ValidationError({"start_month": f"Month {self.start_month} is past the plan's horizon of {horizon} "
-                                                  f"months: choose 1 to {horizon}, or lengthen the plan's horizon."})
+        if self.start:
+            self.start = self.start.replace(day=1)  # a month: its first day
+            if self.plan_id and (message := months.outside(self.plan.first_month, self.plan.last_month, self.start)):
+                raise ValidationError({"start": message})
         if self.gpu_model_id:
             try:
                 errors = sizing.validate(self.workload(), sizing.catalog_gpus())

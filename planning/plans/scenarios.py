@@ -44,8 +44,11 @@ Meeting demand and the recommendation
 
 import math
 from dataclasses import dataclass, field
+from datetime import date
 
 from django.conf import settings
+
+from .forecast import add_months
 
 HOURS = 730
 KINDS = {"expand": "Expand an existing site", "build": "Build a new cluster", "rent": "Rent",
@@ -79,6 +82,7 @@ class Assumptions:
     idle_power_share: float = 0.3
     rack_power_kw: float = 40.0
     rack_units: int = 42
+    first_month: date | None = None  # the plan's first month: the reasons then name calendar months
 
 
 @dataclass
@@ -243,6 +247,11 @@ class Recommendation:
     reasons: list
 
 
+def month_name(a, number):
+    """The horizon's ``number``-th month (1-based): YYYY-MM when the first month is known."""
+    return f"{add_months(a.first_month, number - 1):%Y-%m}" if a.first_month else f"month {number}"
+
+
 def _money(value):
     return f"{value:,.0f} {settings.COST_CURRENCY}"  # the reasons are read on their own: say the currency
 
@@ -278,13 +287,14 @@ def recommend(demand, baseline, results, a):
                f"{peak_base:,.0f} in the fleet; without new capacity {base_unmet:,.0f} GPU-hours go unserved."]
     if not best.serves_demand:  # e.g. a workload that starts inside every option's lead time
         reasons.append("No option serves all the demand within the horizon. The earliest each could add capacity: "
-                       + "; ".join(f"{s.label.lower()} from month {s.available_from}" for s in feasible) + ".")
+                       + "; ".join(f"{s.label.lower()} from {month_name(a, s.available_from)}" for s in feasible) + ".")
     if best.useful_hours < 1:
         return Recommendation(None, "No option serves the demand within the horizon.", reasons)
     per_hour = best.cost_per_useful_hour
     reasons.insert(1, f"{best.label}: {cost(best)} over {len(demand)} months"
                    + (f", {per_hour:,.2f} {settings.COST_CURRENCY} per useful GPU-hour" if per_hour is not None else "")
-                   + (f", demand met from month {best.met_from}" if best.met_from else ", demand not fully met")
+                   + (f", demand met from {month_name(a, best.met_from)}" if best.met_from
+                      else ", demand not fully met")
                    + (f", {best.unmet_hours:,.0f} GPU-hours unserved" if best.unmet_hours >= 1 else "") + ".")
     for other in sorted((s for s in results if s is not best), key=rank):
         if not other.feasible:

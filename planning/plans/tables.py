@@ -2,6 +2,7 @@
 
 import django_tables2 as tables
 
+from . import months
 from .models import CapacityPlan
 
 
@@ -12,6 +13,10 @@ class CapacityPlanTable(tables.Table):
     decided_by = tables.Column(accessor="decided_by__username", verbose_name="Decided by")
     workload_count = tables.Column("Workloads")
     item_count = tables.Column("Items")
+    horizon_months = tables.Column("Months", order_by=("first_month", "horizon_months"))
+
+    def render_horizon_months(self, record):
+        return f"{months.label(record.first_month)} to {months.label(record.last_month)}"
 
     class Meta:
         model = CapacityPlan

@@ -39,7 +39,7 @@ from portal.generic import (
 from ..policy import decides_plan
 from ..sizing import sizing
 from ..sizing.views import display
-from . import bom, filters, tables, workflow
+from . import bom, filters, months, tables, workflow
 from .analysis import analyse
 from .forms import CapacityPlanForm, PlanItemForm, PlanWorkloadForm
 from .models import CapacityPlan, PlanItem, PlanWorkload
@@ -121,13 +121,28 @@ def workflow_actions(plan, user):
     return []
 
 
+def plan_fields(plan, fields):
+    """The plan's fields as the page shows them: its months as "YYYY-MM to YYYY-MM (N months)", not a date and a
+    count."""
+    rows = []
+    for label, value, link in fields:
+        if label == CapacityPlan._meta.get_field("first_month").verbose_name:
+            value = f"{months.label(plan.first_month)} to {months.label(plan.last_month)} ({plan.horizon_months} " \
+                    f"month{'s' if plan.horizon_months != 1 else ''})"
+            label = "months"
+        rows.append((label, value, link))
+    return rows
+
+
 class CapacityPlanView(ObjectView):
     queryset = CapacityPlan.objects.select_related("owner", "submitted_by", "decided_by")
     template_name = "planning/plan_detail.html"
+    hidden_fields = (*ObjectView.hidden_fields, "horizon_months")  # shown with the first month
 
     def get_context_data(self, **kwargs):
         context = super().get_context_data(**kwargs)
         plan = self.object
+        context["fields"] = plan_fields(plan, context["fields"])
         # The plan's own changes and those of its workloads and bill-of-materials lines, in one table.
         history = [*context["history"], *line_history_rows(PlanWorkload, plan_id=plan.pk),
                    *line_history_rows(PlanItem, plan_id=plan.pk)]
@@ -373,7 +388,7 @@ class PlanPartDeleteView(PlanPartView):
 
 
 def _month(day):
-    return day.isoformat()
+    return months.label(day)
 
 
 def capacity_chart(an):
@@ -441,6 +456,7 @@ class CapacityPlanAnalysisView(ModelPermissionMixin, TemplateView):
         context.update(
             object=plan, analysis=an, currency=settings.COST_CURRENCY, recommended=recommended,
             scenarios=[(s, s.kind == recommended) for s in an.scenarios],
+            met_from={s.kind: an.month_label(s.met_from) for s in an.scenarios},
             capacity_chart=capacity_chart(an), cost_chart=cost_chart(an),
             can_edit=plan.is_draft and self.request.user.has_perm("planning.change_capacityplan"),
         )

@@ -17,6 +17,7 @@ from django.utils import timezone
 from portal import events
 
 from ..policy import not_its_submitter
+from . import months
 from .models import CapacityPlan, PlanEvent
 
 S = CapacityPlan.Status
@@ -72,7 +73,8 @@ def approve(plan, user, comment=""):
     check_second_manager(plan, user)
     plan = _move(plan, S.APPROVED, user, comment, decided_by=user, decided_at=timezone.now())
     events.emit("plan.approved", {
-        "plan": {"id": plan.pk, "name": plan.name, "horizon_months": plan.horizon_months,
+        "plan": {"id": plan.pk, "name": plan.name, "first_month": months.label(plan.first_month),
+                 "last_month": months.label(plan.last_month), "horizon_months": plan.horizon_months,
                  "approved_by": user.get_username(), "approved_at": plan.decided_at, "comment": comment or ""},
         "bill_of_materials": bill_of_materials(plan),
     })

@@ -9,16 +9,18 @@ from portal.api.serializers import COMMON, TIMESTAMPS, EnumChoiceField, PortalMo
 
 from ...common import NestedListMixin
 from ...sizing import sizing
-from .. import scenarios, workflow
+from .. import months, scenarios, workflow
 from ..models import SCENARIO_FIELDS, CapacityPlan, PlanEvent, PlanItem, PlanWorkload
+from .fields import MonthField
 
 
 class PlanWorkloadSerializer(PortalModelSerializer):
+    start = MonthField(help_text="YYYY-MM: the month it starts, one of the plan's months (first_month to last_month).")
     gpu_hours = serializers.SerializerMethodField(help_text="GPU-hours of the run (planning.sizing).")
 
     class Meta:
         model = PlanWorkload
-        fields = ["id", "name", "start_month", "gpu_model", "inputs", "gpu_hours"]
+        fields = ["id", "name", "start", "gpu_model", "inputs", "gpu_hours"]
 
     def get_gpu_hours(self, workload) -> float | None:
         if "gpus" not in self.context:
@@ -58,12 +60,21 @@ class CapacityPlanSerializer(NestedListMixin, PortalModelSerializer):
     items = PlanItemSerializer(many=True, required=False, help_text="The bill of materials.")
     submitted_by = serializers.CharField(source="submitted_by.username", read_only=True, allow_null=True)
     decided_by = serializers.CharField(source="decided_by.username", read_only=True, allow_null=True)
+    first_month = MonthField(required=False, help_text="YYYY-MM: the plan's first month. Default: next month. "
+                                                       "Changed alone, the plan keeps its number of months.")
+    last_month = MonthField(required=False, help_text=f"YYYY-MM: the plan's last month, at most "
+                                                      f"{months.MAX_HORIZON} months from the first. Default: 12 "
+                                                      "months from the first.")
+    horizon_months = serializers.IntegerField(
+        required=False, min_value=1, max_value=months.MAX_HORIZON,
+        help_text="Months from first_month to last_month, both counted: derived from them. Write last_month; "
+                  "horizon_months is still accepted alone, for clients written before last_month.")
 
     class Meta:
         model = CapacityPlan
         fields = [
-            *COMMON, "name", "description", "horizon_months", "owner", *SCENARIO_FIELDS, "status", "workloads", "items",
-            "submitted_by", "submitted_at", "decided_by", "decided_at", *TIMESTAMPS,
+            *COMMON, "name", "description", "first_month", "last_month", "horizon_months", "owner", *SCENARIO_FIELDS,
+            "status", "workloads", "items", "submitted_by", "submitted_at", "decided_by", "decided_at", *TIMESTAMPS,
         ]
 
     def validate(self, attrs):
@@ -72,16 +83,34 @@ class CapacityPlanSerializer(NestedListMixin, PortalModelSerializer):
                 workflow.check_editable(self.instance)
             except DjangoValidationError as error:
                 raise serializers.ValidationError(error.messages) from error
+        self._months(attrs)
         attrs = super().validate(attrs)
-        horizon = attrs.get("horizon_months", self.instance.horizon_months if self.instance else 12)
+        first, horizon = attrs["first_month"], attrs["horizon_months"]
         if "workloads" in attrs:
-            starts = [(w["name"], w["start_month"]) for w in attrs["workloads"]]
+            starts = [w["start"] for w in attrs["workloads"]]
         else:
-            starts = self.instance.workloads.values_list("name", "start_month") if self.instance else []
-        if beyond := [name for name, start in starts if start > horizon]:
-            raise serializers.ValidationError(
-                {"workloads": f"Start after the horizon of {horizon} months: {', '.join(beyond)}."})
+            starts = self.instance.workloads.values_list("start", flat=True) if self.instance else []
+        errors = [months.outside(first, months.last_month(first, horizon), start) for start in starts]
+        if any(errors):
+            raise serializers.ValidationError({"workloads": [{"start": [e]} if e else {} for e in errors]})
         return attrs
+
+    def _months(self, attrs):
+        """``attrs`` with the plan's first month and horizon from first_month, last_month and horizon_months."""
+        plan = self.instance or CapacityPlan()  # a new plan: the model's defaults
+        first = attrs.setdefault("first_month", plan.first_month)
+        last = attrs.pop("last_month", None)
+        if last is None:
+            attrs.setdefault("horizon_months", plan.horizon_months)
+            return
+        if message := months.check_range(first, last):
+            raise serializers.ValidationError({"last_month": [message]})
+        horizon = months.horizon(first, last)
+        if attrs.get("horizon_months", horizon) != horizon:
+            raise serializers.ValidationError({"horizon_months": [
+                f"{months.label(first)} to {months.label(last)} is {horizon} months, not {attrs['horizon_months']}:"
+                " give last_month alone."]})
+        attrs["horizon_months"] = horizon
 
 
 class PlanCommentSerializer(serializers.Serializer):
@@ -140,12 +169,12 @@ Number = serializers.FloatField
 
 
 class HistoryMonthSerializer(serializers.Serializer):
-    month = serializers.DateField()
+    month = MonthField()
     gpu_hours = Number(help_text="Busy GPU-hours in the month, from the daily rollups.")
 
 
 class AnalysisMonthSerializer(serializers.Serializer):
-    month = serializers.DateField()
+    month = MonthField(help_text="YYYY-MM: one of the plan's months.")
     forecast_gpu_hours = Number(help_text="Demand forecast from the telemetry history.")
     forecast_low = Number(allow_null=True, help_text="80 % prediction interval, low end (null: no interval).")
     forecast_high = Number(allow_null=True)
@@ -157,7 +186,7 @@ class AnalysisMonthSerializer(serializers.Serializer):
 
 class WorkloadDemandSerializer(serializers.Serializer):
     name = serializers.CharField()
-    start_month = serializers.IntegerField()
+    start = MonthField()
     gpu_hours = Number(allow_null=True, help_text="Null when the workload cannot be sized (see error).")
     months = serializers.IntegerField(help_text="Months its wall-clock time spans.")
     error = serializers.CharField()
@@ -184,7 +213,8 @@ class ScenarioSerializer(serializers.Serializer):
     total_cost = Number(allow_null=True, help_text="Cost within the horizon, capex depreciated; null: unknown.")
     cost_per_useful_gpu_hour = Number(allow_null=True)
     utilization = Number(allow_null=True, help_text="Share of the added GPU-hours that serve demand.")
-    met_from_month = serializers.IntegerField(allow_null=True, help_text="1-based; null: not within the horizon.")
+    met_from_month = MonthField(allow_null=True, help_text="YYYY-MM from which demand is met in every later month; "
+                                                           "null: not within the plan's months.")
     unmet_gpu_hours = Number()
     useful_gpu_hours = Number()
     notes = serializers.ListField(child=serializers.CharField())
