@@ -423,7 +423,7 @@ class PlanWorkloadFactory(DjangoModelFactory):
 
     plan = factory.SubFactory(CapacityPlanFactory)
     name = "70B pretraining"
-    start_month = 1
+    start = factory.LazyAttribute(lambda workload: workload.plan.first_month)
     gpu_model = factory.LazyFunction(make_gpu_model)
     inputs = factory.LazyFunction(lambda: {"params_billion": 70, "tokens_billion": 2000, "num_gpus": 512})
 

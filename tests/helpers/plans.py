@@ -5,8 +5,8 @@ PLANS = "/api/planning/plans/"
 
 def plan_body(catalog, **overrides):
     return {
-        "name": "2027 expansion", "horizon_months": 12,
-        "workloads": [{"name": "70B pretraining", "start_month": 3, "gpu_model": catalog["gpu_model"].pk,
+        "name": "2027 expansion", "first_month": "2027-01", "last_month": "2027-12",
+        "workloads": [{"name": "70B pretraining", "start": "2027-03", "gpu_model": catalog["gpu_model"].pk,
                        "inputs": {"params_billion": 70, "tokens_billion": 2000, "num_gpus": 512}}],
         "items": [
             {"node_model": catalog["node_model"].pk, "quantity": 4, "unit_cost": "250000.00"},

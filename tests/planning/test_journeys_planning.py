@@ -21,6 +21,7 @@ from playwright.sync_api import expect
 
 from inventory.models import GPU, LifecycleState
 from planning.models import CapacityPlan
+from planning.plans.forecast import add_months
 from planning.recommendations import store
 from portal.roles import MANAGER, RESEARCHER, SUPPORT
 from support.models import Ticket
@@ -106,7 +107,8 @@ def test_journey_2_recommendation_to_an_approved_plan_with_its_bill_of_materials
     form = page.locator("#workload-form")
     form.wait_for()
     form.locator("#id_name").fill("70B pre-training")
-    form.locator("#id_start_month").fill("3")
+    third = add_months(plan.first_month, 2)  # the plan's third month
+    form.locator("#id_start").fill(f"{third:%Y-%m}")
     form.locator("#id_gpu_model").select_option(label="H200 SXM")
     form.locator("#id_params_billion").fill("70")
     form.locator("#id_tokens_billion").fill("2000")
@@ -119,7 +121,8 @@ def test_journey_2_recommendation_to_an_approved_plan_with_its_bill_of_materials
     expect(page.locator("#workload-form")).to_have_count(0)
     assert page.evaluate("window.__marker") == 1, "adding the workload reloaded the page"
     workload = plan.workloads.get()
-    assert (workload.start_month, workload.gpu_model.name, workload.inputs["num_gpus"]) == (3, "H200 SXM", 256)
+    assert (workload.start, workload.gpu_model.name, workload.inputs["num_gpus"]) == (third, "H200 SXM", 256)
+    expect(row).to_contain_text(f"{third:%Y-%m}")
 
     # The analysis: the scenarios side by side, the recommendation and both charts drawn.
     scenarios = page.locator("#scenarios table.scenarios")
@@ -438,7 +441,8 @@ def test_the_ticket_queue_and_the_sizing_page_fit_a_1280_screen(capacity_rec, br
 
     # A plan whose workload has many inputs and whose scenarios have long notes: every table fits its card.
     plan = store.accept(capacity_rec, engineer).plan
-    plan.workloads.create(name="8x22B MoE pre-training", start_month=2, gpu_model=gpu.gpu_model, inputs={
+    plan.workloads.create(name="8x22B MoE pre-training", start=add_months(plan.first_month, 1),
+                          gpu_model=gpu.gpu_model, inputs={
         "params_billion": 141, "active_params_billion": 39, "tokens_billion": 4000, "precision": "fp8", "mfu": 0.5,
         "num_gpus": 768, "dataset_tb": 30, "seq_len": 8192, "deadline_days": 60})
     page.goto(plan.get_absolute_url())
@@ -479,11 +483,14 @@ def test_a_workload_past_the_horizon_says_which_months_are_allowed(capacity_rec)
     client = Client()
     client.force_login(user)
     gpu_model = make_gpu_model(name="B200")
+    late = add_months(plan.first_month, 13)  # two months after its last (12 months)
     response = client.post(f"/planning/capacity-plans/{plan.pk}/workloads/add/", {
-        "name": "late run", "start_month": 14, "gpu_model": gpu_model.pk, "params_billion": 7, "tokens_billion": 140,
-        "precision": "bf16"}, HTTP_HX_REQUEST="true")
+        "name": "late run", "start": f"{late:%Y-%m}", "gpu_model": gpu_model.pk, "params_billion": 7,
+        "tokens_billion": 140, "precision": "bf16"}, HTTP_HX_REQUEST="true")
     text = html.unescape(response.content.decode())
-    assert "Month 14 is past the plan's horizon of 12 months: choose 1 to 12, or lengthen the plan's horizon." in text
+    first, last = plan.first_month, add_months(plan.first_month, 11)
+    assert (f"{late:%Y-%m} is outside the plan's months, {first:%Y-%m} to {last:%Y-%m}: choose a month in them, or "
+            "change the plan's months.") in text
     assert not plan.workloads.exists()
 
 

@@ -64,8 +64,8 @@ def test_delivered_order_lines_are_not_expected_again():
 
 
 def plan_with_workload(**kw):
-    plan = CapacityPlan.objects.create(name="2027", horizon_months=12, **kw)
-    PlanWorkload.objects.create(plan=plan, name="70B", start_month=2,
+    plan = CapacityPlan.objects.create(name="2027", first_month=date(2027, 1, 1), horizon_months=12, **kw)
+    PlanWorkload.objects.create(plan=plan, name="70B", start=date(2027, 2, 1),
                                 gpu_model=GPUModel.objects.get(name="H100 SXM 80GB"),
                                 inputs={"params_billion": 70, "tokens_billion": 2000, "num_gpus": 256, "mfu": 0.4,
                                         "goodput": 1})  # the hand computations' MFU, no interruption allowance
@@ -139,7 +139,7 @@ def test_analysis_page_and_fragment(manager_client, viewer, django_assert_max_nu
     assert fragment.status_code == 200
     assert "<html" not in fragment.content.decode() and "Change the assumptions" not in fragment.content.decode()
     for n in range(10):  # more workloads, same queries
-        PlanWorkload.objects.create(plan=plan, name=f"w{n}", start_month=1, gpu_model=GPUModel.objects.first(),
+        PlanWorkload.objects.create(plan=plan, name=f"w{n}", start=plan.first_month, gpu_model=GPUModel.objects.first(),
                                     inputs={"params_billion": 7, "tokens_billion": 100})
     with django_assert_max_num_queries(20):
         assert manager_client.get(url).status_code == 200
@@ -160,7 +160,8 @@ def test_analysis_api(viewer_api):
     assert response.status_code == 200
     data = response.json()
     assert [s["kind"] for s in data["scenarios"]] == ["expand", "build", "rent", "hybrid"]
-    assert len(data["months"]) == 12 and data["months"][0]["month"] == data["months"][0]["month"][:7] + "-01"
+    assert [m["month"] for m in data["months"]] == [f"2027-{m:02}" for m in range(1, 13)]
+    assert data["workloads"][0]["start"] == "2027-02"
     assert data["workloads"][0]["name"] == "70B" and data["workloads"][0]["months"] == 4
     assert data["recommendation"]["headline"]
     assert all(len(s["capacity_gpu_hours"]) == 12 for s in data["scenarios"])

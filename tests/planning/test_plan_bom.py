@@ -53,8 +53,8 @@ def fleet(db):
 
 def make_plan(fleet, name="2027 training", **kw):
     fields = {"site": fleet["site"], "node_model": fleet["node_model"], "node_price": Decimal("250000"), **kw}
-    plan = CapacityPlan.objects.create(name=name, horizon_months=12, **fields)
-    PlanWorkload.objects.create(plan=plan, name="70B", start_month=2, gpu_model=fleet["h100"],
+    plan = CapacityPlan.objects.create(name=name, first_month=date(2027, 1, 1), horizon_months=12, **fields)
+    PlanWorkload.objects.create(plan=plan, name="70B", start=date(2027, 2, 1), gpu_model=fleet["h100"],
                                 inputs={"params_billion": 70, "tokens_billion": 2000, "num_gpus": 256,
                                         "mfu": 0.4, "goodput": 1})
     return plan
@@ -173,7 +173,7 @@ def test_refusals(fleet):
 def test_no_node_model_is_refused(db):
     NodeModel.objects.update(list_price=None)  # no fleet, no priced catalog model: nothing to buy from
     plan = CapacityPlan.objects.create(name="empty", horizon_months=12, node_price=Decimal("250000"))
-    PlanWorkload.objects.create(plan=plan, name="70B", start_month=1, gpu_model=GPUModel.objects.get(
+    PlanWorkload.objects.create(plan=plan, name="70B", start=plan.first_month, gpu_model=GPUModel.objects.get(
         name="H100 SXM 80GB"), inputs={"params_billion": 70, "tokens_billion": 2000, "num_gpus": 256,
                                         "mfu": 0.4, "goodput": 1})
     with pytest.raises(ValidationError, match="No node model is known"):

@@ -3,6 +3,7 @@ refusals shown as messages, permissions, constant queries on the plan page, and 
 bill-of-materials lines edited on the plan page (plain forms and htmx) while the plan is a draft."""
 
 import re
+from datetime import date
 from decimal import Decimal
 
 import pytest
@@ -19,10 +20,11 @@ pytest_plugins = ["tests.helpers.browser"]  # the browser_page fixture, for the 
 
 
 def make_plan(owner=None, name="2027 expansion", workloads=True):
-    plan = CapacityPlan.objects.create(name=name, description="More GPUs", horizon_months=12, owner=owner)
+    plan = CapacityPlan.objects.create(name=name, description="More GPUs", first_month=date(2027, 1, 1),
+                                       horizon_months=12, owner=owner)
     gpu = make_gpu_model() if workloads else None
     if workloads:
-        PlanWorkload.objects.create(plan=plan, name="70B pretraining", start_month=3, gpu_model=gpu,
+        PlanWorkload.objects.create(plan=plan, name="70B pretraining", start=date(2027, 3, 1), gpu_model=gpu,
                                     inputs={"params_billion": 70, "tokens_billion": 2000, "num_gpus": 512})
         PlanItem.objects.create(plan=plan, node_model=make_node_model(gpu_slots=8), quantity=4,
                                 unit_cost=Decimal("250000.00"))
@@ -112,17 +114,19 @@ ASSUMPTIONS = {"target_utilization": 80, "build_lead_months": 9, "expand_lead_mo
 
 
 def test_edit_only_while_draft(manager_client, manager):
-    response = manager_client.post("/planning/capacity-plans/add/", {"name": "New plan", "horizon_months": 24,
-                                                                      **ASSUMPTIONS})
+    response = manager_client.post("/planning/capacity-plans/add/", {
+        "name": "New plan", "first_month": "2027-01", "last_month": "2028-12", **ASSUMPTIONS})
     plan = CapacityPlan.objects.get(name="New plan")
     assert response.status_code == 302 and plan.owner == manager and plan.status == "draft"
-    assert manager_client.post(url(plan, "edit"), {"name": "Renamed", "horizon_months": 6, **ASSUMPTIONS}
-                               ).status_code == 302
+    assert (plan.first_month, plan.horizon_months) == (date(2027, 1, 1), 24)
+    assert manager_client.post(url(plan, "edit"), {"name": "Renamed", "first_month": "2027-01",
+                                                   "last_month": "2027-06", **ASSUMPTIONS}).status_code == 302
     plan.refresh_from_db()
     assert plan.name == "Renamed"
     plan = make_plan(owner=manager)
     plans.submit(plan, manager)
-    response = manager_client.post(url(plan, "edit"), {"name": "Changed", "horizon_months": 6, **ASSUMPTIONS},
+    response = manager_client.post(url(plan, "edit"), {"name": "Changed", "first_month": "2027-01",
+                                                       "last_month": "2027-06", **ASSUMPTIONS},
                                    follow=True)
     assert "only a draft plan can be changed" in response.content.decode()
     plan.refresh_from_db()
@@ -152,7 +156,7 @@ HX = {"HTTP_HX_REQUEST": "true"}
 
 def workload_body(gpu, **overrides):
     """A workload form as the browser posts it: optional inputs blank, precision at its default."""
-    body = {"name": "8x22B MoE", "start_month": 4, "gpu_model": gpu.pk, "params_billion": 141,
+    body = {"name": "8x22B MoE", "start": "2027-04", "gpu_model": gpu.pk, "params_billion": 141,
             "active_params_billion": 39, "tokens_billion": 4000, "num_gpus": 768, "precision": "bf16", "mfu": "",
             "seq_len": "", "global_batch_tokens": "", "dataset_tb": "", "checkpoint_interval_hours": "",
             "deadline_days": "", "pue": ""}
@@ -170,7 +174,8 @@ def test_add_edit_delete_workload_with_plain_forms(manager_client, manager):
     assert page.status_code == 200
     form = page.content.decode()
     assert "Parameters (billion)" in form and "Model FLOPs utilisation" in form and 'placeholder="4096"' in form
-    assert "horizon is 12 months" in form and "hx-post" not in form  # a page of its own: a plain form
+    assert "one of the plan&#x27;s months, 2027-01 to 2027-12" in form and 'type="month"' in form
+    assert 'value="2027-01"' in form and "hx-post" not in form  # a page of its own: a plain form
 
     response = manager_client.post(url(plan, "workloads/add"), workload_body(gpu))
     assert response.status_code == 302 and response["Location"].endswith(f"{url(plan)}#workloads")
@@ -178,7 +183,7 @@ def test_add_edit_delete_workload_with_plain_forms(manager_client, manager):
     # only what was given: the default precision and the blank inputs are left out
     assert added.inputs == {"params_billion": 141, "active_params_billion": 39, "tokens_billion": 4000,
                             "num_gpus": 768}
-    assert added.start_month == 4 and added.gpu_model == gpu
+    assert added.start == date(2027, 4, 1) and added.gpu_model == gpu
     assert "Added workload 8x22B MoE." in messages_of(response)
 
     detail = manager_client.get(url(plan))
@@ -249,7 +254,11 @@ def test_workload_with_htmx_redraws_the_section(manager_client, manager):
     ({"tokens_billion": -5}, "Must be greater than 0."),
     ({"active_params_billion": 200}, "Active parameters cannot exceed the total parameters."),
     ({"mfu": "1.5"}, "Must be at most 1."),
-    ({"start_month": 13}, "Month 13 is past the plan&#x27;s horizon of 12 months: choose 1 to 12"),
+    ({"start": "2028-01"}, "2028-01 is outside the plan&#x27;s months, 2027-01 to 2027-12"),
+    ({"start": "2026-12"}, "2026-12 is outside the plan&#x27;s months, 2027-01 to 2027-12"),
+    ({"start": "2027-13"}, "Enter a month as YYYY-MM, e.g. 2027-03."),
+    ({"start": "next month"}, "Enter a month as YYYY-MM, e.g. 2027-03."),
+    ({"start": ""}, "This field is required."),
     ({"params_billion": ""}, "This field is required."),
     ({"num_gpus": "2.5"}, "Enter a whole number."),
 ])
@@ -387,7 +396,7 @@ def test_plan_page_queries_are_constant(manager_client, manager, count, django_a
     plan = make_plan(owner=manager)
     gpu = plan.workloads.get().gpu_model
     PlanWorkload.objects.bulk_create(
-        PlanWorkload(plan=plan, name=f"run {i}", start_month=1 + i % 12, gpu_model=gpu,
+        PlanWorkload(plan=plan, name=f"run {i}", start=date(2027, 1 + i % 12, 1), gpu_model=gpu,
                      inputs={"params_billion": 7 + i, "tokens_billion": 1000}) for i in range(count - 1))
     PlanItem.objects.bulk_create(PlanItem(plan=plan, description=f"part {i}", quantity=1, unit_cost=Decimal(1))
                                  for i in range(count))
@@ -418,7 +427,7 @@ def test_manager_edits_workloads_inline_in_a_browser(browser_page):
     form = page.locator("#workload-form")
     form.wait_for()
     form.locator("#id_name").fill("Dense 8B")
-    form.locator("#id_start_month").fill("2")
+    form.locator("#id_start").fill("2027-02")
     form.locator("#id_gpu_model").select_option(label=plan.workloads.get().gpu_model.name)
     form.locator("#id_params_billion").fill("8")
     form.locator("#id_tokens_billion").fill("-5")

@@ -51,9 +51,12 @@ def test_create_with_workloads_and_items(api, catalog):
 
 
 def test_invalid_workloads_are_refused(api, catalog):
-    beyond = plan_body(catalog)["workloads"][0] | {"start_month": 13}
+    beyond = plan_body(catalog)["workloads"][0] | {"start": "2028-01"}
     response = api.post(PLANS, plan_body(catalog, workloads=[beyond]), format="json")
-    assert response.status_code == 400 and "horizon" in str(response.data["workloads"])
+    assert response.status_code == 400
+    assert response.data["workloads"][0]["start"] == [
+        "2028-01 is outside the plan's months, 2027-01 to 2027-12: choose a month in them, or change the plan's "
+        "months."]
     absurd = plan_body(catalog)["workloads"][0] | {"inputs": {"params_billion": -1, "tokens_billion": 10}}
     response = api.post(PLANS, plan_body(catalog, name="x", workloads=[absurd]), format="json")
     assert response.status_code == 400 and "params_billion" in str(response.data)
@@ -152,13 +155,21 @@ def test_domain_refuses_unknown_transitions(manager, catalog):
 
 
 def test_workload_model_validation(catalog):
-    plan = CapacityPlan.objects.create(name="p", horizon_months=6)
-    workload = PlanWorkload(plan=plan, name="w", start_month=7, gpu_model=catalog["gpu_model"],
+    plan = CapacityPlan.objects.create(name="p", first_month=date(2027, 1, 1), horizon_months=6)
+    workload = PlanWorkload(plan=plan, name="w", start=date(2027, 7, 1), gpu_model=catalog["gpu_model"],
                             inputs={"params_billion": 7})
     with pytest.raises(ValidationError) as error:
         workload.clean()
-    assert "start_month" in error.value.message_dict
-    workload.start_month = 1
+    assert error.value.message_dict["start"] == [
+        "2027-07 is outside the plan's months, 2027-01 to 2027-06: choose a month in them, or change the plan's "
+        "months."]
+    workload.start = date(2026, 12, 1)
+    with pytest.raises(ValidationError, match="2026-12 is outside"):
+        workload.clean()
+    workload.start = date(2027, 6, 15)  # the last month; a day inside it counts as the month
+    with pytest.raises(ValidationError, match="Missing sizing inputs: tokens_billion"):
+        workload.clean()
+    assert workload.start == date(2027, 6, 1)
     with pytest.raises(ValidationError, match="Missing sizing inputs: tokens_billion"):
         workload.clean()
 

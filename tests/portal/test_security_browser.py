@@ -58,7 +58,7 @@ def fleet():
                                        start=today - timedelta(days=100), end=today + timedelta(days=200))
     contract.nodes.add(nodes[0])
     plan = CapacityPlan.objects.create(name="2027 expansion", description="More GPUs", horizon_months=12)
-    PlanWorkload.objects.create(plan=plan, name="70B pretraining", start_month=3, gpu_model=gpu_model,
+    PlanWorkload.objects.create(plan=plan, name="70B pretraining", start=plan.first_month, gpu_model=gpu_model,
                                 inputs={"params_billion": 70, "tokens_billion": 2000, "num_gpus": 512})
     PlanItem.objects.create(plan=plan, node_model=node_model, quantity=4, unit_cost=Decimal("250000.00"))
     return {"nodes": nodes, "contract": contract, "plan": plan, "gpu_model": gpu_model}
