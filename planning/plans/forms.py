@@ -57,6 +57,7 @@ class CapacityPlanForm(forms.ModelForm):
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
         self.fields["horizon_months"].required = False  # derived in clean()
+        self.initial.setdefault("first_month", self.instance.first_month)  # a new plan: next month
         self.initial.setdefault("last_month", self.instance.last_month)
         for name in ("node_price", "rental_gpu_hour_cost"):  # money fields say their currency
             self.fields[name].label = f"{self.fields[name].label} ({settings.COST_CURRENCY})"
@@ -98,7 +99,8 @@ class PlanWorkloadForm(forms.ModelForm):
             first, last = months.label(plan.first_month), months.label(plan.last_month)
             self.fields["start"].widget.attrs.update(min=first, max=last)
             self.fields["start"].help_text = f"YYYY-MM: one of the plan's months, {first} to {last}."
-            self.initial.setdefault("start", plan.first_month)
+            if self.initial.get("start") is None:  # a new workload: the plan's first month
+                self.initial["start"] = plan.first_month
         self.input_names = add_input_fields(self, exclude=("gpu_model",))
         if isinstance(self.instance.inputs, dict):
             self.initial.update({k: v for k, v in self.instance.inputs.items() if k in self.input_names})

@@ -92,7 +92,8 @@ class CapacityPlanSerializer(NestedListMixin, PortalModelSerializer):
             starts = self.instance.workloads.values_list("start", flat=True) if self.instance else []
         errors = [months.outside(first, months.last_month(first, horizon), start) for start in starts]
         if any(errors):
-            raise serializers.ValidationError({"workloads": [{"start": [e]} if e else {} for e in errors]})
+            # As DRF answers a nested list's errors: by the index of each bad item.
+            raise serializers.ValidationError({"workloads": {i: {"start": [e]} for i, e in enumerate(errors) if e}})
         return attrs
 
     def _months(self, attrs):
