@@ -17,9 +17,13 @@ from django.db.migrations.executor import MigrationExecutor
 from inventory.models import GPUDaily, GPUModel, NodeModel
 from planning.models import CapacityPlan, PlanWorkload
 from planning.plans import analysis, forecast, months
+from portal.roles import MANAGER
 from tests.factories import make_gpu_model, make_node_model
+from tests.helpers.accounts import make_user
 from tests.helpers.plans import PLANS, create_plan, plan_body
 from tests.planning.test_plan_analysis import node_with_gpus
+
+pytest_plugins = ["tests.helpers.browser"]  # the browser_page fixture
 
 TODAY = date(2026, 12, 2)
 ASSUMPTIONS = {"target_utilization": 80, "build_lead_months": 9, "expand_lead_months": 4, "rent_lead_months": 1}
@@ -194,6 +198,30 @@ def test_plan_form_keeps_the_workloads_inside_the_months(manager_client, manager
     assert plan.horizon_months == 12
 
 
+@pytest.mark.django_db(transaction=True, serialized_rollback=True)
+def test_a_manager_sets_the_months_in_a_browser(browser_page):
+    """Chromium's month inputs: a last month before the first is refused in place, then the plan is saved with
+    its months and its page shows them."""
+    session, page = browser_page, browser_page.page
+    user = make_user("max", MANAGER)
+    page.goto("/accounts/login/?next=/planning/capacity-plans/add/")
+    page.fill("#id_username", user.username)
+    page.fill("#id_password", "pw-max")
+    page.get_by_role("button", name="Log in").click()
+    page.locator("#id_name").fill("2027 roadmap")
+    page.locator("#id_first_month").fill("2027-03")
+    page.locator("#id_last_month").fill("2027-01")
+    page.get_by_role("button", name="Save").click()
+    page.get_by_text("The last month (2027-01) is before the first (2027-03).").wait_for()
+    assert page.locator("#id_first_month").input_value() == "2027-03"  # what was entered is kept
+    page.locator("#id_last_month").fill("2028-02")
+    page.get_by_role("button", name="Save").click()
+    page.get_by_text("2027-03 to 2028-02 (12 months)").wait_for()
+    plan = CapacityPlan.objects.get(name="2027 roadmap")
+    assert (plan.first_month, plan.horizon_months) == (date(2027, 3, 1), 12)
+    session.assert_clean()
+
+
 # --- the analysis --------------------------------------------------------------------------------------------
 
 
@@ -226,6 +254,9 @@ def test_a_workload_counts_from_its_calendar_month(viewer_api, manager_client):
             assert re.fullmatch(months.PATTERN, scenario["met_from_month"])
             assert scenario["met_from_month"] in page
     assert "Scenarios over 12 months, 2027-01 to 2027-12" in page
+    for chart in ("plan-capacity-chart", "plan-cost-chart"):  # the charts' x axes: the same months
+        found = re.search(rf'<script id="{chart}" type="application/json">(.*?)</script>', page)
+        assert json.loads(found.group(1))["x"] == [m["month"] for m in data["months"]]
 
 
 def test_the_forecast_follows_the_calendar():
