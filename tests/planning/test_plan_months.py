@@ -198,7 +198,7 @@ def test_plan_form_keeps_the_workloads_inside_the_months(manager_client, manager
     assert plan.horizon_months == 12
 
 
-@pytest.mark.django_db(transaction=True, serialized_rollback=True)
+@pytest.mark.django_db(transaction=True)
 def test_a_manager_sets_the_months_in_a_browser(browser_page):
     """Chromium's month inputs: a last month before the first is refused in place, then the plan is saved with
     its months and its page shows them."""
@@ -293,7 +293,7 @@ BEFORE = ("planning", "0008_plan_calendar_scope_summary")
 AFTER = ("planning", "0009_workload_calendar_start")
 
 
-@pytest.mark.django_db(transaction=True, serialized_rollback=True)  # the catalog (a migration's) stays
+@pytest.mark.django_db(transaction=True)
 def test_the_migrations_give_plans_and_workloads_calendar_months():
     """0008's data step: a plan made on 2026-03-15 starts in 2026-04 and its workload in month 3 starts in 2026-06.
     0009 fills a start still missing (a workload saved with bulk_create, a history record from before 0008)
