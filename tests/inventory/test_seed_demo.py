@@ -330,6 +330,7 @@ def test_sites_have_their_running_costs(seeded):
 
 def test_capacity_plans(seeded, client):
     from planning.models import CapacityPlan, PlanItem, PlanWorkload
+    from planning.plans.forecast import months_between
     from planning.plans.views import workflow_actions, workload_rows
 
     by_status = {plan.status: plan for plan in CapacityPlan.objects.select_related("site", "node_model")}
@@ -346,6 +347,9 @@ def test_capacity_plans(seeded, client):
     assert sized["Dense 70B pre-training"]["fit_class"] == "multi_node"
     assert sized["8x22B MoE pre-training"].workload.active_params_billion == 39
     assert 30 < sized["Dense 70B pre-training"]["wall_clock_days"] < 60  # within its deadline on 512 GPUs
+    # Calendar months: the plan's 2nd, 3rd and 8th, in that order (workloads are listed by start).
+    assert [(row.workload.name, months_between(draft.first_month, row.workload.start)) for row in rows] == [
+        ("8B instruction tuning and evals", 1), ("Dense 70B pre-training", 2), ("8x22B MoE pre-training", 7)]
 
     manager, admin_user = User.objects.get(username="manager"), User.objects.get(username="admin")
     submitted = by_status["submitted"]
