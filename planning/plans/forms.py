@@ -12,13 +12,16 @@ from inventory.models import GPUModel
 
 from ..sizing import sizing
 from ..sizing.forms import add_input_fields, add_validation_errors, given_inputs
-from .models import SCENARIO_FIELDS, CapacityPlan, PlanItem, PlanWorkload
+from . import scope
+from .models import SCENARIO_FIELDS, SCOPE_FIELDS, CapacityPlan, PlanItem, PlanWorkload
 
 
 class CapacityPlanForm(forms.ModelForm):
     class Meta:
         model = CapacityPlan
-        fields = ["name", "description", "horizon_months", *SCENARIO_FIELDS]
+        fields = ["name", "description", "horizon_months", *SCOPE_FIELDS, *SCENARIO_FIELDS]
+        labels = {"gpu_model": "GPU model"}
+        help_texts = scope.HELP
         widgets = {"description": forms.Textarea(attrs={"rows": 4})}
 
     def __init__(self, *args, **kwargs):
