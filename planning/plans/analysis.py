@@ -9,6 +9,11 @@ month; what falls outside the plan's months is left out (and said so). The scena
 where it sets them, else from the fleet (the site with the most GPUs, the most common node model in service, the
 last order's price, the active rentals' rate), else from the settings; each assumption is listed with where it came
 from.
+
+A scoped plan (``scope``: a partition, its site, a GPU model) reads the history and counts the capacity of the GPUs
+in its scope only. A plan made from a recommendation leads with the recommendation's need (``needs``): what it
+measured that the history cannot see (the queue of a capacity-bound partition, the nodes an ageing one replaces)
+enters demand and capacity; for the kinds whose need is not more GPUs the headline names the bottleneck.
 """
 
 import math
@@ -16,7 +21,7 @@ from dataclasses import dataclass, field
 
 from django.conf import settings
 from django.core.exceptions import ValidationError
-from django.db.models import Count, Sum
+from django.db.models import Count, Q, Sum
 from django.utils import timezone
 
 from inventory.models import LifecycleState, Node, NodeModel, Site
@@ -24,7 +29,8 @@ from inventory.models import LifecycleState, Node, NodeModel, Site
 from ..contracts.costs import rental_rate
 from ..procurement.models import OrderLine
 from ..sizing import sizing
-from . import capacity, forecast, months, scenarios
+from . import capacity, forecast, months, needs, scenarios
+from .scope import Scope
 
 DAYS_PER_MONTH = 365 / 12
 
@@ -53,6 +59,9 @@ class Analysis:
     scenarios: list
     recommendation: scenarios.Recommendation
     notes: list = field(default_factory=list)
+    scope: Scope = field(default_factory=Scope)
+    need: needs.Need | None = None  # the need of the recommendation the plan was made from
+    lines: list = field(default_factory=list)  # ``needs.DemandLine``: demand the history cannot see
 
     @property
     def gaps(self):
@@ -64,11 +73,17 @@ class Analysis:
         return months.label(forecast.add_months(self.plan.first_month, number - 1)) if number else None
 
     @property
+    def line_hours(self):
+        """GPU-hours per month of the recommendation's demand lines together."""
+        return [sum(line.per_month[i] for line in self.lines) for i in range(len(self.months))]
+
+    @property
     def rows(self):
-        """Month by month: (month, history-based demand, workloads, demand, capacity, gap)."""
+        """Month by month: (month, history-based demand, workloads, the recommendation's lines, demand, capacity,
+        gap)."""
         workloads = [sum(w.per_month[i] for w in self.workloads) for i in range(len(self.months))]
-        return list(zip(self.months, self.forecast.mean, workloads, self.demand, self.capacity.hours, self.gaps,
-                        strict=True))
+        return list(zip(self.months, self.forecast.mean, workloads, self.line_hours, self.demand,
+                        self.capacity.hours, self.gaps, strict=True))
 
 
 def workload_demand(plan, horizon):
@@ -103,8 +118,6 @@ def site_for(plan):
 
 
 def _serving(lookup):
-    from django.db.models import Q
-
     return Q(**{f"{lookup}__in": (LifecycleState.IN_SERVICE, LifecycleState.DEGRADED)})
 
 
@@ -193,17 +206,52 @@ def assumptions_for(plan, today):
     return a, rows
 
 
+def need_of(plan, rec, scope, first, horizon):
+    """The need of ``rec``, the recommendation ``plan`` was made from, with the nodes an ageing one replaces
+    (their GPUs in ``scope``) and the catalog's larger-memory GPU models; (None, {}) for a plan made by hand."""
+    from inventory.models import GPUModel
+
+    if rec is None:
+        return None, {}
+    nodes, larger = {}, []
+    if rec.kind == "ageing":
+        from ..recommendations.store import ageing_rows
+
+        hostnames = [row["hostname"] for row in ageing_rows(rec)]
+        gpus = Count("gpus", filter=Q(gpus__gpu_model_id=scope.gpu_model_id)) if scope.gpu_model_id else Count("gpus")
+        nodes = {hostname: (pk, n) for pk, hostname, n in Node.objects.filter(hostname__in=hostnames,
+                                                                                **scope.node_filters())
+                 .annotate(n=gpus).values_list("pk", "hostname", "n") if n}
+    elif rec.kind == "memory_bound" and plan.gpu_model_id:
+        larger = [f"{m.name} ({m.memory_gb} GB)" for m in
+                  GPUModel.objects.filter(memory_gb__gt=plan.gpu_model.memory_gb).order_by("memory_gb", "name")]
+    return needs.need_for(rec, first, horizon, nodes, larger), nodes
+
+
 def analyse(plan, today=None):
     today = today or timezone.localdate()
     first, horizon = plan.first_month, plan.horizon_months
-    history = forecast.monthly_history(today)
+    rec = plan.recommendations.order_by("-decided_at", "-pk").first()
+    scope = Scope.of(plan, by_site=rec is not None and rec.kind == "ageing")
+    history = forecast.monthly_history(today, scope.gpu_filters("gpu__"))
     predicted = forecast.forecast(history, first, horizon)
     workloads = workload_demand(plan, horizon)
-    demand = [predicted.mean[i] + sum(w.per_month[i] for w in workloads) for i in range(horizon)]
-    base = capacity.baseline(first, horizon, today)
+    need, need_nodes = need_of(plan, rec, scope, first, horizon)
+    lines = list(need.lines) if need else []
+    if need and need.kind == "capacity_bound" and not history and (load := needs.measured_load(need, horizon)):
+        lines.insert(0, load)
+        need.notes.append("The scope has no telemetry history yet: the load the recommendation measured stands in "
+                          "for it.")
+    demand = [predicted.mean[i] + sum(w.per_month[i] for w in workloads) + sum(line.per_month[i] for line in lines)
+              for i in range(horizon)]
+    base = capacity.baseline(first, horizon, today, scope, plan.node_model_id, need.leaving if need else None)
+    if need and (keep := needs.keep_capacity(need, predicted.months, demand, base.hours, need_nodes,
+                                             plan.target_utilization / 100)):
+        lines.append(keep)
+        demand = [d + k for d, k in zip(demand, keep.per_month, strict=True)]
     a, rows = assumptions_for(plan, today)
     results = scenarios.scenarios(demand, base.hours, a)
-    notes = list(predicted.notes)
+    notes = list(predicted.notes) + (need.notes if need else [])
     if first < forecast.month_start(today):
         notes.append(f"The plan started in {first:%Y-%m}, before this month: its past months are forecast as today, "
                      "from the end of the telemetry history, and lead times count from its first month.")
@@ -214,8 +262,14 @@ def analyse(plan, today=None):
             notes.append(f"Workload {w.name} runs outside the plan's months; only its months inside them count.")
     if not a.node_price:
         notes.append("No node price is known: owned scenarios show no hardware cost. Set one on the plan.")
-    return Analysis(plan, predicted.months, predicted, workloads, demand, base, a, rows, results,
-                    scenarios.recommend(demand, base.hours, results, a), notes)
+    recommendation = scenarios.recommend(demand, base.hours, results, a)
+    if need:
+        if headline := need.headline(recommendation.kind):
+            recommendation = scenarios.Recommendation(None, headline, recommendation.reasons)
+        if note := need.compare(max((s.nodes for s in results), default=0), predicted, base):
+            notes.append(note)
+    return Analysis(plan, predicted.months, predicted, workloads, demand, base, a, rows, results, recommendation,
+                    notes, scope, need, lines)
 
 
 def as_dict(an):
@@ -223,6 +277,9 @@ def as_dict(an):
     band = an.forecast.lower is not None
     return {
         "plan": an.plan.pk,
+        "scope": f"Scope: {an.scope.label}",
+        "need": need_dict(an.need),
+        "demand_lines": [{"name": line.name, "gpu_hours": line.per_month} for line in an.lines],
         "currency": settings.COST_CURRENCY,
         "forecast_method": an.forecast.method,
         "history": [{"month": months.label(month), "gpu_hours": value} for month, value in an.forecast.history],
@@ -230,9 +287,9 @@ def as_dict(an):
             {"month": months.label(month), "forecast_gpu_hours": predicted,
              "forecast_low": an.forecast.lower[i] if band else None,
              "forecast_high": an.forecast.upper[i] if band else None,
-             "workload_gpu_hours": planned, "demand_gpu_hours": demand, "capacity_gpu_hours": capacity,
-             "gap_gpu_hours": gap}
-            for i, (month, predicted, planned, demand, capacity, gap) in enumerate(an.rows)
+             "workload_gpu_hours": planned, "recommendation_gpu_hours": lines, "demand_gpu_hours": demand,
+             "capacity_gpu_hours": capacity, "gap_gpu_hours": gap}
+            for i, (month, predicted, planned, lines, demand, capacity, gap) in enumerate(an.rows)
         ],
         "capacity_sources": an.capacity.sources,
         "workloads": [{"name": w.name, "start": months.label(w.start), "gpu_hours": w.gpu_hours, "months": w.months,
@@ -252,3 +309,11 @@ def as_dict(an):
                            "reasons": an.recommendation.reasons},
         "notes": an.notes,
     }
+
+
+def need_dict(need):
+    if need is None:
+        return None
+    return {"recommendation": need.rec_id, "kind": need.kind, "topic": need.topic, "statement": need.statement,
+            "figures": [{"label": label, "value": value} for label, value in need.figures],
+            "node_count": need.node_count or None, "bottleneck": need.bottleneck or None}

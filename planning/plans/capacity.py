@@ -9,6 +9,12 @@ Three parts, each in GPUs averaged over the month (× 730 hours for GPU-hours):
   delivered yet (node lines: quantity × the model's GPU slots; GPU lines: quantity) joins in the month of
   ``ordered_on + settings.DELIVERY_LEAD_DAYS`` (the next month if that date has passed).
 
+A scoped plan (``scope.Scope``: a partition, a site, a GPU model) counts only the GPUs in its scope: owned and
+arriving nodes of the partition / site, their GPUs of the GPU model; rentals only for the nodes in scope they
+cover (a rental's extra GPUs elsewhere serve other work); open orders only for the plan's node model or the
+scope's GPU model. Nodes a replacement retires (``leaving``: node id → the day it leaves) leave the owned
+GPUs from that day.
+
 ``baseline`` reads the inventory and the contracts in a few queries; ``monthly_gpus`` is plain arithmetic.
 """
 
@@ -49,15 +55,19 @@ def active_share(month, start, end):
     return max(0, (last_day - first_day).days + 1) / days
 
 
-def monthly_gpus(months, owned, rentals, arrivals):
-    """``Capacity`` from ``owned`` GPUs, ``rentals`` [(start, end, GPUs)] and ``arrivals`` [(day, GPUs)]."""
+def monthly_gpus(months, owned, rentals, arrivals, departures=()):
+    """``Capacity`` from ``owned`` GPUs, ``rentals`` [(start, end, GPUs)], ``arrivals`` [(day, GPUs)] and
+    ``departures`` [(day, GPUs)] (owned GPUs that leave from that day)."""
     rented = [sum(gpus * active_share(month, start, end) for start, end, gpus in rentals) for month in months]
     incoming = [sum(gpus * active_share(month, day, None) for day, gpus in arrivals) for month in months]
-    return Capacity(months, [float(owned)] * len(months), rented, incoming)
+    owned_by_month = [owned - sum(gpus * active_share(month, day, None) for day, gpus in departures)
+                      for month in months]
+    return Capacity(months, [float(o) for o in owned_by_month], rented, incoming)
 
 
-def baseline(first_month, horizon, today=None):
-    """The fleet's capacity over ``horizon`` months from ``first_month``, from the inventory and contracts."""
+def baseline(first_month, horizon, today=None, scope=None, node_model_id=None, leaving=None):
+    """The capacity over ``horizon`` months from ``first_month``, from the inventory and contracts: the fleet's, or
+    ``scope``'s (``node_model_id``: the plan's node model, whose open orders count); ``leaving``: {node id: day}."""
     from django.conf import settings
     from django.db.models import Count, Q
     from django.utils import timezone
@@ -72,7 +82,12 @@ def baseline(first_month, horizon, today=None):
     months = [add_months(first_month, i) for i in range(horizon)]
     serving = (LifecycleState.IN_SERVICE, LifecycleState.DEGRADED)
     arriving = (LifecycleState.DELIVERED, LifecycleState.BURN_IN)
-    node_gpus = dict(Node.objects.filter(state__in=serving).annotate(n=Count("gpus")).values_list("pk", "n"))
+    scoped = scope is not None and not scope.fleet
+    node_filters = scope.node_filters() if scoped else {}
+    gpus = Count("gpus", filter=Q(gpus__gpu_model_id=scope.gpu_model_id)) if scoped and scope.gpu_model_id \
+        else Count("gpus")
+    node_gpus = {pk: n for pk, n in Node.objects.filter(state__in=serving, **node_filters).annotate(n=gpus)
+                 .values_list("pk", "n") if n or not scoped}
 
     rentals, sources, rented_nodes = [], [], set()
     contracts = list(Contract.objects.filter(Q(end__isnull=True) | Q(end__gte=first_month),
@@ -81,22 +96,37 @@ def baseline(first_month, horizon, today=None):
     for contract in contracts:
         nodes = covered.get(contract.pk, set()) & node_gpus.keys()
         rented_nodes |= nodes
-        gpus = max(contract.rented_gpus, sum(node_gpus[n] for n in nodes))
-        if gpus:
-            rentals.append((contract.start, contract.end, gpus))
+        on_nodes = sum(node_gpus[n] for n in nodes)
+        count = on_nodes if scoped else max(contract.rented_gpus, on_nodes)
+        if count:
+            rentals.append((contract.start, contract.end, count))
             until = f"until {contract.end:%Y-%m-%d}" if contract.end else "open-ended"
-            sources.append(f"Rental {contract}: {gpus:,} GPUs, {until}.")
+            sources.append(f"Rental {contract}: {count:,} GPUs, {until}.")
     owned = sum(n for pk, n in node_gpus.items() if pk not in rented_nodes)
+    departures = []
+    for node_id, day in sorted((leaving or {}).items(), key=lambda item: (item[1], item[0])):
+        if node_gpus.get(node_id) and node_id not in rented_nodes:
+            departures.append((max(day, first_month), node_gpus[node_id]))
+    if departures:
+        gone = sum(n for _, n in departures)
+        sources.append(f"Leaving (replaced): {gone:,} GPUs from {min(d for d, _ in departures):%b %Y}.")
 
     next_month = add_months(today, 1)
     arrivals = []
-    waiting = Node.objects.filter(state__in=arriving).aggregate(n=Count("gpus"))["n"]
+    waiting = Node.objects.filter(state__in=arriving, **node_filters).aggregate(n=gpus)["n"]
     if waiting:
         arrivals.append((next_month, waiting))
         sources.append(f"Delivered or in burn-in: {waiting:,} GPUs from {next_month:%b %Y}.")
     lead = timedelta(days=settings.DELIVERY_LEAD_DAYS)
     lines = (OrderLine.objects.filter(order__status__in=(PurchaseOrder.Status.OPEN, PurchaseOrder.Status.PARTIAL))
              .select_related("order", "node_model").annotate(delivered=Count("delivered_items")))
+    if scoped:
+        ours = Q(pk__in=[])
+        if node_model_id:
+            ours |= Q(node_model_id=node_model_id)
+        if scope.gpu_model_id:
+            ours |= Q(gpu_model_id=scope.gpu_model_id)
+        lines = lines.filter(ours)
     for line in lines:
         missing = line.quantity - line.delivered
         per_unit = line.node_model.gpu_slots if line.node_model_id else 1 if line.gpu_model_id else 0
@@ -105,6 +135,6 @@ def baseline(first_month, horizon, today=None):
         day = max(line.order.ordered_on + lead, next_month)
         arrivals.append((day, missing * per_unit))
         sources.append(f"Order {line.order.reference}: {missing * per_unit:,} GPUs expected from {day:%b %Y}.")
-    capacity = monthly_gpus(months, owned, rentals, arrivals)
+    capacity = monthly_gpus(months, owned, rentals, arrivals, departures)
     capacity.sources = [f"Owned, in service: {owned:,} GPUs.", *sources]
     return capacity

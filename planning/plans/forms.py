@@ -12,8 +12,8 @@ from inventory.models import GPUModel
 
 from ..sizing import sizing
 from ..sizing.forms import add_input_fields, add_validation_errors, given_inputs
-from . import months
-from .models import SCENARIO_FIELDS, CapacityPlan, PlanItem, PlanWorkload
+from . import months, scope
+from .models import SCENARIO_FIELDS, SCOPE_FIELDS, CapacityPlan, PlanItem, PlanWorkload
 
 
 class MonthInput(forms.DateInput):
@@ -49,7 +49,9 @@ class CapacityPlanForm(forms.ModelForm):
 
     class Meta:
         model = CapacityPlan
-        fields = ["name", "description", "first_month", "horizon_months", *SCENARIO_FIELDS]
+        fields = ["name", "description", "first_month", "horizon_months", *SCOPE_FIELDS, *SCENARIO_FIELDS]
+        labels = {"gpu_model": "GPU model"}
+        help_texts = scope.HELP
         widgets = {"description": forms.Textarea(attrs={"rows": 4}), "horizon_months": forms.HiddenInput}
 
     field_order = ["name", "description", "first_month", "last_month"]

@@ -113,7 +113,9 @@ class CapacityPlan(PortalModel):
         return months.last_month(self.first_month, self.horizon_months)
 
 
-# The assumptions of a plan's scenarios, edited with its name and horizon (page and API).
+# What the plan sizes (empty: the whole fleet) and the assumptions of its scenarios, edited with its name and
+# horizon (page and API).
+SCOPE_FIELDS = ["partition", "gpu_model"]
 SCENARIO_FIELDS = ["site", "node_model", "node_price", "rental_gpu_hour_cost", "target_utilization",
                    "build_lead_months", "expand_lead_months", "rent_lead_months"]
 

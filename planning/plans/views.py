@@ -397,7 +397,7 @@ def capacity_chart(an):
     months = [m for m, _ in history] + an.months
     before = [None] * len(history)
     band = an.forecast.lower is not None
-    workloads = [row[2] for row in an.rows]
+    workloads = [row[2] + row[3] for row in an.rows]  # the planned workloads and the recommendation's lines
     series = [
         {"name": "Demand (telemetry)", "y": [v for _, v in history] + [None] * len(an.months)},
         {"name": "Demand forecast", "y": before + an.demand, "style": {"line": {"width": 3, "color": "#2f6fdb"}}},
@@ -412,6 +412,8 @@ def capacity_chart(an):
              "style": {"fill": "tonexty", "fillcolor": "rgba(47,111,219,0.15)", "line": {"width": 0},
                        "marker": {"size": 0}}},
         ]
+    for line in an.lines:  # demand the history cannot see, e.g. a capacity-bound partition's queue
+        series.append({"name": line.name, "y": before + line.per_month, "style": {"line": {"dash": "dash"}}})
     series.append({"name": "Capacity now", "y": before + an.capacity.hours,
                    "style": {"line": {"width": 3, "color": "#616e7c", "shape": "hv"}}})
     for s in an.scenarios:

@@ -36,8 +36,9 @@ Definitions (per partition, over the window, nodes in service only)
 
 Rules and thresholds (``Thresholds``; the defaults are ``THRESHOLDS``)
     - capacity-bound: utilization ≥ 80 % and long queue waits (p50 ≥ 1 h or p95 ≥ 4 h, over ≥ 5 started jobs)
-      → add nodes (enough for the GPUs waiting on average plus the load above a 80 % target) or rent burst
-      capacity. Accepting pre-fills the plan's bill of materials with that many nodes of the partition's model.
+      → add nodes (enough that the busy GPUs plus the GPUs waiting on average fill the partition to the 80 %
+      target) or rent burst capacity. Accepting pre-fills the plan's bill of materials with that many nodes of the
+      partition's model.
     - scheduling-bound: long queue waits while ≥ 25 % of the observed GPU-hours were not allocated to any job,
       and utilization below 80 % → fix the queue policy (limits, reservations, fragmentation), not hardware.
     - storage-bound: ≥ 70 % of GPU-hours allocated, and either busy-hour utilization < 50 % with a stall share
@@ -223,10 +224,11 @@ class Finding:
     node_model_id: int | None = None
     node_count: int = 0
     node_price: Decimal | None = None
+    measured: dict = field(default_factory=dict)  # the rule's inputs as numbers, for a plan made from it
 
     @property
     def evidence(self):
-        return {"figures": self.figures, "chart": self.chart}
+        return {"figures": self.figures, "chart": self.chart, **({"measured": self.measured} if self.measured else {})}
 
 
 def figure(label, value, unit="", rule=""):
@@ -267,7 +269,9 @@ def wait_figures(p, t):
 def capacity_bound(p, t=THRESHOLDS):
     if p.util_mean is None or p.util_mean < t.util_high or not long_waits(p, t):
         return None
-    extra_gpus = p.gpus_waiting + p.gpus * max(0.0, p.util_mean / t.target_util - 1)
+    # The queued work fills added capacity to the target too, as a plan's analysis sizes it: capacity for
+    # (busy GPUs + GPUs waiting) at the target utilization, less the GPUs in service.
+    extra_gpus = max(0.0, (p.gpus * p.util_mean / 100 + p.gpus_waiting) / (t.target_util / 100) - p.gpus)
     nodes = max(1, math.ceil(extra_gpus / max(p.gpu_slots, 1)))
     severity = SEV.HIGH if (p.wait_p95_hours or 0) >= 2 * t.wait_p95_hours or p.util_mean >= 90 else SEV.MEDIUM
     model = p.node_model_name or "nodes"
@@ -291,6 +295,8 @@ def capacity_bound(p, t=THRESHOLDS):
         chart=util_chart(p, f"Utilization of partition {p.partition}"),
         partition=p.partition, site_id=p.site_id, node_model_id=p.node_model_id, node_count=nodes,
         node_price=p.node_price,
+        measured={"gpus": p.gpus, "util_mean": round(p.util_mean, 2), "gpus_waiting": round(p.gpus_waiting, 2),
+                  "target_util": t.target_util, "gpu_slots": p.gpu_slots, "extra_gpus": round(extra_gpus, 2)},
     )
 
 

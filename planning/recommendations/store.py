@@ -6,8 +6,10 @@ from datetime import timedelta
 from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.db import connection, transaction
-from django.db.models import Case, IntegerField, When
+from django.db.models import Case, Count, IntegerField, When
 from django.utils import timezone
+
+from inventory.models import GPU, LifecycleState
 
 from ..plans.models import CapacityPlan, PlanItem
 from . import gather, rules
@@ -80,14 +82,37 @@ def plan_name(rec):
     return name
 
 
+def ageing_rows(rec):
+    """The nodes an ageing recommendation would replace, as its evidence lists them (hostname, warranty end…)."""
+    return [row for f in rec.evidence.get("figures", []) for row in f.get("rows", [])]
+
+
+def gpu_model_of(rec):
+    """The GPU model the recommendation measured (one query): the most common one among the partition's GPUs in
+    service, or that of the nodes to replace (ageing) when they share one; None otherwise."""
+    if rec.kind == K.AGEING:
+        gpus = GPU.objects.filter(node__hostname__in=[row["hostname"] for row in ageing_rows(rec)])
+    elif rec.partition:
+        gpus = GPU.objects.filter(node__partition=rec.partition, node__state=LifecycleState.IN_SERVICE)
+    else:
+        return None
+    models = list(gpus.exclude(gpu_model=None).values("gpu_model_id").annotate(n=Count("pk"))
+                  .order_by("-n", "gpu_model_id")[:2])
+    if rec.kind == K.AGEING and len(models) > 1:  # nodes of several models: the plan sizes the site
+        return None
+    return models[0]["gpu_model_id"] if models else None
+
+
 @transaction.atomic
 def accept(rec, user, comment=""):
-    """Turn an open recommendation into a draft capacity plan linked back to it. Capacity-bound and ageing ones
-    pre-fill the bill of materials with the suggested node model and count at the node price."""
+    """Turn an open recommendation into a draft capacity plan linked back to it, scoped to what it measured: its
+    partition, site and the GPU model of the partition's GPUs (of the nodes to replace, for ageing), so that the
+    plan's analysis reads the same telemetry. Capacity-bound and ageing ones pre-fill the bill of materials with
+    the suggested node model and count at the node price."""
     rec = locked_open(rec)
     plan = CapacityPlan.objects.create(
         name=plan_name(rec), owner=user, site_id=rec.site_id, node_model_id=rec.node_model_id,
-        node_price=rec.node_price,
+        node_price=rec.node_price, partition=rec.partition, gpu_model_id=gpu_model_of(rec),
         description=f"From recommendation #{rec.pk} ({rec.get_kind_display()}).\n\n{rec.summary}\n\n"
                     f"Suggested action: {rec.action}" + (f"\n\n{comment}" if comment else ""),
     )

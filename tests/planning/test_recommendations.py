@@ -171,9 +171,12 @@ def test_capacity_bound_suggests_nodes_of_the_partitions_model_at_its_price(db, 
     finding = rules.capacity_bound(p)
     assert finding.key == "capacity_bound:partition=train-h200"
     assert finding.node_model_id == p.node_model_id and finding.node_price == Decimal("450000.00")
-    # The GPUs waiting on average plus the load above an 80 % target, in nodes of 8 GPUs.
-    expected = -(-(p.gpus_waiting + p.gpus * (p.util_mean / 80 - 1)) // 8)
+    # Capacity for the busy GPUs plus the GPUs waiting on average at an 80 % target, less the GPUs in service,
+    # in nodes of 8 GPUs.
+    expected = -(-((p.gpus * p.util_mean / 100 + p.gpus_waiting) / 0.8 - p.gpus) // 8)
     assert finding.node_count == expected >= 1
+    measured = finding.evidence["measured"]
+    assert (measured["gpus"], measured["gpus_waiting"]) == (p.gpus, round(p.gpus_waiting, 2))
     assert p.util_mean > 85 and p.wait_p50_hours > 1  # the saturated scenario, seen through the rollups
     figures = {f["label"]: f["value"] for f in finding.figures}
     assert figures["Suggested nodes"] == finding.node_count

@@ -9,8 +9,8 @@ from portal.api.serializers import COMMON, TIMESTAMPS, EnumChoiceField, PortalMo
 
 from ...common import NestedListMixin
 from ...sizing import sizing
-from .. import months, scenarios, workflow
-from ..models import SCENARIO_FIELDS, CapacityPlan, PlanEvent, PlanItem, PlanWorkload
+from .. import months, scenarios, scope, workflow
+from ..models import SCENARIO_FIELDS, SCOPE_FIELDS, CapacityPlan, PlanEvent, PlanItem, PlanWorkload
 from .fields import MonthField
 
 
@@ -73,9 +73,11 @@ class CapacityPlanSerializer(NestedListMixin, PortalModelSerializer):
     class Meta:
         model = CapacityPlan
         fields = [
-            *COMMON, "name", "description", "first_month", "last_month", "horizon_months", "owner", *SCENARIO_FIELDS,
-            "status", "workloads", "items", "submitted_by", "submitted_at", "decided_by", "decided_at", *TIMESTAMPS,
+            *COMMON, "name", "description", "first_month", "last_month", "horizon_months", "owner", *SCOPE_FIELDS,
+            *SCENARIO_FIELDS, "status", "workloads", "items", "submitted_by", "submitted_at", "decided_by",
+            "decided_at", *TIMESTAMPS,
         ]
+        extra_kwargs = {name: {"help_text": text} for name, text in scope.HELP.items()}
 
     def validate(self, attrs):
         if self.instance is not None:
@@ -180,7 +182,9 @@ class AnalysisMonthSerializer(serializers.Serializer):
     forecast_low = Number(allow_null=True, help_text="80 % prediction interval, low end (null: no interval).")
     forecast_high = Number(allow_null=True)
     workload_gpu_hours = Number(help_text="The plan's workloads in this month.")
-    demand_gpu_hours = Number(help_text="Forecast + workloads.")
+    recommendation_gpu_hours = Number(help_text="Demand the history cannot see, from the recommendation the plan was "
+                                                "made from (demand_lines together), e.g. its queued GPUs.")
+    demand_gpu_hours = Number(help_text="Forecast + workloads + the recommendation's lines.")
     capacity_gpu_hours = Number(help_text="Owned, rented and incoming GPUs × 730 h.")
     gap_gpu_hours = Number(help_text="Capacity − demand; negative when short.")
 
@@ -233,8 +237,31 @@ class RecommendationSerializer(serializers.Serializer):
     reasons = serializers.ListField(child=serializers.CharField())
 
 
+class NeedFigureSerializer(serializers.Serializer):
+    label = serializers.CharField()
+    value = serializers.CharField(help_text="With its unit.")
+
+
+class NeedSerializer(serializers.Serializer):
+    recommendation = serializers.IntegerField(help_text="The recommendation the plan was made from.")
+    kind = serializers.CharField()
+    topic = serializers.CharField()
+    statement = serializers.CharField(help_text="Leads the analysis: the evidence in words and the action.")
+    figures = NeedFigureSerializer(many=True, help_text="The recommendation's evidence.")
+    node_count = serializers.IntegerField(allow_null=True, help_text="Nodes it adds or replaces (capacity, ageing).")
+    bottleneck = serializers.CharField(allow_null=True, help_text="What bounds the partition when it is not GPUs.")
+
+
+class DemandLineSerializer(serializers.Serializer):
+    name = serializers.CharField()
+    gpu_hours = serializers.ListField(child=Number(), help_text="Per month of the horizon.")
+
+
 class PlanAnalysisSerializer(serializers.Serializer):
     plan = serializers.IntegerField()
+    scope = serializers.CharField(help_text='"Scope: partition X, site Y, GPU model Z", or "Scope: the whole fleet".')
+    need = NeedSerializer(allow_null=True, help_text="Null: the plan was not made from a recommendation.")
+    demand_lines = DemandLineSerializer(many=True)
     currency = serializers.CharField()
     forecast_method = serializers.CharField()
     history = HistoryMonthSerializer(many=True)
