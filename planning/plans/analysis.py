@@ -153,6 +153,7 @@ def assumptions_for(plan, today):
         node_kw=node_model.max_power_w / 1000 if node_model else 10.2,
         node_height_u=node_model.height_u if node_model else 8,
         node_price=price, rental_rate=rate, target_utilization=plan.target_utilization / 100,
+        min_utilization=plan.min_utilization / 100,
         lead_build=plan.build_lead_months, lead_expand=plan.expand_lead_months, lead_rent=plan.rent_lead_months,
         site_pue=site.effective_pue if site else settings.DEFAULT_PUE,
         site_energy_price=site.effective_energy_price if site else settings.ENERGY_PRICE_PER_KWH,
@@ -171,6 +172,7 @@ def assumptions_for(plan, today):
         ("Node price", f"{price:,.0f} {currency}", price_source),
         ("Rental", f"{rate:,.2f} {currency} per GPU-hour" if rate is not None else "unknown", rate_source),
         ("Target utilization", f"{plan.target_utilization} %", "the plan"),
+        ("Lowest utilization of added nodes", f"{plan.min_utilization} % over the horizon, else flagged", "the plan"),
         ("Lead times", f"rent {a.lead_rent}, expand {a.lead_expand}, build {a.lead_build} months", "the plan"),
         ("Site PUE and energy", f"{a.site_pue:g}, {a.site_energy_price:g} {currency}/kWh",
          "the site" if site and site.pue is not None else "the portal's defaults"),
@@ -233,7 +235,11 @@ def as_dict(an):
             {"kind": s.kind, "label": s.label, "feasible": s.feasible, "nodes": s.nodes, "lead_months": s.lead_months,
              "capex": s.capex, "energy": s.energy, "support": s.support, "space": s.space, "rental": s.rental,
              "total_cash": s.total_cash, "total_cost": s.total_cost, "cost_per_useful_gpu_hour": s.cost_per_useful_hour,
-             "utilization": s.utilization, "met_from_month": s.met_from, "unmet_gpu_hours": s.unmet_hours,
+             "utilization": s.utilization, "owned_from_month": s.owned_from, "owned_gpu_hours": s.owned_hours,
+             "owned_useful_gpu_hours": s.owned_useful_hours, "owned_utilization": s.owned_utilization,
+             "below_min_utilization": s.underused, "rented_gpu_hours": s.rented_hours,
+             "rented_useful_gpu_hours": s.rented_useful_hours, "rented_utilization": s.rented_utilization,
+             "met_from_month": s.met_from, "unmet_gpu_hours": s.unmet_hours,
              "useful_gpu_hours": s.useful_hours, "notes": s.notes,
              "capacity_gpu_hours": s.capacity, "added_gpus": s.added_gpus, "cash": s.cash, "cost": s.cost}
             for s in an.scenarios

@@ -107,7 +107,7 @@ class CapacityPlan(PortalModel):
 
 # The assumptions of a plan's scenarios, edited with its name and horizon (page and API).
 SCENARIO_FIELDS = ["site", "node_model", "node_price", "rental_gpu_hour_cost", "target_utilization",
-                   "build_lead_months", "expand_lead_months", "rent_lead_months"]
+                   "min_utilization", "build_lead_months", "expand_lead_months", "rent_lead_months"]
 
 
 class PlanWorkload(models.Model):

@@ -65,12 +65,26 @@ def test_rent_follows_the_shortfall_month_by_month():
     assert rent.met_from == 1
 
 
-def test_hybrid_rents_until_the_nodes_arrive():
-    hybrid = by_kind(sc.scenarios(DEMAND, BASELINE, assumptions()))["hybrid"]
-    assert hybrid.added_gpus == [0, 8, 8, 8, 8, 8]  # rented in month 2, owned from month 3
+def test_hybrid_owns_the_peak_and_rents_until_the_nodes_arrive_when_owning_is_cheaper():
+    # 36 months, 48-month depreciation: an owned node-month costs 2,500 + 2,190 + 1,200 + 1,000 = 6,890, a rented
+    # one 8 × 730 × 2 = 11,680: the hybrid owns the peak's node and rents only month 2, before it arrives.
+    hybrid = by_kind(sc.scenarios([16 * HOURS] * 36, [8 * HOURS] * 36,
+                                  assumptions(horizon=36, depreciation_months=48)))["hybrid"]
+    assert hybrid.nodes == 1 and hybrid.added_gpus[:4] == [0, 8, 8, 8]  # rented in month 2, owned from month 3
     assert hybrid.rental == 8 * HOURS * 2.0
-    assert hybrid.total_cost == pytest.approx(65_560 + 11_680)
-    assert hybrid.met_from == 2
+    assert hybrid.total_cost == pytest.approx(34 * 6_890 + 11_680)
+    assert hybrid.met_from == 2 and hybrid.owned_from == 3
+    assert "Owning the peak's 1 node is cheapest; it rents only until they arrive." in hybrid.notes
+
+
+def test_hybrid_owns_nothing_when_renting_is_cheaper():
+    # 6 months, 10-month depreciation: the node costs 16,390 a month, renting it 11,680: owning none is cheapest.
+    results = by_kind(sc.scenarios(DEMAND, BASELINE, assumptions()))
+    hybrid, rent = results["hybrid"], results["rent"]
+    assert hybrid.nodes == 0 and hybrid.added_gpus == rent.added_gpus == [0, 8, 8, 8, 8, 8]
+    assert hybrid.total_cost == rent.total_cost == 5 * 11_680
+    assert hybrid.lead_months == 1  # it owns nothing: renting's lead time
+    assert "Owning no node is cheapest over the horizon: the same as renting." in hybrid.notes
 
 
 def test_recommendation_prices_unserved_hours_at_the_rental_rate():
@@ -80,7 +94,10 @@ def test_recommendation_prices_unserved_hours_at_the_rental_rate():
     # rent 58,400 + 5,840 unserved × 2 = 70,080 beats hybrid 77,240 + 11,680 and expand 65,560 + 23,360.
     assert rec.kind == "rent"
     assert "Rent: 58,400 USD over 6 months, 2.00 USD per useful GPU-hour, demand met from month 2" in rec.reasons[1]
-    assert any(r.startswith("Hybrid: rent, then expand costs 18,840 USD more") for r in rec.reasons)
+    assert "Expand an existing site leaves 5,840 more GPU-hours unserved (lead time 2 months) and costs 7,160 USD " \
+           "more (18,840 USD more once unserved hours are priced at the rental rate)." in rec.reasons
+    assert "Hybrid: own the base, rent the peak comes out the same (0 USD more once unserved hours are priced at " \
+           "the rental rate)." in rec.reasons  # it owns nothing: the same as renting
     # Over a long horizon, owning wins: the same demand for 36 months with 48-month depreciation. Expanding
     # alone scores the same as the hybrid here (the bridged month is priced at the rental rate either way);
     # the tie goes to the one that leaves fewer hours unserved.
@@ -92,8 +109,15 @@ def test_recommendation_prices_unserved_hours_at_the_rental_rate():
 def test_site_without_power_rules_out_expanding():
     a = assumptions(site_power_headroom_kw=5.0, horizon=36, depreciation_months=48)
     results = by_kind(sc.scenarios([16 * HOURS] * 36, [8 * HOURS] * 36, a))
-    assert not results["expand"].feasible and not results["hybrid"].feasible
+    assert not results["expand"].feasible
     assert "1 nodes draw 10.0 kW; the site has 5.0 kW of power left." in results["expand"].notes
+    # The hybrid owns what the site can power, here nothing: it rents all of it.
+    hybrid = results["hybrid"]
+    assert hybrid.feasible and hybrid.nodes == 0 and hybrid.total_cost == results["rent"].total_cost
+    assert "The site's 5.0 kW of power left allow 0 of the 1 node." in hybrid.notes
+    # With an unknown rental rate it owns the peak as before, which the site cannot power.
+    unknown = by_kind(sc.scenarios([16 * HOURS] * 36, [8 * HOURS] * 36, replace(a, rental_rate=None)))["hybrid"]
+    assert not unknown.feasible and unknown.nodes == 1
     rec = sc.recommend([16 * HOURS] * 36, [8 * HOURS] * 36, list(results.values()), a)
     assert rec.kind in ("build", "rent")
     assert any("is not possible" in r for r in rec.reasons)
@@ -137,7 +161,7 @@ def test_a_workload_inside_every_lead_time_is_not_served_for_free():
     assert rec.kind is None and rec.headline == "No option serves the demand within the horizon."
     assert rec.reasons[1] == ("No option serves all the demand within the horizon. The earliest each could add "
                               "capacity: expand an existing site from month 7; build a new cluster from month 10; "
-                              "rent from month 4; hybrid: rent, then expand from month 4.")
+                              "rent from month 4; hybrid: own the base, rent the peak from month 4.")
     assert not any("0 USD" in r for r in rec.reasons)
 
 
@@ -149,7 +173,7 @@ def test_demand_unserved_in_the_first_months_is_said_with_the_pick():
     assert rec.kind == "rent"
     assert rec.headline == "Recommended: rent. No option serves all the demand within the horizon."
     assert ("expand an existing site from month 3; build a new cluster from month 5; rent from month 2; "
-            "hybrid: rent, then expand from month 2.") in rec.reasons[2]
+            "hybrid: own the base, rent the peak from month 2.") in rec.reasons[2]
 
 
 def test_an_unknown_rental_rate_is_unknown_not_0():
