@@ -376,6 +376,16 @@ def recommend(demand, baseline, results, a):
                    + (f", {per_hour:,.2f} {settings.COST_CURRENCY} per useful GPU-hour" if per_hour is not None else "")
                    + (f", demand met from month {best.met_from}" if best.met_from else ", demand not fully met")
                    + (f", {best.unmet_hours:,.0f} GPU-hours unserved" if best.unmet_hours >= 1 else "") + ".")
+    expand = next((s for s in results if s.kind == "expand"), None)
+    if best.underused:
+        reasons.append(_underused(best, demand, baseline, a))
+    if (best.kind == "hybrid" and expand and 0 < best.nodes < expand.nodes
+            and None not in (expand.total_cost, best.total_cost) and expand.total_cost > best.total_cost):
+        saved = _money(expand.total_cost - best.total_cost)
+        reasons.append(f"Owning {_nodes(best.nodes)} for the base and renting the peak above "
+                       f"{'it' if best.nodes == 1 else 'them'} "
+                       f"({best.rented_hours:,.0f} GPU-hours rented) costs {saved} less than buying the peak's "
+                       f"{expand.nodes} nodes.")
     for other in sorted((s for s in results if s is not best), key=rank):
         if not other.feasible:
             reasons.append(f"{other.label} is not possible: {' '.join(other.notes)}")
@@ -397,18 +407,10 @@ def recommend(demand, baseline, results, a):
     if best.kind == "rent" and len(demand) < a.depreciation_months:
         reasons.append(f"Over {len(demand)} months, owned hardware depreciated over {a.depreciation_months} months "
                        "does not pay off against renting at this demand; a longer horizon may change that.")
-    expand = next((s for s in results if s.kind == "expand"), None)
-    if best.kind == "hybrid" and expand and 0 < best.nodes < expand.nodes and expand.total_cost is not None:
-        saved = _money(expand.total_cost - best.total_cost)
-        reasons.append(f"Owning {_nodes(best.nodes)} for the base and renting the peak above "
-                       f"{'it' if best.nodes == 1 else 'them'} "
-                       f"({best.rented_hours:,.0f} GPU-hours rented) costs {saved} less than buying the peak's "
-                       f"{expand.nodes} nodes.")
     headline = f"Recommended: {best.label.lower()}."
     if not best.serves_demand:
         headline += " No option serves all the demand within the horizon."
     if best.underused:
-        reasons.append(_underused(best, demand, baseline, a))
         headline += (f" Warning: the {_nodes(best.nodes, 'added node')} would be {percent(best.owned_utilization)} "
                      "used over the horizon.")
     return Recommendation(best.kind, headline, reasons)
