@@ -25,6 +25,11 @@ class CapacityPlanForm(forms.ModelForm):
         super().__init__(*args, **kwargs)
         for name in ("node_price", "rental_gpu_hour_cost"):  # money fields say their currency
             self.fields[name].label = f"{self.fields[name].label} ({settings.COST_CURRENCY})"
+        self.fields["min_utilization"].required = False  # as in the API: left out or blank, the plan's stays
+
+    def clean_min_utilization(self):
+        value = self.cleaned_data["min_utilization"]
+        return self.instance.min_utilization if value is None else value
 
 
 class PlanWorkloadForm(forms.ModelForm):

@@ -417,9 +417,10 @@ def recommend(demand, baseline, results, a):
 
 
 def _underused(s, demand, baseline, a):
-    """Why the owned nodes of ``s`` sit idle: the months that need them all."""
+    """Why the owned nodes of ``s`` sit idle: the few months that need them all."""
     needs = [math.ceil(g / a.gpus_per_node - 1e-9) for g in shortfall_gpus(demand, baseline, a.target_utilization)]
     peak = [month for month, need in enumerate(needs, start=1) if need >= s.nodes]
-    before = "" if any(month >= s.owned_from for month in peak) else f", all before they arrive in month {s.owned_from}"
-    return (f"{underused_text(s, a)}: sized to a peak of {_nodes(len(peak), 'month')} (all {s.nodes:,} are "
-            f"needed in {len(peak)} of the {len(demand)} months{before}).")
+    owned = [month for month in peak if month >= s.owned_from]
+    return (f"{underused_text(s, a)}: sized to a peak of {_nodes(len(peak), 'month')}; all {s.nodes:,} are needed "
+            f"in {len(owned)} of the {len(demand) - s.owned_from + 1} months from their arrival in month "
+            f"{s.owned_from}.")

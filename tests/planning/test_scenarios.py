@@ -277,7 +277,8 @@ def test_hardware_below_the_lowest_utilization_is_never_recommended_silently():
     assert rec.headline == ("Recommended: expand an existing site. Warning: the 5 added nodes would be 27 % used "
                             "over the horizon.")
     assert ("The 5 added nodes would be 27 % used over the horizon, below the plan's lowest utilization of 30 %: "
-            "sized to a peak of 2 months (all 5 are needed in 2 of the 24 months).") in rec.reasons
+            "sized to a peak of 2 months; all 5 are needed in 2 of the 24 months from their arrival in month 1.") \
+        in rec.reasons
     # A lower threshold: nothing to say.
     low = peaky(rental_rate=20.0, min_utilization=0.25)
     rec = sc.recommend(PEAKY, BASE24, sc.scenarios(PEAKY, BASE24, low), low)
@@ -296,8 +297,8 @@ def test_a_peak_over_before_the_hardware_arrives_is_said():
     assert expand.owned_utilization == pytest.approx(0.2) and expand.owned_from == 5
     assert rec.kind == "expand"
     assert rec.reasons[3] == ("The 5 added nodes would be 20 % used over the horizon, below the plan's lowest "
-                              "utilization of 30 %: sized to a peak of 2 months (all 5 are needed in 2 of the 12 "
-                              "months, all before they arrive in month 5).")
+                              "utilization of 30 %: sized to a peak of 2 months; all 5 are needed in 0 of the 8 "
+                              "months from their arrival in month 5.")
     assert rec.headline.endswith("Warning: the 5 added nodes would be 20 % used over the horizon.")
 
 
