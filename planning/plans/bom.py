@@ -209,6 +209,9 @@ def derive(plan, kind=None, today=None, an=None):
             raise ValidationError(f"{an.recommendation.headline[:-1]}: the recommendation buys nothing.")
         check_kind(kind)
     scenario = next(s for s in an.scenarios if s.kind == kind)
+    if not scenario.nodes and kind == "hybrid" and any(s.nodes for s in an.scenarios):
+        raise ValidationError("The hybrid scenario owns no nodes: renting all the shortfall is cheapest, so there "
+                              "is nothing to buy.")
     if not scenario.nodes:
         raise ValidationError(f"The {kind} scenario adds no nodes: demand fits the fleet's capacity within the "
                               "horizon, so there is nothing to buy.")
