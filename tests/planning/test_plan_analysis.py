@@ -232,11 +232,11 @@ def test_owned_nodes_sized_to_a_short_peak_are_flagged_alike_on_the_page_and_in_
     assert data["recommendation"]["headline"] in page and reason in page
     for s in data["scenarios"]:
         if s["owned_utilization"] is not None:
-            assert (f"{s['nodes']} nodes <strong>{round(s['owned_utilization'] * 100)} % used</strong> "
+            assert (f"{s['nodes']} nodes <strong>{round(s['owned_utilization'] * 100)} % used</strong><br>"
                     f'<span class="muted">({s["owned_useful_gpu_hours"]:,.0f} of {s["owned_gpu_hours"]:,.0f} '
                     f"GPU-hours from month {s['owned_from_month']})</span>") in page
         if s["rented_utilization"] is not None:
-            assert (f"{round(s['rented_utilization'] * 100)} % <span class=\"muted\">"
+            assert (f"{round(s['rented_utilization'] * 100)} %<br><span class=\"muted\">"
                     f"({s['rented_useful_gpu_hours']:,.0f} of {s['rented_gpu_hours']:,.0f} GPU-hours)") in page
     assert page.count('<span class="badge state-rejected">below 30 %</span>') == sum(
         s["below_min_utilization"] for s in data["scenarios"])
