@@ -19,7 +19,7 @@ writes them into a draft plan in place of its lines. The lines price exactly wha
 - *Facility* (build only): the new cluster's IT load in kW × ``BUILD_COST_PER_KW``.
 
 Renting buys nothing, so the rent scenario has no bill of materials; the hybrid scenario's is its owned nodes
-(the rented bridge is a rental contract).
+(what it rents is a rental contract).
 """
 
 import math
@@ -208,6 +208,9 @@ def derive(plan, kind=None, today=None, an=None):
             raise ValidationError(f"{an.recommendation.headline[:-1]}: the recommendation buys nothing.")
         check_kind(kind)
     scenario = next(s for s in an.scenarios if s.kind == kind)
+    if not scenario.nodes and kind == "hybrid" and any(s.nodes for s in an.scenarios):
+        raise ValidationError("The hybrid scenario owns no nodes: renting all the shortfall is cheapest, so there "
+                              "is nothing to buy.")
     if not scenario.nodes:
         raise ValidationError(f"The {kind} scenario adds no nodes: demand fits the fleet's capacity within the "
                               "horizon, so there is nothing to buy.")
@@ -263,8 +266,8 @@ def derive(plan, kind=None, today=None, an=None):
             f"New cluster facility (power, cooling, space): {n} nodes × {a.node_kw:g} kW = {kw:,.1f} kW of IT "
             f"load × {a.build_cost_per_kw:,.0f} {currency} per kW"), "Facility"))
     if kind == "hybrid" and scenario.rental:
-        notes.append(f"The rented bridge until the nodes arrive ({scenario.rental:,.0f} {currency}) is a rental "
-                     "contract, not part of the bill of materials.")
+        notes.append(f"What it rents until the nodes arrive and at the peak above them ({scenario.rental:,.0f} "
+                     f"{currency}) is a rental contract, not part of the bill of materials.")
     if net.fabric == "none recorded":
         notes.append(f"No switch is recorded on the site's fabric: the switch line assumes a {DEFAULT_SWITCH_PORTS}"
                      f"-port leaf switch with {DEFAULT_SWITCH_UPLINKS} ports up to the spine.")

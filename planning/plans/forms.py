@@ -63,6 +63,11 @@ class CapacityPlanForm(forms.ModelForm):
         self.initial.setdefault("last_month", self.instance.last_month)
         for name in ("node_price", "rental_gpu_hour_cost"):  # money fields say their currency
             self.fields[name].label = f"{self.fields[name].label} ({settings.COST_CURRENCY})"
+        self.fields["min_utilization"].required = False  # as in the API: left out or blank, the plan's stays
+
+    def clean_min_utilization(self):
+        value = self.cleaned_data["min_utilization"]
+        return self.instance.min_utilization if value is None else value
 
     def clean(self):
         data = super().clean()

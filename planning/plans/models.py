@@ -117,7 +117,7 @@ class CapacityPlan(PortalModel):
 # horizon (page and API).
 SCOPE_FIELDS = ["partition", "gpu_model"]
 SCENARIO_FIELDS = ["site", "node_model", "node_price", "rental_gpu_hour_cost", "target_utilization",
-                   "build_lead_months", "expand_lead_months", "rent_lead_months"]
+                   "min_utilization", "build_lead_months", "expand_lead_months", "rent_lead_months"]
 
 
 class PlanWorkload(models.Model):

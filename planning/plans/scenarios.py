@@ -17,7 +17,12 @@ The scenarios
       space is in the facility cost.
     - *Rent*: from ``lead_rent`` months on, the month's shortfall in whole nodes at the rental rate per
       GPU-hour. No capex; power and support are the provider's.
-    - *Hybrid*: expand, and rent the shortfall from ``lead_rent`` until the owned nodes arrive.
+    - *Hybrid: own the base, rent the peak*: own ``k`` nodes (expanding the site, after ``lead_expand`` months)
+      and rent, from ``lead_rent`` on, the month's shortfall above them in whole nodes (all of it before they
+      arrive). ``k`` runs from 0 (renting alone) to the peak's nodes (expanding, renting only until the nodes
+      arrive) and the cheapest wins: horizon cost + unmet GPU-hours × the rental rate, ties to fewer nodes; no
+      more nodes than the site's power left allows. With an unknown rental rate the trade-off has no price:
+      it owns the peak's nodes.
 
 Costs
     - Energy per node-month: node max power (kW) × load × 730 h × PUE × price per kWh, where load =
@@ -29,6 +34,14 @@ Costs
       it has left at the end.
     - *Cost per useful GPU-hour*: the horizon's cost / the demand GPU-hours the addition serves (served with
       the addition − served by the baseline alone). Its utilization is that over the added GPU-hours.
+
+Utilization of the added capacity
+    Demand fills the baseline first, then the owned nodes, then the rented ones. The owned nodes' utilization
+    is the GPU-hours of demand they serve / the GPU-hours they could give from arrival to the horizon's end;
+    the rented nodes' likewise over the GPU-hours rented. Owned nodes used less than ``min_utilization`` over
+    the horizon (a peak of a few months) get a note, and when the recommended option buys them the
+    recommendation says so in its reasons and its headline: hardware sized to a short peak is never
+    recommended silently.
 
 Meeting demand and the recommendation
     - A month's demand is met when capacity × target utilization ≥ demand; "meets demand from" is the
@@ -52,7 +65,7 @@ from .forecast import add_months
 
 HOURS = 730
 KINDS = {"expand": "Expand an existing site", "build": "Build a new cluster", "rent": "Rent",
-         "hybrid": "Hybrid: rent, then expand"}
+         "hybrid": "Hybrid: own the base, rent the peak"}
 SCENARIO_KINDS = list(KINDS.items())  # as choices, for the API schema
 
 
@@ -83,6 +96,7 @@ class Assumptions:
     rack_power_kw: float = 40.0
     rack_units: int = 42
     first_month: date | None = None  # the plan's first month: the reasons then name calendar months
+    min_utilization: float = 0.3  # 0-1: owned nodes used less over the horizon are flagged
 
 
 @dataclass
@@ -103,7 +117,13 @@ class Scenario:
     unmet_hours: float
     useful_hours: float
     added_hours: float
+    owned_from: int | None = None  # 1-based month the owned nodes first serve; None: none within the horizon
+    owned_hours: float = 0.0  # GPU-hours the owned nodes could give from arrival to the horizon's end
+    owned_useful_hours: float = 0.0  # of which demand fills
+    rented_hours: float = 0.0
+    rented_useful_hours: float = 0.0
     feasible: bool = True
+    underused: bool = False  # owned nodes used less than ``Assumptions.min_utilization`` (set by ``scenarios``)
     notes: list = field(default_factory=list)
 
     @property
@@ -135,6 +155,15 @@ class Scenario:
     @property
     def utilization(self):
         return self.useful_hours / self.added_hours if self.added_hours else None
+
+    @property
+    def owned_utilization(self):
+        """Share of the owned nodes' GPU-hours, from arrival to the horizon's end, that demand fills."""
+        return self.owned_useful_hours / self.owned_hours if self.owned_hours else None
+
+    @property
+    def rented_utilization(self):
+        return self.rented_useful_hours / self.rented_hours if self.rented_hours else None
 
 
 def gpus_needed(demand, target):
@@ -178,6 +207,7 @@ def _scenario(kind, demand, baseline, a, owned_nodes=0, arrival=None, rent_until
     racks = math.ceil(owned_nodes / nodes_per_rack(a)) if owned_nodes else 0
     capacity, added, cash, cost = [], [], [], []
     energy = support = space = rental = 0.0
+    owned_hours = owned_useful = rented_hours = rented_useful = 0.0
     rented_gpu_months = 0
     for month in range(1, months + 1):
         base = baseline[month - 1]
@@ -187,10 +217,14 @@ def _scenario(kind, demand, baseline, a, owned_nodes=0, arrival=None, rent_until
             missing = max(0.0, short[month - 1] - owned_now)
             rented_now = math.ceil(missing / a.gpus_per_node - 1e-9) * a.gpus_per_node
             rented_gpu_months += rented_now
-        cap = base + (owned_now + rented_now) * HOURS
+        with_owned = base + owned_now * HOURS
+        cap = with_owned + rented_now * HOURS
         d = demand[month - 1]
-        added_hours = (owned_now + rented_now) * HOURS
-        load = (min(d, cap) - min(d, base)) / added_hours if added_hours else 0.0
+        # Demand fills the baseline first, then the owned nodes, then the rented ones.
+        by_owned, by_rented = min(d, with_owned) - min(d, base), min(d, cap) - min(d, with_owned)
+        owned_hours, owned_useful = owned_hours + owned_now * HOURS, owned_useful + by_owned
+        rented_hours, rented_useful = rented_hours + rented_now * HOURS, rented_useful + by_rented
+        load = by_owned / (owned_now * HOURS) if owned_now else 0.0
         month_cash = capex if month == 1 else 0.0
         month_cost = capex / a.depreciation_months if owned_now else 0.0
         if owned_now:
@@ -210,34 +244,94 @@ def _scenario(kind, demand, baseline, a, owned_nodes=0, arrival=None, rent_until
     if a.rental_rate is None and rented_gpu_months:
         rental = None
     lead = {"expand": a.lead_expand, "build": a.lead_build, "rent": a.lead_rent,
-            "hybrid": min(a.lead_rent, a.lead_expand)}[kind]
+            "hybrid": min(a.lead_rent, a.lead_expand) if owned_nodes else a.lead_rent}[kind]
     return Scenario(kind, owned_nodes, capacity, added, cash, cost, capex, energy, support, space, rental, lead,
                     met_from(demand, capacity, a.target_utilization),
                     sum(max(0.0, d - c) for d, c in zip(demand, capacity, strict=True)), useful,
-                    sum(g * HOURS for g in added))
+                    sum(g * HOURS for g in added), arrival + 1 if owned_hours else None,
+                    owned_hours, owned_useful, rented_hours, rented_useful)
+
+
+def peak_nodes(demand, baseline, a):
+    """Whole nodes for the horizon's peak shortfall."""
+    peak = max(shortfall_gpus(demand, baseline, a.target_utilization), default=0.0)
+    return math.ceil(peak / a.gpus_per_node - 1e-9) if peak > 0 else 0
+
+
+def score(s, a):
+    """What the ranking compares: horizon cost + unmet GPU-hours at the rental rate (what they would cost to
+    rent at short notice, if they can be had at all); an unknown cost or rate counts 0 here."""
+    return (s.total_cost or 0.0) + s.unmet_hours * (a.rental_rate or 0.0)
+
+
+def percent(share):
+    return f"{round(share * 100)} %"  # as the page's widthratio rounds
+
+
+def _nodes(n, what="node"):
+    return f"{n:,} {what}{'' if n == 1 else 's'}"
+
+
+def underused_text(s, a):
+    """The owned nodes of ``s`` are used less than the plan's lowest utilization: the words for it."""
+    return (f"The {_nodes(s.nodes, 'added node')} would be {percent(s.owned_utilization)} used over the horizon, "
+            f"below the plan's lowest utilization of {percent(a.min_utilization)}")
+
+
+def hybrid(demand, baseline, a, nodes):
+    """Own the base, rent the peak: the cheapest number of owned nodes, 0 to ``nodes`` (see the module's
+    docstring), with a note that says what it chose."""
+    never = len(demand) + 1
+
+    def own(k):
+        return _scenario("hybrid", demand, baseline, a, k, a.lead_expand, rent_until=never)
+
+    if a.rental_rate is None:  # renting cannot be priced against owning: own the peak, rent until it arrives
+        return own(nodes)
+    most = nodes
+    if a.site_power_headroom_kw is not None and a.node_kw:
+        most = min(nodes, max(0, int(a.site_power_headroom_kw // a.node_kw)))
+    best = min((own(k) for k in range(most + 1)), key=lambda s: (round(score(s, a), 2), s.unmet_hours))
+    if most < nodes:
+        best.notes.append(f"The site's {a.site_power_headroom_kw:,.1f} kW of power left allow {most:,} of the "
+                          f"{_nodes(nodes)}.")
+    if nodes:
+        if best.nodes == 0:
+            best.notes.append("Owning no node is cheapest over the horizon: the same as renting.")
+        elif best.nodes < nodes:
+            best.notes.append(f"Owns {best.nodes:,} of the peak's {nodes:,} nodes from "
+                              f"{month_name(a, a.lead_expand + 1)} and rents the rest month by month.")
+        elif a.lead_expand <= a.lead_rent:
+            best.notes.append("Expanding is as quick as renting and owning the peak is cheapest: the same as "
+                              "expanding.")
+        else:
+            best.notes.append(f"Owning the peak's {_nodes(nodes)} is cheapest; it rents only until they arrive.")
+    return best
 
 
 def scenarios(demand, baseline, a):
     """The four scenarios for ``demand`` and ``baseline`` (GPU-hours per month over the horizon)."""
-    peak = max(shortfall_gpus(demand, baseline, a.target_utilization), default=0.0)
-    nodes = math.ceil(peak / a.gpus_per_node - 1e-9) if peak > 0 else 0
+    nodes = peak_nodes(demand, baseline, a)
     never = len(demand) + 1
     expand = _scenario("expand", demand, baseline, a, nodes, a.lead_expand)
     build = _scenario("build", demand, baseline, a, nodes, a.lead_build, build=True)
     rent = _scenario("rent", demand, baseline, a, rent_until=never)
-    hybrid = _scenario("hybrid", demand, baseline, a, nodes, a.lead_expand, rent_until=a.lead_expand + 1)
-    added_kw = nodes * a.node_kw
-    if a.site_power_headroom_kw is not None and added_kw > a.site_power_headroom_kw:
-        for scenario in (expand, hybrid):
+    mixed = hybrid(demand, baseline, a, nodes)
+    for scenario in (expand, mixed):
+        added_kw = scenario.nodes * a.node_kw
+        if a.site_power_headroom_kw is not None and added_kw > a.site_power_headroom_kw:
             scenario.feasible = False
-            scenario.notes.append(f"{nodes} nodes draw {added_kw:,.1f} kW; the site has {a.site_power_headroom_kw:,.1f}"
-                                  " kW of power left.")
-    for scenario in (expand, build, hybrid):
-        if nodes and scenario.lead_months >= len(demand) and scenario.kind != "hybrid":
+            scenario.notes.append(f"{scenario.nodes} nodes draw {added_kw:,.1f} kW; the site has "
+                                  f"{a.site_power_headroom_kw:,.1f} kW of power left.")
+    for scenario in (expand, build):
+        if nodes and scenario.lead_months >= len(demand):
             scenario.notes.append("The hardware arrives after the horizon ends.")
-    if a.lead_expand <= a.lead_rent:
-        hybrid.notes.append("Expanding is as quick as renting: nothing to bridge.")
-    return [expand, build, rent, hybrid]
+    for scenario in (expand, build, mixed):
+        used = scenario.owned_utilization
+        if used is not None and used < a.min_utilization:
+            scenario.underused = True
+            scenario.notes.append(underused_text(scenario, a) + ".")
+    return [expand, build, rent, mixed]
 
 
 @dataclass
@@ -267,15 +361,11 @@ def recommend(demand, baseline, results, a):
             reasons.append("No demand: no telemetry history and no planned workloads.")
         return Recommendation(None, "No new capacity needed within the horizon.", reasons)
 
-    rate = a.rental_rate or 0.0  # unknown: unserved hours go unpriced; serving them ranks first anyway
-
-    def score(s):
-        return (s.total_cost or 0.0) + s.unmet_hours * rate
-
     def rank(s):
-        # Serving all the demand comes first, then serving some of it, then a known cost; then the score, ties
-        # going to the scenario that leaves fewer hours unserved.
-        return (not s.serves_demand, s.useful_hours < 1, s.total_cost is None, round(score(s), 2), s.unmet_hours)
+        # Serving all the demand comes first, then serving some of it, then a known cost; then the score (an
+        # unknown rate leaves unserved hours unpriced: serving them ranks first anyway), ties going to the
+        # scenario that leaves fewer hours unserved.
+        return (not s.serves_demand, s.useful_hours < 1, s.total_cost is None, round(score(s, a), 2), s.unmet_hours)
 
     def cost(s):
         return _money(s.total_cost) if s.total_cost is not None else "cost unknown (no rental rate)"
@@ -296,6 +386,16 @@ def recommend(demand, baseline, results, a):
                    + (f", demand met from {month_name(a, best.met_from)}" if best.met_from
                       else ", demand not fully met")
                    + (f", {best.unmet_hours:,.0f} GPU-hours unserved" if best.unmet_hours >= 1 else "") + ".")
+    expand = next((s for s in results if s.kind == "expand"), None)
+    if best.underused:
+        reasons.append(_underused(best, demand, baseline, a))
+    if (best.kind == "hybrid" and expand and 0 < best.nodes < expand.nodes
+            and None not in (expand.total_cost, best.total_cost) and expand.total_cost > best.total_cost):
+        saved = _money(expand.total_cost - best.total_cost)
+        reasons.append(f"Owning {_nodes(best.nodes)} for the base and renting the peak above "
+                       f"{'it' if best.nodes == 1 else 'them'} "
+                       f"({best.rented_hours:,.0f} GPU-hours rented) costs {saved} less than buying the peak's "
+                       f"{expand.nodes} nodes.")
     for other in sorted((s for s in results if s is not best), key=rank):
         if not other.feasible:
             reasons.append(f"{other.label} is not possible: {' '.join(other.notes)}")
@@ -310,7 +410,7 @@ def recommend(demand, baseline, results, a):
             why.append(f"costs {_money(other.total_cost - best.total_cost)} more")
         elif other.total_cost < best.total_cost:
             why.append(f"costs {_money(best.total_cost - other.total_cost)} less")
-        extra = score(other) - score(best)  # negative when it is cheaper but leaves demand unserved
+        extra = score(other, a) - score(best, a)  # negative when it is cheaper but leaves demand unserved
         priced = (f" ({_money(abs(extra))} {'more' if extra >= 0 else 'less'} once unserved hours are priced at the "
                   "rental rate)" if a.rental_rate and None not in (other.total_cost, best.total_cost) else "")
         reasons.append(f"{other.label} {' and '.join(why) or 'comes out the same'}{priced}.")
@@ -320,4 +420,17 @@ def recommend(demand, baseline, results, a):
     headline = f"Recommended: {best.label.lower()}."
     if not best.serves_demand:
         headline += " No option serves all the demand within the horizon."
+    if best.underused:
+        headline += (f" Warning: the {_nodes(best.nodes, 'added node')} would be {percent(best.owned_utilization)} "
+                     "used over the horizon.")
     return Recommendation(best.kind, headline, reasons)
+
+
+def _underused(s, demand, baseline, a):
+    """Why the owned nodes of ``s`` sit idle: the few months that need them all."""
+    needs = [math.ceil(g / a.gpus_per_node - 1e-9) for g in shortfall_gpus(demand, baseline, a.target_utilization)]
+    peak = [month for month, need in enumerate(needs, start=1) if need >= s.nodes]
+    owned = [month for month in peak if month >= s.owned_from]
+    return (f"{underused_text(s, a)}: sized to a peak of {_nodes(len(peak), 'month')}; all {s.nodes:,} are needed "
+            f"in {len(owned)} of the {len(demand) - s.owned_from + 1} months from their arrival in "
+            f"{month_name(a, s.owned_from)}.")

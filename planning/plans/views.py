@@ -459,6 +459,7 @@ class CapacityPlanAnalysisView(ModelPermissionMixin, TemplateView):
             object=plan, analysis=an, currency=settings.COST_CURRENCY, recommended=recommended,
             scenarios=[(s, s.kind == recommended) for s in an.scenarios],
             met_from={s.kind: an.month_label(s.met_from) for s in an.scenarios},
+            owned_from={s.kind: an.month_label(s.owned_from) for s in an.scenarios},
             capacity_chart=capacity_chart(an), cost_chart=cost_chart(an),
             can_edit=plan.is_draft and self.request.user.has_perm("planning.change_capacityplan"),
         )

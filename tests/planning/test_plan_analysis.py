@@ -1,6 +1,7 @@
 """A plan's analysis from the database: capacity month by month (owned, rented, incoming), demand from the
 telemetry history and the planned workloads, the assumptions' sources, the page and the API."""
 
+import html
 from datetime import date, timedelta
 from decimal import Decimal
 
@@ -129,7 +130,8 @@ def test_analysis_page_and_fragment(manager_client, viewer, django_assert_max_nu
     assert page.status_code == 200
     html = page.content.decode()
     for text in ("Demand and capacity", "Scenarios over 12 months", "Expand an existing site", "Build a new cluster",
-                 "Hybrid: rent, then expand", "Cost per useful GPU-hour", "Meets demand from", "Month by month",
+                 "Hybrid: own the base, rent the peak", "Cost per useful GPU-hour", "Meets demand from",
+                 "Owned nodes used over the horizon", "Rented GPUs used", "Month by month",
                  'data-source="plan-capacity-chart"', 'id="plan-cost-chart"', "Change the assumptions",
                  "plotly.min.js"):
         assert text in html, text
@@ -198,3 +200,76 @@ def test_an_unknown_rental_rate_is_shown_unknown_not_0(viewer_api, manager_clien
     assert data["recommendation"]["reasons"][1].startswith("Rent: cost unknown (no rental rate) over 12 months")
     html = manager_client.get(f"/planning/capacity-plans/{plan.pk}/analysis/").content.decode()
     assert "<strong>unknown</strong>" in html
+
+
+def test_owned_nodes_sized_to_a_short_peak_are_flagged_alike_on_the_page_and_in_the_api(viewer_api, manager_client):
+    # Four months of training on 256 GPUs against a fleet of 8, and nothing after: at 20 per GPU-hour the hybrid
+    # owns nodes that arrive (month 5) for the last month of the run and then sit idle.
+    plan = plan_with_workload(rental_gpu_hour_cost=Decimal("20"))
+    node_with_gpus(node_model=NodeModel.objects.get(name="DGX H100"))
+    data = viewer_api.get(f"/api/planning/plans/{plan.pk}/analysis/").json()
+    scenarios = {s["kind"]: s for s in data["scenarios"]}
+    hybrid, rent = scenarios["hybrid"], scenarios["rent"]
+    assert data["recommendation"]["kind"] == "hybrid"
+    assert 0 < hybrid["nodes"] < scenarios["expand"]["nodes"]  # owns the base, rents the peak above it
+    # The owned nodes' GPU-hours from arrival (month 5) to the horizon's end: nodes × 8 GPUs × 730 h × 8 months.
+    assert hybrid["owned_from_month"] == "2027-05"  # the plan starts 2027-01
+    assert hybrid["owned_gpu_hours"] == hybrid["nodes"] * 8 * HOURS * 8
+    assert hybrid["owned_utilization"] == pytest.approx(hybrid["owned_useful_gpu_hours"] / hybrid["owned_gpu_hours"])
+    assert hybrid["owned_utilization"] < 0.3 and hybrid["below_min_utilization"]
+    assert rent["owned_utilization"] is None and not rent["below_min_utilization"]
+    assert rent["rented_useful_gpu_hours"] == pytest.approx(rent["useful_gpu_hours"])
+    used = f"{round(hybrid['owned_utilization'] * 100)} %"
+    warning = f"Warning: the {hybrid['nodes']} added nodes would be {used} used over the horizon."
+    assert data["recommendation"]["headline"].endswith(warning)
+    reason = next(r for r in data["recommendation"]["reasons"] if "lowest utilization" in r)
+    assert reason.startswith(f"The {hybrid['nodes']} added nodes would be {used} used over the horizon, below the "
+                             "plan's lowest utilization of 30 %: sized to a peak of 4 months")
+    assert {"name": "Lowest utilization of added nodes", "value": "30 % over the horizon, else flagged",
+            "source": "the plan"} in data["assumptions"]
+
+    # The page shows the same figures: the headline and reason, and per scenario the owned and rented use.
+    page = html.unescape(manager_client.get(f"/planning/capacity-plans/{plan.pk}/analysis/").content.decode())
+    assert data["recommendation"]["headline"] in page and reason in page
+    for s in data["scenarios"]:
+        if s["owned_utilization"] is not None:
+            assert (f"{s['nodes']} nodes <strong>{round(s['owned_utilization'] * 100)} % used</strong><br>"
+                    f'<span class="muted">({s["owned_useful_gpu_hours"]:,.0f} of {s["owned_gpu_hours"]:,.0f} '
+                    f"GPU-hours from {s['owned_from_month']})</span>") in page
+        if s["rented_utilization"] is not None:
+            assert (f"{round(s['rented_utilization'] * 100)} %<br><span class=\"muted\">"
+                    f"({s['rented_useful_gpu_hours']:,.0f} of {s['rented_gpu_hours']:,.0f} GPU-hours)") in page
+    assert page.count('<span class="badge state-rejected">below 30 %</span>') == sum(
+        s["below_min_utilization"] for s in data["scenarios"])
+
+
+def test_the_lowest_utilization_is_set_on_the_form_and_in_the_api(manager_client, manager_api):
+    plan = plan_with_workload(rental_gpu_hour_cost=Decimal("20"))
+    node_with_gpus(node_model=NodeModel.objects.get(name="DGX H100"))
+    form = {"name": plan.name, "first_month": "2027-01", "last_month": "2027-12", "target_utilization": 80,
+            "build_lead_months": 9,
+            "expand_lead_months": 4, "rent_lead_months": 1, "rental_gpu_hour_cost": "20"}
+    edit = f"/planning/capacity-plans/{plan.pk}/edit/"
+    assert 'name="min_utilization" value="30"' in manager_client.get(edit).content.decode()
+    response = manager_client.post(edit, {**form, "min_utilization": 150})
+    assert response.status_code == 200 and "less than or equal to 100" in response.content.decode()
+    plan.refresh_from_db()
+    assert plan.min_utilization == 30
+    assert manager_client.post(edit, {**form, "min_utilization": 5}).status_code == 302
+    plan.refresh_from_db()
+    assert plan.min_utilization == 5
+    assert manager_client.post(edit, form).status_code == 302  # left out: it stays
+    plan.refresh_from_db()
+    assert plan.min_utilization == 5
+    # Only owned nodes used less than 5 % are flagged now: the recommended hybrid's are used more.
+    data = manager_api.get(f"/api/planning/plans/{plan.pk}/analysis/").json()
+    for s in data["scenarios"]:
+        assert s["below_min_utilization"] == (s["owned_utilization"] is not None and s["owned_utilization"] < 0.05)
+    assert data["recommendation"]["kind"] == "hybrid" and "Warning" not in data["recommendation"]["headline"]
+
+    url = f"/api/planning/plans/{plan.pk}/"
+    response = manager_api.patch(url, {"min_utilization": 101}, format="json")
+    assert response.status_code == 400 and "less than or equal to 100" in response.json()["min_utilization"][0]
+    assert manager_api.patch(url, {"min_utilization": 40}, format="json").json()["min_utilization"] == 40
+    plan.refresh_from_db()
+    assert plan.min_utilization == 40

@@ -102,11 +102,12 @@ def test_expand_scenario_lines_computed_by_hand(fleet):
 
 @pytest.mark.parametrize("kind", ["expand", "build", "hybrid"])
 def test_total_equals_the_scenarios_capex(fleet, kind):
-    plan = make_plan(fleet)
+    plan = make_plan(fleet, rental_gpu_hour_cost=Decimal("20"))  # renting dear: the hybrid owns nodes too
     an = analysis.analyse(plan, today=TODAY)
     scenario = next(s for s in an.scenarios if s.kind == kind)
     bill = bom.derive(plan, kind, an=an)
-    assert scenario.nodes == NODES
+    assert scenario.nodes == NODES if kind != "hybrid" else 0 < scenario.nodes <= NODES
+    assert bill.lines[0].quantity == scenario.nodes
     assert float(bill.total) == pytest.approx(scenario.capex, abs=0.01)
     assert bill.capex == scenario.capex
 
@@ -219,9 +220,13 @@ def test_page_buttons_confirmation_and_fill(fleet, manager_client, manager):
     PlanItem.objects.create(plan=plan, description="Cables", quantity=10, unit_cost=Decimal("50"))
     analysis_part = manager_client.get(page(plan, "analysis/"), HTTP_HX_REQUEST="true").content.decode()
     fill = page(plan, "bom/fill/")
-    for kind in ("expand", "build", "hybrid"):
+    for kind in ("expand", "build"):
         assert f'href="{fill}?scenario={kind}">Fill the bill of materials from the {kind} scenario</a>' in analysis_part
-    assert "?scenario=rent" not in analysis_part
+    # Renting at 2.50 per GPU-hour is cheaper than owning any node for a four-month run: the hybrid owns none.
+    assert "?scenario=rent" not in analysis_part and "?scenario=hybrid" not in analysis_part
+    with pytest.raises(ValidationError, match="The hybrid scenario owns no nodes: renting all the shortfall is "
+                                              "cheapest"):
+        bom.derive(plan, "hybrid", today=TODAY)
 
     confirm = manager_client.get(f"{fill}?scenario=expand")
     assert confirm.status_code == 200

@@ -3,6 +3,8 @@
 from dataclasses import replace
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from planning.plans import scenarios as sc
 
@@ -65,12 +67,26 @@ def test_rent_follows_the_shortfall_month_by_month():
     assert rent.met_from == 1
 
 
-def test_hybrid_rents_until_the_nodes_arrive():
-    hybrid = by_kind(sc.scenarios(DEMAND, BASELINE, assumptions()))["hybrid"]
-    assert hybrid.added_gpus == [0, 8, 8, 8, 8, 8]  # rented in month 2, owned from month 3
+def test_hybrid_owns_the_peak_and_rents_until_the_nodes_arrive_when_owning_is_cheaper():
+    # 36 months, 48-month depreciation: an owned node-month costs 2,500 + 2,190 + 1,200 + 1,000 = 6,890, a rented
+    # one 8 × 730 × 2 = 11,680: the hybrid owns the peak's node and rents only month 2, before it arrives.
+    hybrid = by_kind(sc.scenarios([16 * HOURS] * 36, [8 * HOURS] * 36,
+                                  assumptions(horizon=36, depreciation_months=48)))["hybrid"]
+    assert hybrid.nodes == 1 and hybrid.added_gpus[:4] == [0, 8, 8, 8]  # rented in month 2, owned from month 3
     assert hybrid.rental == 8 * HOURS * 2.0
-    assert hybrid.total_cost == pytest.approx(65_560 + 11_680)
-    assert hybrid.met_from == 2
+    assert hybrid.total_cost == pytest.approx(34 * 6_890 + 11_680)
+    assert hybrid.met_from == 2 and hybrid.owned_from == 3
+    assert "Owning the peak's 1 node is cheapest; it rents only until they arrive." in hybrid.notes
+
+
+def test_hybrid_owns_nothing_when_renting_is_cheaper():
+    # 6 months, 10-month depreciation: the node costs 16,390 a month, renting it 11,680: owning none is cheapest.
+    results = by_kind(sc.scenarios(DEMAND, BASELINE, assumptions()))
+    hybrid, rent = results["hybrid"], results["rent"]
+    assert hybrid.nodes == 0 and hybrid.added_gpus == rent.added_gpus == [0, 8, 8, 8, 8, 8]
+    assert hybrid.total_cost == rent.total_cost == 5 * 11_680
+    assert hybrid.lead_months == 1  # it owns nothing: renting's lead time
+    assert "Owning no node is cheapest over the horizon: the same as renting." in hybrid.notes
 
 
 def test_recommendation_prices_unserved_hours_at_the_rental_rate():
@@ -80,7 +96,10 @@ def test_recommendation_prices_unserved_hours_at_the_rental_rate():
     # rent 58,400 + 5,840 unserved × 2 = 70,080 beats hybrid 77,240 + 11,680 and expand 65,560 + 23,360.
     assert rec.kind == "rent"
     assert "Rent: 58,400 USD over 6 months, 2.00 USD per useful GPU-hour, demand met from month 2" in rec.reasons[1]
-    assert any(r.startswith("Hybrid: rent, then expand costs 18,840 USD more") for r in rec.reasons)
+    assert "Expand an existing site leaves 5,840 more GPU-hours unserved (lead time 2 months) and costs 7,160 USD " \
+           "more (18,840 USD more once unserved hours are priced at the rental rate)." in rec.reasons
+    assert "Hybrid: own the base, rent the peak comes out the same (0 USD more once unserved hours are priced at " \
+           "the rental rate)." in rec.reasons  # it owns nothing: the same as renting
     # Over a long horizon, owning wins: the same demand for 36 months with 48-month depreciation. Expanding
     # alone scores the same as the hybrid here (the bridged month is priced at the rental rate either way);
     # the tie goes to the one that leaves fewer hours unserved.
@@ -92,8 +111,15 @@ def test_recommendation_prices_unserved_hours_at_the_rental_rate():
 def test_site_without_power_rules_out_expanding():
     a = assumptions(site_power_headroom_kw=5.0, horizon=36, depreciation_months=48)
     results = by_kind(sc.scenarios([16 * HOURS] * 36, [8 * HOURS] * 36, a))
-    assert not results["expand"].feasible and not results["hybrid"].feasible
+    assert not results["expand"].feasible
     assert "1 nodes draw 10.0 kW; the site has 5.0 kW of power left." in results["expand"].notes
+    # The hybrid owns what the site can power, here nothing: it rents all of it.
+    hybrid = results["hybrid"]
+    assert hybrid.feasible and hybrid.nodes == 0 and hybrid.total_cost == results["rent"].total_cost
+    assert "The site's 5.0 kW of power left allow 0 of the 1 node." in hybrid.notes
+    # With an unknown rental rate it owns the peak as before, which the site cannot power.
+    unknown = by_kind(sc.scenarios([16 * HOURS] * 36, [8 * HOURS] * 36, replace(a, rental_rate=None)))["hybrid"]
+    assert not unknown.feasible and unknown.nodes == 1
     rec = sc.recommend([16 * HOURS] * 36, [8 * HOURS] * 36, list(results.values()), a)
     assert rec.kind in ("build", "rent")
     assert any("is not possible" in r for r in rec.reasons)
@@ -137,7 +163,7 @@ def test_a_workload_inside_every_lead_time_is_not_served_for_free():
     assert rec.kind is None and rec.headline == "No option serves the demand within the horizon."
     assert rec.reasons[1] == ("No option serves all the demand within the horizon. The earliest each could add "
                               "capacity: expand an existing site from month 7; build a new cluster from month 10; "
-                              "rent from month 4; hybrid: rent, then expand from month 4.")
+                              "rent from month 4; hybrid: own the base, rent the peak from month 4.")
     assert not any("0 USD" in r for r in rec.reasons)
 
 
@@ -149,7 +175,7 @@ def test_demand_unserved_in_the_first_months_is_said_with_the_pick():
     assert rec.kind == "rent"
     assert rec.headline == "Recommended: rent. No option serves all the demand within the horizon."
     assert ("expand an existing site from month 3; build a new cluster from month 5; rent from month 2; "
-            "hybrid: rent, then expand from month 2.") in rec.reasons[2]
+            "hybrid: own the base, rent the peak from month 2.") in rec.reasons[2]
 
 
 def test_an_unknown_rental_rate_is_unknown_not_0():
@@ -173,3 +199,141 @@ def test_an_option_that_leaves_demand_unserved_is_never_picked_over_one_that_ser
     rec = sc.recommend(DEMAND, BASELINE, results, a)
     assert rec.kind in ("rent", "hybrid") and rec.headline.startswith("Recommended:")
     assert "cost unknown (no rental rate)" in rec.reasons[1] and "0 USD" not in rec.reasons[1]
+
+
+# --- A short peak: own the base, rent the peak ---------------------------------------------------------------
+
+# 24 months: 16 GPUs busy (8 more than the fleet's 8: one node), and in months 12-13 48 GPUs, 3× (40 more: five
+# nodes). Renting and expanding both start at once, so every option serves all the demand: only cost decides.
+PEAKY = [16 * HOURS] * 11 + [48 * HOURS] * 2 + [16 * HOURS] * 11
+BASE24 = [8 * HOURS] * 24
+
+
+def peaky(**kw):
+    return assumptions(horizon=24, depreciation_months=48, lead_rent=0, lead_expand=0, **kw)
+
+
+def test_utilization_of_the_added_capacity_by_hand():
+    results = by_kind(sc.scenarios(PEAKY, BASE24, peaky()))
+    expand = results["expand"]
+    # Five nodes (40 GPUs) from month 1: 40 × 730 × 24 = 700,800 GPU-hours; demand fills 8 GPUs of them in 22
+    # months and all 40 in two: 730 × (8 × 22 + 40 × 2) = 186,880, 26.7 %.
+    assert expand.nodes == 5 and expand.owned_from == 1
+    assert expand.owned_hours == 700_800 and expand.owned_useful_hours == 186_880
+    assert expand.owned_utilization == pytest.approx(186_880 / 700_800)
+    assert expand.rented_hours == 0 and expand.rented_utilization is None
+    # Month cost: depreciation 600,000 / 48 = 12,500, support 6,000, two racks 2,000, energy 5 × 10 kW × (0.5 +
+    # 0.5 × load) × 730 × 1.5 × 0.2: load 0.2 → 6,570, at the peak load 1 → 10,950.
+    assert expand.total_cost == pytest.approx(22 * (12_500 + 6_000 + 2_000 + 6_570) + 2 * (12_500 + 6_000 + 2_000
+                                                                                           + 10_950))  # 658,440
+    assert expand.underused
+    assert "The 5 added nodes would be 27 % used over the horizon, below the plan's lowest utilization of 30 %." \
+        in expand.notes
+    rent = results["rent"]
+    # Renting follows the shortfall: 1 node, 5 at the peak, every GPU rented serves demand.
+    assert rent.rented_hours == 730 * (8 * 22 + 40 * 2) == rent.rented_useful_hours and rent.rented_utilization == 1
+    assert rent.owned_utilization is None and not rent.underused
+    assert rent.total_cost == pytest.approx(730 * (8 * 22 + 40 * 2) * 2.0)  # 373,760
+
+
+def test_hybrid_owns_the_base_and_rents_the_short_peak_by_hand():
+    a = peaky()
+    results = by_kind(sc.scenarios(PEAKY, BASE24, a))
+    hybrid = results["hybrid"]
+    # k = 1: one owned node a month costs 2,500 + 2,190 (load 1) + 1,200 + one rack 1,000 = 6,890, × 24 = 165,360;
+    # the peak's other 4 nodes rented for 2 months: 4 × 11,680 × 2 = 93,440. Total 258,800.
+    # k = 0 is renting (373,760); k = 2 costs 22 × 11,685 + 2 × 12,780 + 3 × 11,680 × 2 = 352,710; k = 5 is the
+    # expansion (658,440).
+    assert hybrid.nodes == 1
+    assert hybrid.total_cost == pytest.approx(24 * 6_890 + 4 * 11_680 * 2) == 258_800
+    assert hybrid.capex == pytest.approx(120_000) and hybrid.rental == 93_440
+    assert hybrid.added_gpus == [8] * 11 + [40] * 2 + [8] * 11
+    assert hybrid.owned_utilization == 1 and hybrid.rented_hours == 2 * 32 * HOURS == hybrid.rented_useful_hours
+    assert hybrid.unmet_hours == 0 and not hybrid.underused
+    assert "Owns 1 of the peak's 5 nodes from month 1 and rents the rest month by month." in hybrid.notes
+    for k, cost in ((0, 373_760), (2, 352_710), (5, 658_440)):  # the ones it did not choose, by hand
+        other = sc._scenario("hybrid", PEAKY, BASE24, a, k, a.lead_expand, rent_until=25)
+        assert other.total_cost == pytest.approx(cost)
+
+    rec = sc.recommend(PEAKY, BASE24, list(results.values()), a)
+    assert rec.kind == "hybrid" and rec.headline == "Recommended: hybrid: own the base, rent the peak."
+    assert rec.reasons[1] == ("Hybrid: own the base, rent the peak: 258,800 USD over 24 months, 1.38 USD per useful "
+                              "GPU-hour, demand met from month 1.")  # 258,800 / 186,880
+    assert rec.reasons[2] == ("Owning 1 node for the base and renting the peak above it (46,720 GPU-hours rented) "
+                              "costs 399,640 USD less than buying the peak's 5 nodes.")
+    assert "Expand an existing site costs 399,640 USD more (399,640 USD more once unserved hours are priced at the " \
+           "rental rate)." in rec.reasons
+    assert not any("lowest utilization" in r for r in rec.reasons)  # the hybrid's node is used in full
+
+
+def test_hardware_below_the_lowest_utilization_is_never_recommended_silently():
+    # At 20 per GPU-hour renting even the peak costs more than owning it: the hybrid owns all five nodes, the
+    # same as expanding, and the tie goes to expanding. Its nodes are 27 % used: the reasons and headline say so.
+    a = peaky(rental_rate=20.0)
+    results = by_kind(sc.scenarios(PEAKY, BASE24, a))
+    assert results["hybrid"].nodes == 5 and results["hybrid"].total_cost == pytest.approx(658_440)
+    rec = sc.recommend(PEAKY, BASE24, list(results.values()), a)
+    assert rec.kind == "expand"
+    assert rec.headline == ("Recommended: expand an existing site. Warning: the 5 added nodes would be 27 % used "
+                            "over the horizon.")
+    assert ("The 5 added nodes would be 27 % used over the horizon, below the plan's lowest utilization of 30 %: "
+            "sized to a peak of 2 months; all 5 are needed in 2 of the 24 months from their arrival in month 1.") \
+        in rec.reasons
+    # A lower threshold: nothing to say.
+    low = peaky(rental_rate=20.0, min_utilization=0.25)
+    rec = sc.recommend(PEAKY, BASE24, sc.scenarios(PEAKY, BASE24, low), low)
+    assert rec.kind == "expand" and "Warning" not in rec.headline
+    assert not any("lowest utilization" in r for r in rec.reasons)
+
+
+def test_a_peak_over_before_the_hardware_arrives_is_said():
+    # The peak is in months 2-3; expanding takes 4 months. With an unknown rate only expanding has a known cost.
+    demand = [16 * HOURS] + [48 * HOURS] * 2 + [16 * HOURS] * 9
+    a = assumptions(horizon=12, depreciation_months=48, rental_rate=None, lead_expand=4, lead_build=12)
+    results = sc.scenarios(demand, [8 * HOURS] * 12, a)
+    rec = sc.recommend(demand, [8 * HOURS] * 12, results, a)
+    expand = by_kind(results)["expand"]
+    # 5 nodes from month 5: 8 months × 40 GPUs, of which 8 used: 20 %.
+    assert expand.owned_utilization == pytest.approx(0.2) and expand.owned_from == 5
+    assert rec.kind == "expand"
+    assert rec.reasons[3] == ("The 5 added nodes would be 20 % used over the horizon, below the plan's lowest "
+                              "utilization of 30 %: sized to a peak of 2 months; all 5 are needed in 0 of the 8 "
+                              "months from their arrival in month 5.")
+    assert rec.headline.endswith("Warning: the 5 added nodes would be 20 % used over the horizon.")
+
+
+# --- Properties over random demands -----------------------------------------------------------------------------
+
+gpus = st.integers(min_value=0, max_value=64)
+
+
+@settings(max_examples=150, deadline=None)
+@given(demand=st.lists(gpus, min_size=1, max_size=12), base=gpus, lead_rent=st.integers(0, 4),
+       lead_expand=st.integers(0, 6), rate=st.floats(0.1, 30), price=st.floats(10_000, 500_000),
+       target=st.sampled_from([0.6, 0.8, 1.0]))
+def test_hybrid_is_never_dearer_than_both_and_nothing_serves_more_than_there_is(demand, base, lead_rent, lead_expand,
+                                                                              rate, price, target):
+    months = len(demand)
+    demand, baseline = [g * HOURS for g in demand], [base * HOURS] * months
+    a = assumptions(horizon=months, lead_rent=lead_rent, lead_expand=lead_expand, rental_rate=rate, node_price=price,
+                    target_utilization=target, site_power_headroom_kw=None, depreciation_months=24)
+    results = by_kind(sc.scenarios(demand, baseline, a))
+    expand, rent, hybrid = results["expand"], results["rent"], results["hybrid"]
+    assert 0 <= hybrid.nodes <= expand.nodes
+    assert hybrid.total_cost <= max(expand.total_cost, rent.total_cost) + 0.01
+    # It can own nothing (renting) or the peak (expanding, plus renting until the nodes arrive).
+    assert sc.score(hybrid, a) <= sc.score(rent, a) + 0.01
+    if lead_rent <= lead_expand:  # as many hours unserved whatever it owns: the cost decides
+        assert hybrid.total_cost <= rent.total_cost + 0.01
+    if lead_rent >= lead_expand:  # owning the peak rents nothing: the expansion itself
+        assert hybrid.total_cost <= expand.total_cost + 0.01
+    for s in results.values():
+        served = [min(d, c) for d, c in zip(demand, s.capacity, strict=True)]
+        assert sum(served) <= sum(demand) + 1e-6
+        assert all(x <= c + 1e-6 for x, c in zip(served, s.capacity, strict=True))
+        assert s.useful_hours == pytest.approx(s.owned_useful_hours + s.rented_useful_hours, abs=1e-6)
+        assert s.useful_hours <= sum(demand) - sc.served(demand, baseline) + 1e-6
+        assert 0 <= s.owned_useful_hours <= s.owned_hours + 1e-6
+        assert 0 <= s.rented_useful_hours <= s.rented_hours + 1e-6
+        for share in (s.owned_utilization, s.rented_utilization, s.utilization):
+            assert share is None or 0 <= share <= 1 + 1e-9

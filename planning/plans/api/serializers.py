@@ -217,7 +217,21 @@ class ScenarioSerializer(serializers.Serializer):
     total_cash = Number(allow_null=True, help_text="Spend within the horizon, capex when ordered; null: unknown.")
     total_cost = Number(allow_null=True, help_text="Cost within the horizon, capex depreciated; null: unknown.")
     cost_per_useful_gpu_hour = Number(allow_null=True)
-    utilization = Number(allow_null=True, help_text="Share of the added GPU-hours that serve demand.")
+    utilization = Number(allow_null=True, help_text="Share (0-1) of the added GPU-hours, owned and rented, that "
+                                                    "serve demand; null: it adds nothing.")
+    owned_from_month = MonthField(allow_null=True, help_text="YYYY-MM in which the owned nodes first serve; null: "
+                                                             "none within the plan's months.")
+    owned_gpu_hours = Number(help_text="GPU-hours the owned nodes could give from arrival to the horizon's end.")
+    owned_useful_gpu_hours = Number(help_text="GPU-hours of demand the owned nodes serve (demand fills the "
+                                              "baseline first, then owned nodes, then rented ones).")
+    owned_utilization = Number(allow_null=True, help_text="owned_useful_gpu_hours / owned_gpu_hours (0-1); null: "
+                                                          "no owned nodes within the horizon.")
+    below_min_utilization = serializers.BooleanField(help_text="The owned nodes' utilization is below the plan's "
+                                                               "min_utilization.")
+    rented_gpu_hours = Number(help_text="GPU-hours rented over the horizon.")
+    rented_useful_gpu_hours = Number(help_text="GPU-hours of demand the rented nodes serve.")
+    rented_utilization = Number(allow_null=True, help_text="rented_useful_gpu_hours / rented_gpu_hours (0-1); "
+                                                           "null: nothing rented.")
     met_from_month = MonthField(allow_null=True, help_text="YYYY-MM from which demand is met in every later month; "
                                                            "null: not within the plan's months.")
     unmet_gpu_hours = Number()
