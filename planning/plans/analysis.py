@@ -64,6 +64,11 @@ class Analysis:
                         strict=True))
 
 
+def run_months(days):
+    """The calendar months a run of ``days`` wall-clock days spans from the start of its first month."""
+    return max(1, math.ceil(days / DAYS_PER_MONTH - 1e-9))
+
+
 def workload_demand(plan, horizon):
     """Each planned workload's GPU-hours spread over the months it runs."""
     rows, gpus = [], None
@@ -77,7 +82,7 @@ def workload_demand(plan, horizon):
                                        " ".join(getattr(error, "messages", [str(error)]))))
             continue
         hours, days = sized["gpu_hours"], sized["wall_clock_days"]
-        months = max(1, math.ceil(days / DAYS_PER_MONTH - 1e-9))
+        months = run_months(days)
         for offset in range(months):
             index = workload.start_month - 1 + offset
             if index < horizon:

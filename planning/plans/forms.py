@@ -12,7 +12,7 @@ from inventory.models import GPUModel
 
 from ..sizing import sizing
 from ..sizing.forms import add_input_fields, add_validation_errors, given_inputs
-from .models import SCENARIO_FIELDS, CapacityPlan, PlanItem, PlanWorkload
+from .models import NOT_INPUTS, SCENARIO_FIELDS, CapacityPlan, PlanItem, PlanWorkload
 
 
 class CapacityPlanForm(forms.ModelForm):
@@ -33,7 +33,7 @@ class PlanWorkloadForm(forms.ModelForm):
 
     class Meta:
         model = PlanWorkload
-        fields = ["name", "start_month", "gpu_model"]
+        fields = ["name", "start_month", "gpu_model", "slurm_account"]
         labels = {"gpu_model": "GPU model"}
 
     def __init__(self, *args, **kwargs):
@@ -43,7 +43,7 @@ class PlanWorkloadForm(forms.ModelForm):
             self.fields["start_month"].widget.attrs.update(min=1, max=self.instance.plan.horizon_months)
             self.fields["start_month"].help_text = f"1 = the plan's first month; its horizon is " \
                                                    f"{self.instance.plan.horizon_months} months."
-        self.input_names = add_input_fields(self, exclude=("gpu_model",))
+        self.input_names = add_input_fields(self, exclude=NOT_INPUTS)
         if isinstance(self.instance.inputs, dict):
             self.initial.update({k: v for k, v in self.instance.inputs.items() if k in self.input_names})
 

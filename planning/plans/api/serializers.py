@@ -18,7 +18,7 @@ class PlanWorkloadSerializer(PortalModelSerializer):
 
     class Meta:
         model = PlanWorkload
-        fields = ["id", "name", "start_month", "gpu_model", "inputs", "gpu_hours"]
+        fields = ["id", "name", "start_month", "gpu_model", "slurm_account", "inputs", "gpu_hours"]
 
     def get_gpu_hours(self, workload) -> float | None:
         if "gpus" not in self.context:
