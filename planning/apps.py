@@ -27,6 +27,7 @@ class PlanningConfig(AppConfig):
             ("Capacity plans", "planning:capacityplan_list", "planning.view_capacityplan"),
             ("Recommendations", "planning:recommendation_list", "planning.view_recommendation"),
             ("Workload sizing", "planning:sizing", "inventory.view_gpumodel"),  # any role: sizing reads the catalog
+            ("Calibration", "planning:calibration", "planning.view_capacityplan"),
         ])
         delete_file_with_row(self.get_model("ContractDocument"))
         register_panel("planning/panels/renewals.html", renewals_panel, order=20)

@@ -1,5 +1,6 @@
 """Planning pages: each feature's URLs, under the one ``planning`` namespace."""
 
+from .calibration import urls as calibration
 from .contracts import urls as contracts
 from .plans import urls as plans
 from .procurement import urls as procurement
@@ -16,4 +17,5 @@ urlpatterns = [
     *plans.urlpatterns,
     *sizing.urlpatterns,
     *recommendations.urlpatterns,
+    *calibration.urlpatterns,
 ]

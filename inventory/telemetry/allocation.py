@@ -21,7 +21,20 @@ closed — and one impossible total is enough for a manager to stop trusting eve
 from collections import defaultdict
 from datetime import timedelta
 
-from django.db.models import BooleanField, Count, DurationField, ExpressionWrapper, F, IntegerField, Min, Q, Sum, Value
+from django.db.models import (
+    BooleanField,
+    Count,
+    DurationField,
+    Exists,
+    ExpressionWrapper,
+    F,
+    IntegerField,
+    Min,
+    OuterRef,
+    Q,
+    Sum,
+    Value,
+)
 from django.db.models.functions import Cast, Coalesce, Greatest, Least
 
 from inventory.models import GPU
@@ -98,15 +111,20 @@ def gpu_time_in_window(start, end, now, prefix="", gpus="gpus"):
     return ExpressionWrapper(Cast(gpus, IntegerField()) * overlap, output_field=DurationField())
 
 
-def in_window(queryset, start, end, prefix=""):
-    """Jobs (or rows reached through ``prefix``) with GPUs whose run may overlap [start, end]."""
+def overlaps(start, end, prefix=""):
+    """The condition for a job (or a row reached through ``prefix``) with GPUs whose run may overlap [start, end]."""
     def field(name):
         return f"{prefix}{name}"
 
     still_running = Q(**{field("end_time__isnull"): True}) & (
         Q(**{field("running_until__isnull"): True}) | Q(**{field("running_until__gt"): start}))
-    return queryset.filter(still_running | Q(**{field("end_time__gt"): start}),
-                           **{field("start_time__lt"): end, field("gpus__gt"): 0})
+    return (still_running | Q(**{field("end_time__gt"): start})) & Q(**{field("start_time__lt"): end,
+                                                                         field("gpus__gt"): 0})
+
+
+def in_window(queryset, start, end, prefix=""):
+    """Jobs (or rows reached through ``prefix``) with GPUs whose run may overlap [start, end]."""
+    return queryset.filter(overlaps(start, end, prefix))
 
 
 def hours(duration):
@@ -156,6 +174,37 @@ def clipped_gpu_time(queryset, start, end, now, by):
             .values_list(NODE_GROUPS.get(by, f"allocation__job__{by}"), "multi", "start", "end", "gpus")):
         add(key, multi, -gpus * hours(min(finish, limit) - max(begin, start)))
     return {key: {name: max(0.0, value) for name, value in row.items()} for key, row in totals.items()}
+
+
+def clipped_gpu_time_in_windows(queryset, windows, now, by="account"):
+    """Allocated GPU-hours of the jobs of ``queryset`` in each of many windows, each its own group and time span:
+    ``windows`` is ``{key: (value of the job's field by, start, end)}``, the answer ``{key: {"gpu_hours", "jobs"}}``
+    (jobs: those whose run overlaps the window). Counted as ``clipped_gpu_time`` counts one window (per node, less
+    what the nodes could not have given), in three queries however many windows and jobs: each window is one
+    filtered sum of the same scan."""
+    if not windows:
+        return {}
+    first, last = min(w[1] for w in windows.values()), max(w[2] for w in windows.values())
+    jobs = in_window(queryset.filter(**{f"{by}__in": {w[0] for w in windows.values()}}), first, last)
+    listed = Exists(SlurmJobNode.objects.filter(job=OuterRef("pk")))
+    per_job = jobs.annotate(listed=listed).aggregate(**{
+        name: aggregate for key, (value, start, end) in enumerate(windows.values()) for name, aggregate in (
+            (f"n{key}", Count("pk", filter=Q(**{by: value}) & overlaps(start, end))),
+            # jobs without per-node rows count as reported
+            (f"t{key}", Sum(gpu_time_in_window(start, end, now), filter=Q(**{by: value}, listed=False))))})
+    per_node = SlurmJobNode.objects.filter(job__in=jobs).aggregate(**{
+        f"t{key}": Sum(gpu_time_in_window(start, end, now, "job__", "gpus"), filter=Q(**{f"job__{by}": value}))
+        for key, (value, start, end) in enumerate(windows.values())})
+    totals = {key: hours(per_job[f"t{i}"]) + hours(per_node[f"t{i}"]) for i, key in enumerate(windows)}
+    limit = min(last, now)
+    for value, begin, finish, gpus in (  # rare: only where nodes were overbooked
+            AllocationExcess.objects.filter(allocation__job__in=jobs, start__lt=limit, end__gt=first)
+            .values_list(f"allocation__job__{by}", "start", "end", "gpus")):
+        for key, (group, start, end) in windows.items():
+            overlap = min(finish, end, now) - max(begin, start)
+            if group == value and overlap > ZERO:
+                totals[key] -= gpus * hours(overlap)
+    return {key: {"gpu_hours": max(0.0, totals[key]), "jobs": per_job[f"n{i}"]} for i, key in enumerate(windows)}
 
 
 def held_by_node_hour(allocations, start, end, now):

@@ -4,6 +4,7 @@ from django.urls import path
 
 from portal.api.routers import PortalRouter
 
+from ..calibration.api.views import CalibrationView
 from ..contracts.api.views import ContractViewSet
 from ..plans.api.views import CapacityPlanViewSet
 from ..procurement.api.views import DeliveryViewSet, PurchaseOrderViewSet
@@ -22,5 +23,6 @@ router.register("recommendations", RecommendationViewSet)
 
 urlpatterns = [
     path("sizing/", SizingView.as_view(), name="sizing"),
+    path("calibration/", CalibrationView.as_view(), name="calibration"),
     *router.urls,
 ]

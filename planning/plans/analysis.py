@@ -86,6 +86,11 @@ class Analysis:
                         self.capacity.hours, self.gaps, strict=True))
 
 
+def run_months(days):
+    """The calendar months a run of ``days`` wall-clock days spans from the start of its first month."""
+    return max(1, math.ceil(days / DAYS_PER_MONTH - 1e-9))
+
+
 def workload_demand(plan, horizon):
     """Each planned workload's GPU-hours spread over the months it runs."""
     rows, gpus = [], None
@@ -101,7 +106,7 @@ def workload_demand(plan, horizon):
                                        " ".join(getattr(error, "messages", [str(error)]))))
             continue
         hours, days = sized["gpu_hours"], sized["wall_clock_days"]
-        span = max(1, math.ceil(days / DAYS_PER_MONTH - 1e-9))  # months it runs
+        span = run_months(days)
         for index in range(first, first + span):
             if 0 <= index < horizon:
                 per_month[index] = hours / span

@@ -13,7 +13,7 @@ from inventory.models import GPUModel
 from ..sizing import sizing
 from ..sizing.forms import add_input_fields, add_validation_errors, given_inputs
 from . import months, scope
-from .models import SCENARIO_FIELDS, SCOPE_FIELDS, CapacityPlan, PlanItem, PlanWorkload
+from .models import NOT_INPUTS, SCENARIO_FIELDS, SCOPE_FIELDS, CapacityPlan, PlanItem, PlanWorkload
 
 
 class MonthInput(forms.DateInput):
@@ -93,7 +93,7 @@ class PlanWorkloadForm(forms.ModelForm):
 
     class Meta:
         model = PlanWorkload
-        fields = ["name", "start", "gpu_model"]
+        fields = ["name", "start", "gpu_model", "slurm_account"]
         labels = {"gpu_model": "GPU model"}
         field_classes = {"start": MonthField}
 
@@ -108,7 +108,7 @@ class PlanWorkloadForm(forms.ModelForm):
             self.fields["start"].help_text = f"YYYY-MM: one of the plan's months, {first} to {last}."
             if self.initial.get("start") is None:  # a new workload: the plan's first month
                 self.initial["start"] = plan.first_month
-        self.input_names = add_input_fields(self, exclude=("gpu_model",))
+        self.input_names = add_input_fields(self, exclude=NOT_INPUTS)
         if isinstance(self.instance.inputs, dict):
             self.initial.update({k: v for k, v in self.instance.inputs.items() if k in self.input_names})
 

@@ -120,6 +120,11 @@ SCENARIO_FIELDS = ["site", "node_model", "node_price", "rental_gpu_hour_cost", "
                    "min_utilization", "build_lead_months", "expand_lead_months", "rent_lead_months"]
 
 
+# Sizing inputs that a plan's workload keeps in model fields, not in ``inputs``: its team is ``slurm_account`` (a
+# plan states a team's factor as the number ``calibration_factor``, so its figures do not move as calibration does).
+NOT_INPUTS = ("gpu_model", "team")
+
+
 class PlanWorkload(models.Model):
     """A planned training run, starting in one of the plan's months; ``inputs`` are the other inputs of
     ``planning.sizing.Workload`` (``params_billion``, ``tokens_billion``, ...), checked by ``sizing.validate``."""
@@ -147,7 +152,7 @@ class PlanWorkload(models.Model):
 
         if not isinstance(self.inputs, dict):
             raise ValidationError({"inputs": "Give the sizing inputs as an object."})
-        allowed = set(sizing.INPUTS) - {"gpu_model"}
+        allowed = set(sizing.INPUTS) - set(NOT_INPUTS)
         if unknown := sorted(set(self.inputs) - allowed):
             raise ValidationError({"inputs": f"Unknown sizing inputs: {', '.join(unknown)}."})
         required = {name for name in allowed if sizing.INPUTS[name].default is MISSING}

@@ -36,6 +36,7 @@ from portal.generic import (
     line_history_rows,
 )
 
+from ..calibration.calibration import calibrate, times
 from ..policy import decides_plan
 from ..sizing import sizing
 from ..sizing.views import display
@@ -78,10 +79,23 @@ class WorkloadRow:
     sizing: Any  # sizing.Sizing, or None when the workload cannot be sized
     problem: str  # why it cannot be sized
     sizing_url: str  # the sizing page for this workload, every figure and the comparison of GPU models
+    calibration: Any = None  # calibration.Run: what its Slurm account's jobs show; None without an account
 
     @property
     def gpu_hours(self):
         return self.sizing["gpu_hours"] if self.sizing else None
+
+    @property
+    def realized(self):
+        """What its Slurm account's jobs realized against the model's estimate once its window is over, else why
+        there is no figure yet (the Calibration page's figures)."""
+        run = self.calibration
+        if run is None:
+            return ""
+        if run.counted:
+            return (f"Realized {display(run.realized)} GPU-hours in {run.window} ({run.jobs} jobs under "
+                    f"{run.team}) against the model's {display(run.estimate)}: {times(run.ratio)}.")
+        return " ".join(run.notes)
 
     @property
     def summary(self):
@@ -90,18 +104,22 @@ class WorkloadRow:
 
 
 def workload_rows(plan):
-    """A ``WorkloadRow`` for each of the plan's workloads: two queries however many workloads there are."""
+    """A ``WorkloadRow`` for each of the plan's workloads, with what its jobs realized (``calibration``): seven queries
+    however many workloads and jobs there are."""
     rows, gpus, page = [], None, reverse("planning:sizing")
+    runs = calibrate(plan.workloads.all()).runs
     for workload in plan.workloads.select_related("gpu_model"):
         gpus = gpus if gpus is not None else sizing.catalog_gpus()
         inputs = workload.inputs if isinstance(workload.inputs, dict) else {}
         url = f"{page}?{urlencode({'gpu_model': workload.gpu_model.name, **inputs})}"
         try:
-            rows.append(WorkloadRow(workload, sizing.size(workload.workload(), gpus), "", url))
+            rows.append(WorkloadRow(workload, sizing.size(workload.workload(), gpus), "", url,
+                                    runs.get(workload.pk)))
         except ValidationError as error:
-            rows.append(WorkloadRow(workload, None, " ".join(error.messages), url))
+            rows.append(WorkloadRow(workload, None, " ".join(error.messages), url, runs.get(workload.pk)))
         except (ValueError, TypeError) as error:  # SizingError, or a text where a number belongs
-            rows.append(WorkloadRow(workload, None, str(error) or "The inputs cannot be sized.", url))
+            rows.append(WorkloadRow(workload, None, str(error) or "The inputs cannot be sized.", url,
+                                    runs.get(workload.pk)))
     return rows
 
 

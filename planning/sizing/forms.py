@@ -15,8 +15,8 @@ def form_field(spec):
     options = {"label": meta["label"], "help_text": meta["help"], "required": spec.default is MISSING}
     if meta["kind"] == "choice":
         return forms.ChoiceField(choices=meta["choices"], **options)
-    if meta["kind"] == "gpu":
-        return forms.ChoiceField(**options)  # choices: the catalog, set by the form
+    if meta["kind"] in ("gpu", "team"):
+        return forms.ChoiceField(**options)  # choices: the catalog, the teams with a factor; set by the form
     field_class = forms.IntegerField if meta["kind"] == "int" else forms.FloatField
     return field_class(widget=forms.NumberInput(attrs={"step": "any"}), **options)
 
@@ -57,19 +57,22 @@ class SizingForm(forms.Form):
     """The inputs of ``sizing.Workload``; blank optional inputs take the workload's defaults. ``default_gpu``
     (e.g. the fleet's most common model) is preselected; None: the catalog's first."""
 
-    def __init__(self, *args, gpus, default_gpu=None, **kwargs):
+    def __init__(self, *args, gpus, default_gpu=None, factors=None, **kwargs):
         super().__init__(*args, **kwargs)
-        self.gpus = gpus
+        self.gpus, self.factors = gpus, factors or {}
         add_input_fields(self)
         self.fields["gpu_model"].choices = [(name, name) for name in gpus]
         self.fields["gpu_model"].initial = default_gpu
+        self.fields["team"].choices = [("", "none (factor 1)"), *(
+            (team, f"{team}: {factor.factor:.2f}× from {factor.workloads} finished") for team, factor
+            in sorted(self.factors.items()))]
 
     def clean(self):
         data = super().clean()
         if self.errors:
             return data
         data = {name: value for name, value in data.items() if value not in (None, "")}
-        add_validation_errors(self, sizing.validate(sizing.Workload(**data), self.gpus))
+        add_validation_errors(self, sizing.validate(sizing.Workload(**data), self.gpus, self.factors))
         return data
 
     def workload(self):

@@ -110,6 +110,12 @@ class Workload:
     pue: float = field(default=DEFAULT_PUE, metadata=_input(
         "PUE", f"Facility power usage effectiveness (default {DEFAULT_PUE}).", minimum=1, maximum=5,
         inclusive=True))
+    team: str | None = field(default=None, metadata=_input(
+        "Team (Slurm account)", "Size with this team's factor: its finished workloads' realized / estimated "
+        "GPU-hours (Planning → Calibration). Blank: no team.", kind="team"))
+    calibration_factor: float | None = field(default=None, metadata=_input(
+        "Sizing factor", "GPU-hours (and so days, GPUs for the deadline, energy and cost) × this; overrides the "
+        "team's factor. Blank: the team's factor, else 1.", maximum=100))
 
     @property
     def total_params(self):
@@ -199,6 +205,36 @@ INTERRUPTIONS_PER_GPU_HOUR = 419 / (16_384 * 54 * 24)
 HOURS_LOST_PER_INTERRUPTION = 0.1 * 54 * 24 / 419
 GOODPUT_SOURCE = "Dubey et al. 2024 (Llama 3: 419 interruptions in 54 days on 16,384 H100, >90 % effective time)"
 YOUR_INPUT = "Your input"
+CALIBRATION_SOURCE = "calibration page"
+
+
+@dataclass(frozen=True)
+class TeamFactor:
+    """A team's sizing factor: realized / estimated GPU-hours over its ``workloads`` finished workloads."""
+
+    team: str
+    factor: float
+    workloads: int
+
+    @property
+    def source(self):
+        return f"team {self.team}: {self.factor:.2f}× from {self.workloads} finished workload" \
+               f"{'' if self.workloads == 1 else 's'}, {CALIBRATION_SOURCE}"
+
+
+def sizing_factor(workload, factors=None):
+    """(factor, explanation, source) by which ``workload``'s GPU-hours are multiplied: the factor given, else its
+    team's (``factors``: team → :class:`TeamFactor`), else 1."""
+    team = factors.get(workload.team) if workload.team and factors else None
+    if workload.calibration_factor:
+        overrides = f" (instead of team {team.team}'s {team.factor:.2f}×)" if team else ""
+        return workload.calibration_factor, f"Given{overrides}.", YOUR_INPUT
+    if team:
+        return team.factor, (f"Team {team.team}'s finished workloads used {team.factor:.2f}× the GPU-hours the model "
+                             "estimated for them."), team.source
+    if workload.team:
+        return 1.0, f"Team {workload.team} has no calibration here: the model's estimate as is.", CALIBRATION_SOURCE
+    return 1.0, "No team or factor given: the model's estimate as is.", RULE
 
 
 def gpu_class(gpu):
@@ -240,12 +276,13 @@ class SizingError(ValueError):
         self.errors = errors
 
 
-def validate(workload, gpus):
-    """Every problem with ``workload`` as ``{input: [message]}``; empty when it can be sized."""
+def validate(workload, gpus, factors=None):
+    """Every problem with ``workload`` as ``{input: [message]}``; empty when it can be sized. With ``factors``
+    (team → :class:`TeamFactor`), a team without one is refused."""
     errors = {}
     for name, spec in INPUTS.items():
         meta, value = spec.metadata, getattr(workload, name)
-        if value is None or meta["kind"] in ("gpu", "choice"):
+        if value is None or meta["kind"] in ("gpu", "choice", "team"):
             continue
         low = meta["min"]
         if value < low or (value == low and not meta["inclusive"]):
@@ -259,6 +296,9 @@ def validate(workload, gpus):
         errors["gpu_model"] = [f"Unknown GPU model {workload.gpu_model!r}: not in the catalog."]
     elif workload.precision == "fp8" and gpu.fp8_tflops is None:
         errors["precision"] = [f"{gpu.name} has no FP8 tensor cores; size it in bf16."]
+    if workload.team and factors is not None and workload.team not in factors:
+        errors["team"] = [f"No sizing factor for team {workload.team!r}: no finished workload of an approved plan "
+                          "ran under this Slurm account with jobs found (see Planning → Calibration)."]
     active = workload.active_params_billion
     if active is not None and "active_params_billion" not in errors and "params_billion" not in errors \
             and active > workload.params_billion:
@@ -282,6 +322,7 @@ FIGURES = {
     "chinchilla_tokens_billion": ("Compute-optimal tokens", "billion tokens", CHINCHILLA),
     "mfu": ("MFU", "", MFU_SOURCE),
     "goodput": ("Goodput", "", GOODPUT_SOURCE),
+    "calibration_factor": ("Sizing factor", "×", CALIBRATION_SOURCE),
     "gpu_hours": ("GPU-hours", "GPU-h", T101 + "; goodput allowance"),
     "gpus": ("GPUs sized for", "GPUs", RULE),
     "wall_clock_days": ("Wall-clock time", "days", T101),
@@ -327,9 +368,10 @@ def model_shape(active_params):
     return hidden / ASPECT_RATIO, hidden
 
 
-def size(workload, gpus):
-    """Size ``workload`` on its GPU model; ``gpus`` maps catalog names to :class:`GPU`. Raises SizingError."""
-    errors = validate(workload, gpus)
+def size(workload, gpus, factors=None):
+    """Size ``workload`` on its GPU model; ``gpus`` maps catalog names to :class:`GPU`, ``factors`` teams to their
+    :class:`TeamFactor` (None: teams are not checked). Raises SizingError."""
+    errors = validate(workload, gpus, factors)
     if errors:
         raise SizingError(errors)
     w, gpu = workload, gpus[workload.gpu_model]
@@ -358,12 +400,14 @@ def size(workload, gpus):
         f"{gpu.memory_gb:g} GB." if min_gpus else "The activations of one sequence alone exceed the GPU's memory.")
 
     peak = gpu.peak_flops(w.precision)
+    factor, factor_why, factor_source = sizing_factor(w, factors)
 
     def run_on(n):
-        """(MFU, its explanation, goodput, its explanation, GPU-hours) on n GPUs; the user's MFU and goodput win."""
+        """(MFU, its explanation, goodput, its explanation, GPU-hours) on n GPUs; the user's MFU and goodput win.
+        The sizing factor scales the GPU-hours (what the team's runs took), not the hardware's throughput."""
         mfu, mfu_why = (w.mfu, "") if w.mfu else default_mfu(n_active, gpu, n, w.precision)
         goodput, goodput_why = (w.goodput, "") if w.goodput else default_goodput(n)
-        return mfu, mfu_why, goodput, goodput_why, flops / (peak * mfu) / 3600 / goodput
+        return mfu, mfu_why, goodput, goodput_why, flops / (peak * mfu) / 3600 / goodput * factor
 
     deadline_gpus = None
     if w.deadline_days:
@@ -393,8 +437,11 @@ def size(workload, gpus):
     mfu, mfu_why, goodput, goodput_why, gpu_hours = run_on(n)
     put("mfu", mfu, mfu_why or "Given.", None if mfu_why else YOUR_INPUT)
     put("goodput", goodput, goodput_why or "Given.", None if goodput_why else YOUR_INPUT)
+    put("calibration_factor", factor, factor_why + " It multiplies the GPU-hours, days and energy; step time, "
+        "memory and bandwidths are the hardware's.", factor_source)
     put("gpu_hours", gpu_hours, f"FLOPs / ({PRECISIONS[w.precision]} peak {peak / 1e12:,.1f} TFLOP/s × MFU "
-        f"{mfu:.3g}) / 3600 / goodput {goodput:.3g}, on {n:,} GPUs.")
+        f"{mfu:.3g}) / 3600 / goodput {goodput:.3g}" + (f" × sizing factor {factor:.3g}" if factor != 1 else "")
+        + f", on {n:,} GPUs.")
     put("wall_clock_days", gpu_hours / n / 24, f"GPU-hours / {n:,} GPUs / 24, assuming the MFU holds at this scale.")
     fits = min_gpus is not None and n >= min_gpus
     put("memory_per_gpu_gb", (states / n + activations) / 1e9,
@@ -492,12 +539,12 @@ class ComparisonRow:
         return {key: self.sizing[key] if self.sizing else None for key in COMPARISON_FIGURES}
 
 
-def compare_all(workload, gpus):
+def compare_all(workload, gpus, factors=None):
     """The same workload on every GPU model of ``gpus`` (name → GPU), in its order."""
     rows = []
     for gpu in gpus.values():
         try:
-            rows.append(ComparisonRow(gpu, size(replace(workload, gpu_model=gpu.name), gpus)))
+            rows.append(ComparisonRow(gpu, size(replace(workload, gpu_model=gpu.name), gpus, factors)))
         except SizingError as error:
             rows.append(ComparisonRow(gpu, None, " ".join(m for msgs in error.errors.values() for m in msgs)))
     return rows

@@ -5,6 +5,7 @@ from django.views.generic import TemplateView
 
 from inventory.queries import most_common_gpu_model
 
+from ..calibration.calibration import calibrate
 from . import sizing
 from .forms import SizingForm
 
@@ -28,15 +29,15 @@ class SizingView(TemplateView):
 
     def get_context_data(self, **kwargs):
         context = super().get_context_data(**kwargs)
-        gpus = sizing.catalog_gpus()
+        gpus, factors = sizing.catalog_gpus(), calibrate().factors
         # The fleet's most common model is preselected on a blank form only (a filled one says its own).
-        form = SizingForm(self.request.GET or None, gpus=gpus,
+        form = SizingForm(self.request.GET or None, gpus=gpus, factors=factors,
                           default_gpu=None if self.request.GET else most_common_gpu_model())
         context.update(form=form, gpus_per_node=sizing.GPUS_PER_NODE)
         if form.is_valid():
             workload = form.workload()
-            rows = sizing.compare_all(workload, gpus)
-            result = sizing.size(workload, gpus)
+            rows = sizing.compare_all(workload, gpus, factors)
+            result = sizing.size(workload, gpus, factors)
             context.update(
                 figures=[(figure, display(figure.value)) for figure in result.figures.values()],
                 costs=[(figure, display(figure.value)) for figure in

@@ -20,7 +20,7 @@ class PlanWorkloadSerializer(PortalModelSerializer):
 
     class Meta:
         model = PlanWorkload
-        fields = ["id", "name", "start", "gpu_model", "inputs", "gpu_hours"]
+        fields = ["id", "name", "start", "gpu_model", "slurm_account", "inputs", "gpu_hours"]
 
     def get_gpu_hours(self, workload) -> float | None:
         if "gpus" not in self.context:

@@ -22,6 +22,8 @@ def sizing_input_field(spec):
         return serializers.ChoiceField(choices=meta["choices"], **options)
     if meta["kind"] == "gpu":
         return serializers.CharField(**options)
+    if meta["kind"] == "team":
+        return serializers.CharField(allow_blank=True, **options)
     # The limits ``sizing.validate`` enforces, for the schema (``PortalAutoSchema``) to tell clients.
     limits = {"minimum": meta["min"], "exclusiveMinimum": not meta["inclusive"]}
     if meta["max"] is not None:
@@ -51,10 +53,11 @@ class SizingNumberField(SchemaLimitsMixin, serializers.FloatField):
 
 
 class SizingInputBase(serializers.Serializer):
-    """Checks the inputs as ``sizing.validate`` does; needs the catalog as ``context["gpus"]``."""
+    """Checks the inputs as ``sizing.validate`` does; needs the catalog as ``context["gpus"]`` and the teams' factors
+    as ``context["factors"]``."""
 
     def validate(self, attrs):
-        errors = sizing.validate(sizing.Workload(**attrs), self.context["gpus"])
+        errors = sizing.validate(sizing.Workload(**attrs), self.context["gpus"], self.context["factors"])
         if errors:
             raise serializers.ValidationError(errors)
         return attrs

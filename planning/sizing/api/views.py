@@ -5,6 +5,7 @@ from rest_framework.permissions import IsAuthenticated
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from ...calibration.calibration import calibrate
 from .. import sizing
 from . import serializers as api
 
@@ -25,7 +26,10 @@ class SizingView(APIView):
             "node, storage and checkpoint throughput, host CPU and RAM per GPU, power and energy. Each figure comes "
             "with its unit, a one-line explanation and the reference it follows; `comparison` sizes the same "
             "workload on every GPU model of the catalog; `costs` prices the GPU-hours on the fleet's owned nodes of "
-            "the GPU model (from the contracts) and at the rental rate, with their sources (null: not known)."
+            "the GPU model (from the contracts) and at the rental rate, with their sources (null: not known). "
+            "`team` (a Slurm account) applies that team's sizing factor from `GET /api/planning/calibration/`, "
+            "`calibration_factor` a factor of your own: GPU-hours, days, energy and cost × the factor, "
+            "`figures.calibration_factor` says which and where from."
         ),
         request=api.SizingInputSerializer,
         responses={200: api.SizingSerializer,
@@ -33,12 +37,12 @@ class SizingView(APIView):
                                                     'SXM has no FP8 tensor cores; size it in bf16."]}`.')},
     )
     def post(self, request):
-        gpus = sizing.catalog_gpus()
-        params = api.SizingInputSerializer(data=request.data, context={"gpus": gpus})
+        gpus, factors = sizing.catalog_gpus(), calibrate().factors
+        params = api.SizingInputSerializer(data=request.data, context={"gpus": gpus, "factors": factors})
         params.is_valid(raise_exception=True)
         workload = sizing.Workload(**params.validated_data)
-        result = sizing.size(workload, gpus)
+        result = sizing.size(workload, gpus, factors)
         answer = {"gpu": result.gpu, "figures": result.figures,
                   "costs": sizing.run_costs(result["gpu_hours"], workload.gpu_model),
-                  "comparison": sizing.compare_all(workload, gpus)}
+                  "comparison": sizing.compare_all(workload, gpus, factors)}
         return Response(api.SizingSerializer(answer).data)

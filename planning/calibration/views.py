@@ -1,0 +1,36 @@
+"""The Calibration page: per team (Slurm account), the GPU-hours its finished planned workloads really took against
+the sizing estimate, and the ratio sizing offers as the team's factor; a team's page lists the workloads behind it.
+Needs the permission to view capacity plans (the workloads are theirs). The figures are ``calibration``."""
+
+from django.http import Http404
+from django.views.generic import TemplateView
+
+from portal.generic import ModelPermissionMixin
+
+from ..plans.models import CapacityPlan
+from ..sizing.views import display
+from .calibration import calibrate, times
+
+
+class CalibrationView(ModelPermissionMixin, TemplateView):
+    """All teams; with ``team`` (the URL's), that team and its workloads."""
+
+    template_name = "planning/calibration.html"
+
+    def get_queryset(self):
+        return CapacityPlan.objects.all()
+
+    def get_context_data(self, **kwargs):
+        context = super().get_context_data(**kwargs)
+        teams = calibrate().teams
+        if name := self.kwargs.get("team"):
+            teams = [team for team in teams if team.team == name]
+            if not teams:
+                raise Http404(f"No planned workload of an approved plan runs under the Slurm account {name}.")
+        context.update(
+            team=name,
+            teams=[(team, display(team.estimate), display(team.realized), times(team.ratio)) for team in teams],
+            runs=[(run, display(run.estimate), display(run.realized), times(run.ratio))
+                  for team in teams for run in team.runs] if name else [],
+        )
+        return context
