@@ -132,6 +132,11 @@ class Scenario:
     def utilization(self):
         return self.useful_hours / self.added_hours if self.added_hours else None
 
+    @property
+    def peak_added_gpus(self):
+        """The most GPUs it adds in a month, owned and rented (0: none within the horizon)."""
+        return max(self.added_gpus, default=0)
+
 
 def gpus_needed(demand, target):
     return [d / (HOURS * target) for d in demand]

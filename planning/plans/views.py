@@ -40,9 +40,9 @@ from ..policy import decides_plan
 from ..sizing import sizing
 from ..sizing.views import display
 from . import bom, filters, tables, workflow
-from .analysis import analyse
 from .forms import CapacityPlanForm, PlanItemForm, PlanWorkloadForm
 from .models import CapacityPlan, PlanItem, PlanWorkload
+from .summary import analyse_and_store
 
 S = CapacityPlan.Status
 
@@ -124,6 +124,7 @@ def workflow_actions(plan, user):
 class CapacityPlanView(ObjectView):
     queryset = CapacityPlan.objects.select_related("owner", "submitted_by", "decided_by")
     template_name = "planning/plan_detail.html"
+    hidden_fields = (*ObjectView.hidden_fields, "summary", "summary_at")  # the answer leads the page instead
 
     def get_context_data(self, **kwargs):
         context = super().get_context_data(**kwargs)
@@ -436,10 +437,10 @@ class CapacityPlanAnalysisView(ModelPermissionMixin, TemplateView):
     def get_context_data(self, **kwargs):
         context = super().get_context_data(**kwargs)
         plan = get_object_or_404(CapacityPlan.objects.select_related("site", "node_model"), pk=self.kwargs["pk"])
-        an = analyse(plan)
+        an = analyse_and_store(plan)
         recommended = an.recommendation.kind
         context.update(
-            object=plan, analysis=an, currency=settings.COST_CURRENCY, recommended=recommended,
+            object=plan, analysis=an, answer=plan.summary, currency=settings.COST_CURRENCY, recommended=recommended,
             scenarios=[(s, s.kind == recommended) for s in an.scenarios],
             capacity_chart=capacity_chart(an), cost_chart=cost_chart(an),
             can_edit=plan.is_draft and self.request.user.has_perm("planning.change_capacityplan"),
