@@ -16,9 +16,13 @@ from planning.plans import analysis, summary, tasks
 from planning.plans import workflow as plans
 from planning.plans.forecast import add_months
 from planning.plans.forms import PlanWorkloadForm
+from portal.roles import MANAGER
 from tests.factories import make_gpu, make_node, make_node_model, make_site
+from tests.helpers.accounts import make_user
 
 pytestmark = pytest.mark.django_db
+
+pytest_plugins = ["tests.helpers.browser"]  # the browser_page fixture, for the journey at the end
 
 H100 = "H100 SXM 80GB"
 SIZING = reverse("planning:sizing")
@@ -298,3 +302,65 @@ def test_a_url_without_gpu_model_sizes_on_the_fleets_most_common(viewer_client, 
     select = re.search(r'<select name="gpu_model".*?</select>', html, re.S).group(0)
     assert re.findall(r'<option value="([^"]*)" selected>', select) == [H100]
     assert not response.context["form"].errors and 'id="sizing-result"' in html
+
+
+# --- in a browser: sizing → add to plan → the plan page's answer and analysis → the list -------------------------
+
+
+@pytest.mark.django_db(transaction=True)
+def test_journey_sizing_to_plan_to_the_answer(browser_page, fleet, monkeypatch):
+    from playwright.sync_api import expect
+
+    from tests.planning.test_journeys_planning import ANALYSIS_TIMEOUT_MS, analysis_loaded, assert_clean, log_in
+
+    session, page = browser_page, browser_page.page
+    make_user("max", MANAGER)
+    plan = draft()
+    # The worker, in-process: the refresh queued on commit runs at once.
+    monkeypatch.setattr(tasks.refresh_plan_summary, "delay", tasks.refresh_plan_summary)
+
+    log_in(page, "max", SIZING)
+    form = page.locator("#sizing-form")
+    form.locator("#id_params_billion").fill("70")
+    form.locator("#id_tokens_billion").fill("2000")
+    form.locator("#id_gpu_model").select_option(H100)
+    form.locator("#id_num_gpus").fill("256")
+    form.get_by_role("button", name="Size").click()
+    page.wait_for_load_state()
+    add = page.locator("#add-to-plan-form")
+    expect(add.locator("#id_name")).to_have_value(f"70B × 2000B tokens on {H100}")
+    add.locator("#id_plan").select_option(label=plan.name)
+    start = add_months(plan.first_month, 2)
+    add.locator("#id_start").fill(month(start))
+    session.screenshot("flow-01-sizing-add-to-plan")
+    with page.expect_navigation(url=re.compile(rf"/planning/capacity-plans/{plan.pk}/")):
+        add.get_by_role("button", name="Add to plan").click()
+    expect(page.locator(".messages")).to_contain_text(f"Added workload 70B × 2000B tokens on {H100}")
+    workload = plan.workloads.get()
+    assert (workload.start, workload.inputs) == (start, {"params_billion": 70.0, "tokens_billion": 2000.0,
+                                                         "num_gpus": 256})
+
+    # The answer loads with the analysis and leads the page, above the workloads.
+    page.locator("#plan-answer #answer-option").wait_for(timeout=ANALYSIS_TIMEOUT_MS)
+    analysis_loaded(page)
+    expect(page.locator("#answer-option")).to_contain_text("Recommended:")
+    boxes = {name: page.locator(f"#{name}").bounding_box() for name in ("plan-answer", "workloads", "scenarios")}
+    assert boxes["plan-answer"]["y"] < boxes["workloads"]["y"] < boxes["scenarios"]["y"]
+    body = page.request.get(f"/api/planning/plans/{plan.pk}/analysis/",
+                            headers={"Accept": "application/json"}).json()
+    [demand] = body["workloads"]
+    assert demand["gpu_hours"] > 0 and not demand["error"]
+    planned = [m["workload_gpu_hours"] for m in body["months"]]
+    assert planned[:2] == [0, 0] and planned[2] > 0  # from the start month chosen on the sizing page
+    best = next(s for s in body["scenarios"] if s["kind"] == body["recommendation"]["kind"])
+    expect(page.locator("#answer-gpus")).to_have_text(floatformat(max(best["added_gpus"]), "0g"))
+    expect(page.locator("#answer-cost")).to_have_text(f'{floatformat(best["total_cost"], "0g")} USD')
+    session.screenshot("flow-02-plan-answer")
+
+    # The list shows the same answer, refreshed after the change.
+    page.goto("/planning/capacity-plans/")
+    row = page.locator("#object-table tbody tr", has_text=plan.name)
+    expect(row).to_contain_text(best["label"])
+    expect(row).to_contain_text(floatformat(best["total_cost"], "0g"))
+    expect(row).not_to_contain_text("changed since")
+    assert_clean(session)
