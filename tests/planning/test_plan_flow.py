@@ -282,6 +282,27 @@ def test_an_edit_flags_the_summary_stale_and_the_task_refreshes_it(manager_clien
     assert manager_client.get(f"{PLANS_API}{plan.pk}/")["ETag"] == tag
 
 
+def test_every_kind_of_edit_queues_a_refresh_once_committed(manager_client, manager_api, monkeypatch,
+                                                             django_capture_on_commit_callbacks):
+    plan = plan_with_need()
+    queued = []
+    monkeypatch.setattr(tasks.refresh_plan_summary, "delay", queued.append)
+    edits = [
+        lambda: manager_api.patch(f"{PLANS_API}{plan.pk}/", {"horizon_months": 18}, format="json"),  # the plan
+        lambda: manager_api.patch(f"{PLANS_API}{plan.pk}/", {"workloads": []}, format="json"),  # its workloads
+        lambda: manager_api.post(f"{PLANS_API}{plan.pk}/workloads/", {  # a workload added
+            "name": "7B", "start_month": 1, "gpu_model": GPUModel.objects.get(name=H100).pk,
+            "inputs": {"params_billion": 7, "tokens_billion": 140}}, format="json"),
+        lambda: manager_client.post(reverse("planning:capacityplan_item_add", args=[plan.pk]), {  # a BOM line
+            "description": "400G switches", "quantity": 2, "unit_cost": "40000", "currency": "USD"}),
+    ]
+    for edit in edits:
+        queued.clear()
+        with django_capture_on_commit_callbacks(execute=True):
+            assert edit().status_code in (200, 201, 302)
+        assert set(queued) == {plan.pk}
+
+
 def test_a_plan_without_need_says_so_and_costs_nothing(manager_client, fleet):
     plan = draft()
     part = analysis_part(manager_client, plan).content.decode()
