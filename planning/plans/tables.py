@@ -37,7 +37,7 @@ class SummaryColumn(tables.Column):
 class OptionColumn(SummaryColumn):
     def shown(self, summary):
         if summary["recommended"]:
-            return summary["label"] + (" (demand not fully met)" if summary["warning"] else "")
+            return summary["label"] + (f" — {summary['warning']}" if summary["warning"] else "")
         return "none serves the demand" if summary["needed"] else "none needed"
 
 
