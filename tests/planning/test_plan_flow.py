@@ -17,7 +17,7 @@ from planning.plans import workflow as plans
 from planning.plans.forecast import add_months
 from planning.plans.forms import PlanWorkloadForm
 from portal.roles import MANAGER
-from tests.factories import make_gpu, make_node, make_node_model, make_site
+from tests.factories import make_gpu, make_gpu_model, make_node, make_node_model, make_site
 from tests.helpers.accounts import make_user
 
 pytestmark = pytest.mark.django_db
@@ -34,6 +34,11 @@ INPUTS = {"params_billion": 70.0, "tokens_billion": 2000.0, "num_gpus": 256, "mf
           "precision": "fp8", "deadline_days": 200.0}
 
 
+def h100():
+    """The catalog's H100 (a transactional test before this one may have flushed the catalog: then made again)."""
+    return GPUModel.objects.filter(name=H100).first() or make_gpu_model(name=H100, bf16_tflops=Decimal("989.4"))
+
+
 def sizing_url(query=QUERY):
     from django.utils.http import urlencode
 
@@ -48,7 +53,7 @@ def fleet():
     for _ in range(2):
         node = make_node(site=site, node_model=node_model)
         for _ in range(8):
-            make_gpu(node=node, gpu_model=GPUModel.objects.get(name=H100), state=LifecycleState.IN_SERVICE)
+            make_gpu(node=node, gpu_model=h100(), state=LifecycleState.IN_SERVICE)
     return node_model
 
 
@@ -122,7 +127,7 @@ def test_a_refused_add_shows_the_result_with_the_error_and_keeps_the_inputs(mana
                                                                             error):
     plan = draft()
     if case == "submitted":
-        PlanWorkload.objects.create(plan=plan, name="base", start_month=1, gpu_model=GPUModel.objects.get(name=H100),
+        PlanWorkload.objects.create(plan=plan, name="base", start_month=1, gpu_model=h100(),
                                     inputs={"params_billion": 7, "tokens_billion": 140})
         submit(plan, manager)
     body = {"plan": plan.pk, "start": month(plan.first_month), "slurm_account": "llm-team", **post}
@@ -148,7 +153,7 @@ def test_viewers_do_not_see_add_to_plan_and_cannot_post_it(viewer_client):
 
 def test_api_adds_a_workload_to_a_draft_plan_in_one_call(manager_api, viewer_api, manager):
     plan = draft()
-    gpu = GPUModel.objects.get(name=H100)
+    gpu = h100()
     body = {"name": "70B fp8", "start_month": 3, "gpu_model": gpu.pk, "inputs": INPUTS}
     assert viewer_api.post(f"{PLANS_API}{plan.pk}/workloads/", body, format="json").status_code == 403
     response = manager_api.post(f"{PLANS_API}{plan.pk}/workloads/", body, format="json")
@@ -175,7 +180,7 @@ def test_api_adds_a_workload_to_a_draft_plan_in_one_call(manager_api, viewer_api
 
 def plan_with_need(name="2027 expansion"):
     plan = draft(name)
-    PlanWorkload.objects.create(plan=plan, name="70B", start_month=6, gpu_model=GPUModel.objects.get(name=H100),
+    PlanWorkload.objects.create(plan=plan, name="70B", start_month=6, gpu_model=h100(),
                                 inputs=INPUTS)
     return plan
 
@@ -291,7 +296,7 @@ def test_every_kind_of_edit_queues_a_refresh_once_committed(manager_client, mana
         lambda: manager_api.patch(f"{PLANS_API}{plan.pk}/", {"horizon_months": 18}, format="json"),  # the plan
         lambda: manager_api.patch(f"{PLANS_API}{plan.pk}/", {"workloads": []}, format="json"),  # its workloads
         lambda: manager_api.post(f"{PLANS_API}{plan.pk}/workloads/", {  # a workload added
-            "name": "7B", "start_month": 1, "gpu_model": GPUModel.objects.get(name=H100).pk,
+            "name": "7B", "start_month": 1, "gpu_model": h100().pk,
             "inputs": {"params_billion": 7, "tokens_billion": 140}}, format="json"),
         lambda: manager_client.post(reverse("planning:capacityplan_item_add", args=[plan.pk]), {  # a BOM line
             "description": "400G switches", "quantity": 2, "unit_cost": "40000", "currency": "USD"}),
