@@ -14,6 +14,7 @@ class PlanningConfig(AppConfig):
         from . import policy  # noqa: F401  (registers planning's rules)
         from .contracts.costs import node_gpu_hour_costs
         from .dashboard import recommendations_panel, renewals_panel
+        from .plans import tasks as plans_tasks  # noqa: F401  (a plan's changes queue its summary's refresh)
         from .webhooks import delivery  # also registers the send_webhook Celery task in workers
 
         register_cost_provider(node_gpu_hour_costs)

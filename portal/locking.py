@@ -26,8 +26,12 @@ def _many_to_many(instance):
 
 
 def stored_values(instance):
-    """``{field name: raw value}`` of the concrete fields, and sorted ids of the many-to-many links."""
-    values = {field.attname: _raw(field.value_from_object(instance)) for field in instance._meta.concrete_fields}
+    """``{field name: raw value}`` of the concrete fields, and sorted ids of the many-to-many links. A model's
+    ``unversioned_fields`` (derived data a task rewrites, e.g. a cached summary) are left out: their refresh is
+    nobody's edit."""
+    skip = getattr(instance, "unversioned_fields", ())
+    values = {field.attname: _raw(field.value_from_object(instance)) for field in instance._meta.concrete_fields
+              if field.name not in skip}
     for field in _many_to_many(instance):
         values[field.name] = sorted(obj.pk for obj in getattr(instance, field.name).all())
     return values

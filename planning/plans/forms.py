@@ -6,14 +6,15 @@ refuse the same things with the same messages."""
 
 from django import forms
 from django.conf import settings
-from django.core.exceptions import NON_FIELD_ERRORS
+from django.core.exceptions import NON_FIELD_ERRORS, ValidationError
+from django.db import IntegrityError, transaction
 
 from inventory.models import GPUModel
 
 from ..sizing import sizing
 from ..sizing.forms import add_input_fields, add_validation_errors, given_inputs
-from . import months, scope
-from .models import NOT_INPUTS, SCENARIO_FIELDS, SCOPE_FIELDS, CapacityPlan, PlanItem, PlanWorkload
+from . import months, scope, workflow
+from .models import NOT_INPUTS, SCENARIO_FIELDS, SCOPE_FIELDS, CapacityPlan, PlanItem, PlanWorkload, next_month
 
 
 class MonthInput(forms.DateInput):
@@ -148,3 +149,94 @@ class PlanItemForm(forms.ModelForm):
 
     def clean_currency(self):
         return (self.cleaned_data.get("currency") or "").upper()
+
+
+def workload_name(gpu_model, inputs):
+    """A planned workload's default name from its sizing inputs, e.g. "70B × 2000B tokens on H100 SXM 80GB"."""
+    return f"{inputs['params_billion']:g}B × {inputs['tokens_billion']:g}B tokens on {gpu_model}"
+
+
+class AddToPlanForm(forms.Form):
+    """The sizing page's "Add to plan": the workload just sized (its GPU model and every sizing input given, as the
+    plan's workload form stores them) into a draft plan, or into a new plan named here, from a start month inside
+    the plan's months. ``save()`` returns the new ``PlanWorkload``."""
+
+    plan = forms.ModelChoiceField(queryset=CapacityPlan.objects.all(), required=False,
+                                  empty_label="— a new plan, named below —", help_text="A draft plan.")
+    new_plan = forms.CharField(label="New plan's name", max_length=200, required=False)
+    name = forms.CharField(label="Workload name", max_length=200)
+    start = MonthField(label="Start month", help_text="YYYY-MM, one of the plan's months (a new plan starts next "
+                                                      "month, for 12 months).")
+    slurm_account = forms.CharField(label="Slurm account / team", max_length=100, required=False,
+                                    help_text=PlanWorkload._meta.get_field("slurm_account").help_text)
+
+    def __init__(self, *args, user, gpu_model, inputs, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.user, self.gpu_model, self.inputs = user, gpu_model, inputs
+        self.fields["start"].initial = next_month()
+        self.fields["name"].initial = workload_name(gpu_model, inputs)
+        # Only drafts are offered; another plan posted is refused by clean_plan, saying why.
+        drafts = CapacityPlan.objects.filter(status=CapacityPlan.Status.DRAFT).order_by("name")
+        self.fields["plan"].widget.choices = [("", self.fields["plan"].empty_label),
+                                              *((plan.pk, plan.name) for plan in drafts)]
+
+    def clean_plan(self):
+        plan = self.cleaned_data["plan"]
+        if plan is not None:
+            workflow.check_editable(plan)
+        return plan
+
+    def clean_new_plan(self):
+        return self.cleaned_data["new_plan"].strip()
+
+    def clean(self):
+        data = super().clean()
+        plan, new_name = data.get("plan"), data.get("new_plan")
+        if plan is not None and new_name:
+            raise ValidationError("Choose a draft plan or name a new one, not both.")
+        if plan is None and "plan" not in self.errors:
+            if not new_name:
+                raise ValidationError("Choose a draft plan, or name a new plan.")
+            if not self.user.has_perm("planning.add_capacityplan"):
+                self.add_error("new_plan", "You may not create plans: choose a draft plan.")
+            elif CapacityPlan.objects.filter(name=new_name).exists():
+                self.add_error("new_plan", f"A plan named {new_name} exists already: choose it above (if it is a "
+                                           "draft) or give another name.")
+            plan = CapacityPlan(name=new_name)  # its defaults: first month and horizon
+        if plan is not None and data.get("start"):
+            self.workload = self._workload(plan, data)
+        return data
+
+    def _workload(self, plan, data):
+        first, start, last = plan.first_month, data["start"], plan.last_month
+        if not first <= start <= last:
+            self.add_error("start", f"{start:%Y-%m} is outside the plan's months, {first:%Y-%m} to {last:%Y-%m}: "
+                                    "choose one of them, or lengthen the plan's horizon.")
+            return None
+        workload = PlanWorkload(plan=plan if plan.pk else None, name=data["name"], start=start,
+                                slurm_account=data.get("slurm_account", ""), gpu_model=self.gpu_model,
+                                inputs=self.inputs)
+        try:
+            workload.clean()
+        except ValidationError as error:
+            self.add_error(None, error.messages)
+        return workload
+
+    def save(self):
+        """Create the plan (a new one, owned by the user) and the workload; ``ValidationError`` when the plan
+        stopped being a draft or its name was taken meanwhile."""
+        plan, workload = self.cleaned_data["plan"], self.workload
+        with transaction.atomic():
+            if plan is None:
+                try:
+                    with transaction.atomic():
+                        plan = CapacityPlan.objects.create(name=self.cleaned_data["new_plan"], owner=self.user)
+                except IntegrityError as error:
+                    raise ValidationError(f"A plan named {self.cleaned_data['new_plan']} exists already.") from error
+            else:
+                plan = CapacityPlan.objects.select_for_update().get(pk=plan.pk)
+                workflow.check_editable(plan)
+            workload.plan = plan
+            workload.save()
+        return workload
+

@@ -96,6 +96,7 @@ class CapacityPlan(PortalModel):
     summary = models.JSONField(default=dict, blank=True, editable=False)
     summary_at = models.DateTimeField(null=True, blank=True, editable=False)
     history = HistoricalRecords(bases=[ChangeRecord], excluded_fields=["summary", "summary_at"])
+    unversioned_fields = ("summary", "summary_at")  # not in the API's ETag: a refresh is no edit (portal.locking)
 
     class Meta:
         ordering = ["-created", "name"]

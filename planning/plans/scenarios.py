@@ -165,6 +165,11 @@ class Scenario:
     def rented_utilization(self):
         return self.rented_useful_hours / self.rented_hours if self.rented_hours else None
 
+    @property
+    def peak_added_gpus(self):
+        """The most GPUs it adds in a month, owned and rented (0: none within the horizon)."""
+        return max(self.added_gpus, default=0)
+
 
 def gpus_needed(demand, target):
     return [d / (HOURS * target) for d in demand]

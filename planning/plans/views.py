@@ -41,9 +41,9 @@ from ..policy import decides_plan
 from ..sizing import sizing
 from ..sizing.views import display
 from . import bom, filters, months, tables, workflow
-from .analysis import analyse
 from .forms import CapacityPlanForm, PlanItemForm, PlanWorkloadForm
 from .models import CapacityPlan, PlanItem, PlanWorkload
+from .summary import analyse_and_store
 
 S = CapacityPlan.Status
 
@@ -155,7 +155,7 @@ def plan_fields(plan, fields):
 class CapacityPlanView(ObjectView):
     queryset = CapacityPlan.objects.select_related("owner", "submitted_by", "decided_by")
     template_name = "planning/plan_detail.html"
-    hidden_fields = (*ObjectView.hidden_fields, "horizon_months")  # shown with the first month
+    hidden_fields = (*ObjectView.hidden_fields, "horizon_months", "summary", "summary_at")  # shown elsewhere
 
     def get_context_data(self, **kwargs):
         context = super().get_context_data(**kwargs)
@@ -471,10 +471,10 @@ class CapacityPlanAnalysisView(ModelPermissionMixin, TemplateView):
     def get_context_data(self, **kwargs):
         context = super().get_context_data(**kwargs)
         plan = get_object_or_404(CapacityPlan.objects.select_related("site", "node_model"), pk=self.kwargs["pk"])
-        an = analyse(plan)
+        an = analyse_and_store(plan)
         recommended = an.recommendation.kind
         context.update(
-            object=plan, analysis=an, currency=settings.COST_CURRENCY, recommended=recommended,
+            object=plan, analysis=an, answer=plan.summary, currency=settings.COST_CURRENCY, recommended=recommended,
             scenarios=[(s, s.kind == recommended) for s in an.scenarios],
             met_from={s.kind: an.month_label(s.met_from) for s in an.scenarios},
             owned_from={s.kind: an.month_label(s.owned_from) for s in an.scenarios},

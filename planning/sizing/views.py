@@ -1,13 +1,22 @@
 """The workload sizing page: a GET form (results are shareable URLs) over ``planning.sizing.sizing``, the figures of the
-chosen GPU model, the run's cost and the comparison of every GPU model of the catalog. Any logged-in user may size."""
+chosen GPU model, the run's cost and the comparison of every GPU model of the catalog. Any logged-in user may size.
 
+Under a result, users who may change plans get "Add to plan" (``planning.plans.forms.AddToPlanForm``): a POST to
+the same URL, so the sizing inputs stay in the query string; refused, the page shows the result and the message."""
+
+from django.contrib import messages
+from django.core.exceptions import PermissionDenied, ValidationError
+from django.http import HttpResponseRedirect
 from django.views.generic import TemplateView
 
+from inventory.models import GPUModel
 from inventory.queries import most_common_gpu_model
 
 from ..calibration.calibration import calibrate
+from ..plans.forms import AddToPlanForm
+from ..plans.models import NOT_INPUTS
 from . import sizing
-from .forms import SizingForm
+from .forms import SizingForm, given_inputs
 
 
 def display(value):
@@ -24,18 +33,45 @@ def display(value):
     return f"{value:,.1f}" if abs(value) >= 1 else f"{value:.3g}"
 
 
+def may_add_to_plans(user):
+    return user.has_perm("planning.change_capacityplan")
+
+
 class SizingView(TemplateView):
     template_name = "planning/sizing.html"
+
+    def post(self, request, *args, **kwargs):
+        """Add to plan: the workload sized by the query string into the plan the form names."""
+        if not may_add_to_plans(request.user):
+            raise PermissionDenied
+        context = self.get_context_data(**kwargs)
+        form = context.get("add_form")
+        if form is not None and form.is_valid():
+            try:
+                workload = form.save()
+            except ValidationError as error:  # the plan changed meanwhile
+                form.add_error(None, error)
+            else:
+                messages.success(request, f"Added workload {workload} to {workload.plan}, from "
+                                          f"{workload.start:%Y-%m}.")
+                return HttpResponseRedirect(f"{workload.plan.get_absolute_url()}#workloads")
+        return self.render_to_response(context)
 
     def get_context_data(self, **kwargs):
         context = super().get_context_data(**kwargs)
         gpus, factors = sizing.catalog_gpus(), calibrate().factors
-        # The fleet's most common model is preselected on a blank form only (a filled one says its own).
-        form = SizingForm(self.request.GET or None, gpus=gpus, factors=factors,
-                          default_gpu=None if self.request.GET else most_common_gpu_model())
+        # The fleet's most common model is the default, preselected on a blank form and taken when a URL leaves
+        # the model out (a filled form that names one says its own).
+        default_gpu, data = most_common_gpu_model(), self.request.GET
+        if data and not data.get("gpu_model") and default_gpu:
+            data = data.copy()
+            data["gpu_model"] = default_gpu
+        form = SizingForm(data or None, gpus=gpus, factors=factors, default_gpu=default_gpu)
         context.update(form=form, gpus_per_node=sizing.GPUS_PER_NODE)
         if form.is_valid():
             workload = form.workload()
+            if may_add_to_plans(self.request.user):
+                context["add_form"] = self.add_form(form)
             rows = sizing.compare_all(workload, gpus, factors)
             result = sizing.size(workload, gpus, factors)
             context.update(
@@ -49,3 +85,15 @@ class SizingView(TemplateView):
                                                                     if row.sizing]}]},
             )
         return context
+
+    def add_form(self, form):
+        inputs = given_inputs(form.cleaned_data, [name for name in sizing.INPUTS if name not in NOT_INPUTS])
+        # A plan states the team's factor as a number (its figures must not move when calibration does) and keeps
+        # the team as the workload's Slurm account.
+        team = form.cleaned_data.get("team") or ""
+        if team and not inputs.get("calibration_factor") and (factor := form.factors.get(team)):
+            inputs["calibration_factor"] = round(factor.factor, 4)
+        gpu_model = GPUModel.objects.get(name=form.cleaned_data["gpu_model"])
+        return AddToPlanForm(self.request.POST if self.request.method == "POST" else None,
+                             user=self.request.user, gpu_model=gpu_model, inputs=inputs,
+                             initial={"slurm_account": team})

@@ -3,6 +3,7 @@ in one transaction), the workflow's events, the bill of materials and, for the s
 ``GET /api/planning/plans/{id}/analysis/`` (``planning.plans.analysis.as_dict``)."""
 
 from django.core.exceptions import ValidationError as DjangoValidationError
+from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from portal.api.serializers import COMMON, TIMESTAMPS, EnumChoiceField, PortalModelSerializer
@@ -11,6 +12,7 @@ from ...common import NestedListMixin
 from ...sizing import sizing
 from .. import months, scenarios, scope, workflow
 from ..models import SCENARIO_FIELDS, SCOPE_FIELDS, CapacityPlan, PlanEvent, PlanItem, PlanWorkload
+from ..summary import is_stale
 from .fields import MonthField
 
 
@@ -21,6 +23,11 @@ class PlanWorkloadSerializer(PortalModelSerializer):
     class Meta:
         model = PlanWorkload
         fields = ["id", "name", "start", "gpu_model", "slurm_account", "inputs", "gpu_hours"]
+
+    def validate(self, attrs):
+        if "plan" in self.context:  # a workload added on its own (POST plans/{id}/workloads/): checked with its plan
+            attrs = {**attrs, "plan": self.context["plan"]}
+        return super().validate(attrs)
 
     def get_gpu_hours(self, workload) -> float | None:
         if "gpus" not in self.context:
@@ -48,6 +55,26 @@ class PlanItemSerializer(PortalModelSerializer):
         return currency.upper()
 
 
+class PlanSummarySerializer(serializers.Serializer):
+    """The plan's last analysis in short (``planning.plans.summary.summarise``), as the plan list shows it."""
+
+    recommended = serializers.ChoiceField(choices=scenarios.SCENARIO_KINDS, allow_null=True,
+                                          help_text="Null: none needed, or none serves the demand (see needed).")
+    label = serializers.CharField(allow_null=True)
+    headline = serializers.CharField()
+    warning = serializers.CharField(allow_blank=True, help_text="What the headline says beyond the choice.")
+    needed = serializers.BooleanField(help_text="Demand exceeds the fleet at the target utilization.")
+    gpus_added = serializers.IntegerField(help_text="The most GPUs the option adds in a month, owned and rented.")
+    nodes = serializers.IntegerField(help_text="Owned nodes bought.")
+    cost = serializers.FloatField(allow_null=True, help_text="Cost over the horizon, capex depreciated; null: "
+                                                             "unknown or nothing recommended.")
+    currency = serializers.CharField()
+    met_from = MonthField(allow_null=True, help_text="YYYY-MM: the month demand is met from; null: not within the "
+                                                     "plan's months.")
+    unmet_gpu_hours = serializers.FloatField()
+    horizon_months = serializers.IntegerField()
+
+
 class CapacityPlanSerializer(NestedListMixin, PortalModelSerializer):
     """A capacity plan with its workloads and bill of materials (both lists replaced on update when given).
     Created and changed only while draft; the status moves through the plan's actions (submit, approve,
@@ -69,15 +96,24 @@ class CapacityPlanSerializer(NestedListMixin, PortalModelSerializer):
         required=False, min_value=1, max_value=months.MAX_HORIZON,
         help_text="Months from first_month to last_month, both counted: derived from them. Write last_month; "
                   "horizon_months is still accepted alone, for clients written before last_month.")
+    summary = serializers.SerializerMethodField(help_text="The last analysis in short; null: not analysed yet.")
+    summary_stale = serializers.SerializerMethodField(help_text="The plan changed after summary_at.")
 
     class Meta:
         model = CapacityPlan
         fields = [
             *COMMON, "name", "description", "first_month", "last_month", "horizon_months", "owner", *SCOPE_FIELDS,
             *SCENARIO_FIELDS, "status", "workloads", "items", "submitted_by", "submitted_at", "decided_by",
-            "decided_at", *TIMESTAMPS,
+            "decided_at", "summary", "summary_at", "summary_stale", *TIMESTAMPS,
         ]
         extra_kwargs = {name: {"help_text": text} for name, text in scope.HELP.items()}
+
+    @extend_schema_field(PlanSummarySerializer(allow_null=True))
+    def get_summary(self, plan):
+        return plan.summary or None
+
+    def get_summary_stale(self, plan) -> bool:
+        return is_stale(plan)
 
     def validate(self, attrs):
         if self.instance is not None:

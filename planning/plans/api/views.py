@@ -2,6 +2,7 @@
 materials of an approved plan (filled from a scenario while draft), the analysis and the workflow's history."""
 
 from django.core.exceptions import ValidationError as DjangoValidationError
+from django.db import transaction
 from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework import status
 from rest_framework.decorators import action
@@ -12,6 +13,7 @@ from portal.api.viewsets import ChangePermission, PortalModelViewSet
 
 from .. import analysis, bom, workflow
 from ..models import CapacityPlan
+from ..summary import analyse_and_store
 from . import serializers as api
 
 
@@ -58,6 +60,29 @@ class CapacityPlanViewSet(PortalModelViewSet):
             raise Conflict(error.messages[0]) from error
         super().perform_destroy(instance)
 
+    @extend_schema(summary="Add a workload to a draft plan",
+                   description="One planned workload (e.g. the inputs of `POST /api/planning/sizing/`, the GPU model "
+                               "as its id) added to the plan; the others stay. To start a new plan with it, "
+                               "`POST /api/planning/plans/` with `workloads`.",
+                   request=api.PlanWorkloadSerializer,
+                   responses={201: api.PlanWorkloadSerializer,
+                              400: OpenApiResponse(description="Invalid inputs (field errors), or the plan is not a "
+                                                               "draft (`detail`).")})
+    @action(detail=True, methods=["post"], url_path="workloads", url_name="workloads",
+            permission_classes=[ChangePermission])
+    def add_workload(self, request, pk=None):
+        with transaction.atomic():  # the plan locked: it cannot be submitted halfway through
+            plan = CapacityPlan.objects.select_for_update().get(pk=self.get_object().pk)
+            try:
+                workflow.check_editable(plan)
+            except DjangoValidationError as error:
+                return Response({"detail": error.messages[0]}, status=status.HTTP_400_BAD_REQUEST)
+            context = {**self.get_serializer_context(), "plan": plan}
+            body = api.PlanWorkloadSerializer(data=request.data, context=context)
+            body.is_valid(raise_exception=True)
+            workload = body.save(plan=plan)
+        return Response(api.PlanWorkloadSerializer(workload, context=context).data, status=status.HTTP_201_CREATED)
+
     @extend_schema(summary="The bill of materials of an approved plan", request=None,
                    responses={200: api.BillOfMaterialsSerializer,
                               409: OpenApiResponse(description="The plan is not approved.")})
@@ -101,7 +126,7 @@ class CapacityPlanViewSet(PortalModelViewSet):
                    responses={200: api.PlanAnalysisSerializer})
     @action(detail=True, methods=["get"], pagination_class=None, filter_backends=[])
     def analysis(self, request, pk=None):
-        return Response(api.PlanAnalysisSerializer(analysis.as_dict(analysis.analyse(self.get_object()))).data)
+        return Response(api.PlanAnalysisSerializer(analysis.as_dict(analyse_and_store(self.get_object()))).data)
 
     @extend_schema(summary="The plan's workflow history", request=None,
                    responses={200: api.PlanEventSerializer(many=True)})
