@@ -2,6 +2,7 @@ import os
 
 import dj_database_url
 import pytest
+from django.db.models.signals import post_migrate
 
 from portal.roles import ADMIN, MANAGER, VIEWER
 from tests.helpers.accounts import make_user, token_client
@@ -29,6 +30,27 @@ def django_db_modify_db_settings(django_db_modify_db_settings_parallel_suffix):
         use({"ENGINE": "django.db.backends.postgresql", "NAME": "postgres", "HOST": host, "PORT": port,
              "USER": user, "PASSWORD": "", "CONN_MAX_AGE": 0})
         yield
+
+
+def restore_catalog(sender, using, apps=None, **kwargs):
+    """A transactional test's flush empties the tables the data migrations filled, and then emits post_migrate
+    (the roles come back that way): load the hardware catalog again, as its migrations did, so that the tests after
+    it see the catalog whatever ran before them on the same worker."""
+    from importlib import import_module
+
+    from django.apps import apps as installed
+    from django.db import connections
+
+    apps = apps or installed  # flush sends no registry: the installed models are the migrated ones
+    if sender.label != "inventory" or apps.get_model("inventory", "GPUModel").objects.using(using).exists():
+        return
+    editor = connections[using].schema_editor()  # the migrations' functions read the alias from it
+    import_module("inventory.migrations.0002_catalog").load_catalog(apps, editor)
+    import_module("inventory.migrations.0006_scenario_costs").set_list_prices(apps, editor)
+    import_module("inventory.migrations.0011_catalog_more_gpus").load(apps, editor)
+
+
+post_migrate.connect(restore_catalog, dispatch_uid="tests-restore-catalog")
 
 
 @pytest.fixture

@@ -482,7 +482,7 @@ def test_a_workload_past_the_horizon_says_which_months_are_allowed(capacity_rec)
     plan = store.accept(capacity_rec, user).plan
     client = Client()
     client.force_login(user)
-    gpu_model = make_gpu_model(name="B200")
+    gpu_model = make_gpu_model(name="B200 test")
     late = add_months(plan.first_month, 13)  # two months after its last (12 months)
     response = client.post(f"/planning/capacity-plans/{plan.pk}/workloads/add/", {
         "name": "late run", "start": f"{late:%Y-%m}", "gpu_model": gpu_model.pk, "params_billion": 7,
