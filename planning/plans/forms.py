@@ -4,6 +4,8 @@ start month and sizing inputs) and a bill-of-materials line. Months are entered 
 A plan's workload and line are validated in ``PlanWorkload.clean`` / ``PlanItem.clean``, so pages, API and admin
 refuse the same things with the same messages."""
 
+from datetime import date
+
 from django import forms
 from django.conf import settings
 from django.core.exceptions import NON_FIELD_ERRORS, ValidationError
@@ -30,6 +32,10 @@ class MonthField(forms.Field):
     """A calendar month, YYYY-MM; cleaned to the month's first day."""
 
     widget = MonthInput
+
+    def prepare_value(self, value):
+        """A date shows as its month, YYYY-MM (what the widget renders and what is posted back)."""
+        return months.label(value) if isinstance(value, date) else value
 
     def to_python(self, value):
         if value in self.empty_values:
