@@ -11,6 +11,8 @@ before: two requests racing cannot both start from the same state.
 from django.contrib.contenttypes.models import ContentType
 from django.core.exceptions import ValidationError
 from django.db import transaction
+from django.db.models import F, OuterRef, Subquery
+from django.db.models.functions import Coalesce
 from django.utils import timezone
 from simple_history.utils import bulk_update_with_history
 
@@ -123,3 +125,25 @@ def bulk_transition(queryset, target, user=None, reason=""):
         )
         record_transitions(moved, previous, target, user, reason, now)
     return moved, refused
+
+
+def state_since(model):
+    """An annotation for a queryset of ``model`` (Node or GPU): when each object entered its current state, from
+    its latest lifecycle record into that state, else its creation (objects seeded without a record). A
+    correlated subquery on the records' (content type, object) index, so lists keep their query count."""
+    latest = (StateTransition.objects
+              .filter(content_type__app_label=model._meta.app_label, content_type__model=model._meta.model_name,
+                      object_id=OuterRef("pk"), to_state=OuterRef("state"))
+              .order_by("-created", "-pk").values("created")[:1])
+    return Coalesce(Subquery(latest), F("created"))
+
+
+def time_in_state(since, now=None):
+    """How long since ``since``, as people say it: "23 days", "5 hours", "under an hour"; "" without a time."""
+    if since is None:
+        return ""
+    seconds = max(0, ((now or timezone.now()) - since).total_seconds())
+    days, hours = int(seconds // 86400), int(seconds // 3600)
+    if days:
+        return f"{days} day{'s' if days != 1 else ''}"
+    return f"{hours} hour{'s' if hours != 1 else ''}" if hours else "under an hour"

@@ -3,6 +3,7 @@ and counts are correlated subqueries, so a list costs the same few queries howev
 
 from portal.db import related_count
 
+from .lifecycle import state_since
 from .models import GPU, Fabric, FabricAttachment, GPUModel, Node, NodeModel, Rack, Site, StorageSystem, Switch
 from .telemetry.models import SlurmJob, TelemetrySource, UnknownSeries
 
@@ -26,11 +27,11 @@ def racks():
 def nodes():
     # rack__site: a rack is named "site / rack" on the node's page and in its history.
     return Node.objects.select_related("site", "rack__site", "node_model").annotate(
-        gpu_count=related_count(GPU, "node"))
+        gpu_count=related_count(GPU, "node"), state_since=state_since(Node))
 
 
 def gpus():
-    return GPU.objects.select_related("node", "gpu_model")
+    return GPU.objects.select_related("node", "gpu_model").annotate(state_since=state_since(GPU))
 
 
 def fabrics():

@@ -4,6 +4,7 @@ import django_tables2 as tables
 
 from portal.tables import PortalTable, cell_html
 
+from .lifecycle import time_in_state
 from .models import (
     GPU,
     Fabric,
@@ -77,10 +78,29 @@ class RackTable(tables.Table):
         fields = ("name", "site", "height_u", "power_budget_kw", "node_count")
 
 
+class TimeInStateColumn(tables.Column):
+    """How long the object has been in its state ("23 days"), from the ``state_since`` annotation
+    (``lifecycle.state_since``); exported as the timestamp. Longest in state first when sorted descending."""
+
+    def __init__(self, **kwargs):
+        super().__init__(accessor="state_since", verbose_name="In state for", **kwargs)
+
+    def render(self, record, value):
+        return cell_html('<span title="since {}">{}</span>', value.strftime("%Y-%m-%d %H:%M"), time_in_state(value))
+
+    def value(self, record, value):
+        return value.isoformat()
+
+    def order(self, queryset, is_descending):
+        # Longest in state = earliest since: "descending" reads as the longest first.
+        return queryset.order_by("state_since" if is_descending else "-state_since"), True
+
+
 class NodeTable(PortalTable):
     select = SelectColumn()
     hostname = tables.Column(linkify=True)
     state = StateColumn()
+    in_state = TimeInStateColumn()
     site = tables.Column(linkify=True)
     rack = tables.Column(accessor="rack__name", verbose_name="Rack",
                          linkify=lambda record: record.rack.get_absolute_url() if record.rack_id else None)
@@ -90,8 +110,8 @@ class NodeTable(PortalTable):
 
     class Meta:
         model = Node
-        fields = ("select", "hostname", "state", "site", "rack", "position", "node_model", "gpu_count", "partition",
-                  "owner_team", "warranty_end", "serial", "asset_tag")
+        fields = ("select", "hostname", "state", "in_state", "site", "rack", "position", "node_model", "gpu_count",
+                  "partition", "owner_team", "warranty_end", "serial", "asset_tag")
 
     def render_warranty_end(self, record, value):
         if record.warranty_expired:
@@ -103,12 +123,13 @@ class GPUTable(PortalTable):
     select = SelectColumn()
     gpu = tables.Column("GPU", accessor="pk", linkify=True, order_by=("node__hostname", "slot"))
     state = StateColumn()
+    in_state = TimeInStateColumn()
     node = tables.Column(linkify=True)
     gpu_model = tables.Column(linkify=True)
 
     class Meta:
         model = GPU
-        fields = ("select", "gpu", "state", "node", "slot", "gpu_model", "serial", "uuid")
+        fields = ("select", "gpu", "state", "in_state", "node", "slot", "gpu_model", "serial", "uuid")
 
     def render_gpu(self, record):
         return f"{record.node.hostname}/gpu{record.slot}" if record.node_id else f"spare #{record.pk}"

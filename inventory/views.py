@@ -63,6 +63,8 @@ class LifecycleObjectView(ObjectView):
         context = super().get_context_data(**kwargs)
         obj = self.object
         context["lifecycle"] = obj.transitions.select_related("user")[:50]
+        # The list's figure, from the same annotation (the queryset is ``querysets.nodes()`` / ``gpus()``).
+        context["in_state_for"] = lifecycle.time_in_state(getattr(obj, "state_since", None))
         context["allowed_states"] = [(s, LifecycleState(s).label) for s in lifecycle.allowed_targets(obj.state)]
         context["transition_url"] = reverse(url_name(type(obj), "transition"), args=[obj.pk])
         return context

@@ -100,13 +100,15 @@ class NodeSerializer(LifecycleSerializerMixin, PortalModelSerializer):
     rack_name = serializers.CharField(source="rack.name", read_only=True, allow_null=True)
     node_model_name = serializers.CharField(source="node_model.name", read_only=True)
     gpu_count = serializers.IntegerField(read_only=True, help_text="GPUs installed in the node.")
+    state_since = serializers.DateTimeField(
+        read_only=True, help_text="When it entered its current state (its latest lifecycle record; else its creation).")
 
     class Meta:
         model = Node
         fields = [
             *COMMON, "hostname", "state", "serial", "asset_tag", "site", "site_name", "rack", "rack_name",
             "position", "node_model", "node_model_name", "gpu_count", "partition", "owner_team", "warranty_end",
-            *TIMESTAMPS,
+            "state_since", *TIMESTAMPS,
         ]
 
 
@@ -119,12 +121,14 @@ class GPUSerializer(LifecycleSerializerMixin, PortalModelSerializer):
         source="node.site_id", read_only=True, allow_null=True, help_text="The node's site; empty for a spare."
     )
     gpu_model_name = serializers.CharField(source="gpu_model.name", read_only=True)
+    state_since = serializers.DateTimeField(
+        read_only=True, help_text="When it entered its current state (its latest lifecycle record; else its creation).")
 
     class Meta:
         model = GPU
         fields = [
             *COMMON, "node", "node_hostname", "site", "slot", "gpu_model", "gpu_model_name", "state", "serial",
-            "uuid", *TIMESTAMPS,
+            "uuid", "state_since", *TIMESTAMPS,
         ]
 
 

@@ -14,6 +14,9 @@ Plain Python over the recommendation's fields and plain data (``planning.plans.a
   replacement keeps the capacity the scope has: demand counts at least the capacity before they leave at the
   target utilization ("Capacity to keep (recommendation #N)", the part above the forecast), so the shortfall is the
   GPUs that leave, the recommendation's node count.
+- *under-used*: the need is to reclaim, not to buy: idle nodes, GPUs a team holds unused, nodes stuck before
+  service. It leads the analysis with the recommendation's evidence (the idle GPU-hours and their cost) and action;
+  where the GPU capacity part finds no shortfall, the headline says to reclaim them before buying.
 - *scheduling-, storage-, network- and memory-bound*: the need is not more GPUs. It leads the analysis with the
   recommendation's evidence and action; where the GPU capacity part finds no shortfall, the headline says that no
   more GPUs are needed and names the bottleneck in place of "No new capacity needed". Memory-bound names the
@@ -33,6 +36,7 @@ TOPICS = {
     "storage_bound": ("Storage read throughput", "storage"),
     "network_bound": ("Interconnect", "the network"),
     "memory_bound": ("GPU memory", "GPU memory"),
+    "under_used": ("Reclaim, not buy", "GPUs already owned and left unused: reclaim them first"),
 }
 WAITING_LABEL = "GPUs' worth of jobs waiting (mean)"  # the figure older evidence carries without ``measured``
 

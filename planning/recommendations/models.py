@@ -17,6 +17,7 @@ class RecommendationKind(models.TextChoices):
     NETWORK = "network_bound", "Network-bound"
     MEMORY = "memory_bound", "Memory-bound"
     AGEING = "ageing", "Ageing hardware"
+    UNDER_USED = "under_used", "Under-used"
 
 
 class RecommendationStatus(models.TextChoices):

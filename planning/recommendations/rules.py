@@ -58,6 +58,17 @@ Rules and thresholds (``Thresholds``; the defaults are ``THRESHOLDS``)
       hardware ticket people filed (the node or one of its GPUs) in a year, or hardware XID events (a new code
       on the sticky gauge, not hours of it) on ≥ 3 days in 30 → replace them.
 
+    - under-used (reclaim before you buy; the idle GPU-hours priced at each node's cost per GPU-hour from its
+      contracts, else ``settings.IDLE_GPU_HOUR_COST``, and the evidence says which):
+      * idle nodes (per partition): in-service nodes with ≥ 3 idle days in the window, a day (UTC) being idle when
+        it has readings for ≥ 12 of its hours and its GPUs' mean utilization is < 5 % → return them to the pool;
+      * over-allocated teams (per Slurm account): over the node-hours with telemetry, the GPU-hours the team's jobs
+        held (capped at the GPUs that reported) against their busy GPU-hours (held × the node's mean utilization
+        in that hour, DCGM): busy < 40 % of held, over ≥ 100 held GPU-hours → move the team to a shared partition
+        or shrink its allocation;
+      * stuck nodes (per site): nodes delivered or in burn-in for more than ``stuck_days`` (14) days, from the
+        lifecycle record → chase the vendor or finish burn-in. Their GPU-hours since then are priced as well.
+
 A recommendation dismissed or accepted is not raised again for ``snooze_days`` (30) after the decision.
 """
 
@@ -108,6 +119,12 @@ class Thresholds:
     xid_days: int = 3  # days with XID errors in ``xid_window_days``
     xid_window_days: int = 30
     snooze_days: int = 30  # a decided recommendation is not raised again for this long
+    idle_day_util: float = 5.0  # %: a node's day whose GPUs averaged below this is idle…
+    idle_day_min_hours: int = 12  # …counted when it has readings for at least this many of its hours
+    idle_days: int = 3  # under-used: a node in service with at least this many idle days in the window
+    team_used_share: float = 0.4  # under-used: a team's busy GPU-hours below this share of the GPU-hours it held
+    team_min_gpu_hours: float = 100.0  # …over at least this many held GPU-hours with telemetry
+    stuck_days: int = 14  # under-used: a node delivered or in burn-in for longer than this
 
 
 THRESHOLDS = Thresholds()
@@ -205,6 +222,52 @@ class NodeHealth:
     fault_days: int = 0
     xid_errors: int = 0
     xid_days: int = 0
+
+
+@dataclass
+class IdleNode:
+    """An in-service node's idle days in the window: GPU-hours observed and idle (Σ 1 − utilization) in them."""
+
+    node_id: int
+    hostname: str
+    partition: str
+    site_id: int
+    idle_days: int
+    gpu_hours: float
+    idle_gpu_hours: float
+    util_mean: float  # % over its idle days
+    hour_cost: float  # per GPU-hour
+    priced_by_contract: bool
+
+
+@dataclass
+class TeamUse:
+    """A Slurm account's GPU-hours held on nodes with telemetry in the window and the busy part of them."""
+
+    account: str
+    held_gpu_hours: float = 0.0
+    busy_gpu_hours: float = 0.0
+    idle_cost: float = 0.0  # (held − busy) priced per node
+    contract_priced_hours: float = 0.0  # held GPU-hours on nodes priced by a contract
+    partitions: dict = field(default_factory=dict)  # partition → held GPU-hours
+
+    @property
+    def used_share(self):
+        return self.busy_gpu_hours / self.held_gpu_hours if self.held_gpu_hours else None
+
+
+@dataclass
+class StuckNode:
+    node_id: int
+    hostname: str
+    state: str  # the label: "Delivered", "Burn-in"
+    site_id: int
+    site_name: str
+    since: object  # a datetime
+    days: int
+    gpus: int
+    hour_cost: float
+    priced_by_contract: bool
 
 
 @dataclass
@@ -526,12 +589,157 @@ def ageing(nodes, today, t=THRESHOLDS):
     return findings
 
 
+def priced(contract_share):
+    """What priced an idle cost, in words, from the share of its GPU-hours priced by a contract."""
+    default = f"{settings.IDLE_GPU_HOUR_COST:.2f} {settings.COST_CURRENCY} per GPU-hour (IDLE_GPU_HOUR_COST)"
+    if contract_share >= 1:
+        return "each node's cost per GPU-hour from its contracts"
+    if contract_share <= 0:
+        return f"the default {default}: no contract gives these nodes a cost"
+    return (f"each node's cost per GPU-hour from its contracts ({pct(contract_share):.0f} % of the GPU-hours), "
+            f"else the default {default}")
+
+
+def money(amount):
+    return f"{amount:,.0f} {settings.COST_CURRENCY}"
+
+
+def idle_nodes(nodes, t=THRESHOLDS):
+    """One finding per partition with in-service nodes idle on ≥ ``idle_days`` days of the window."""
+    by_partition = defaultdict(list)
+    for n in nodes:
+        if n.idle_days >= t.idle_days:
+            by_partition[n.partition].append(n)
+    findings = []
+    for partition, rows in sorted(by_partition.items()):
+        rows.sort(key=lambda n: n.hostname)
+        idle_hours = sum(n.idle_gpu_hours for n in rows)
+        cost = sum(n.idle_gpu_hours * n.hour_cost for n in rows)
+        contract = sum(n.idle_gpu_hours for n in rows if n.priced_by_contract) / idle_hours if idle_hours else 0.0
+        name = partition or "(none)"
+        hosts = ", ".join(n.hostname for n in rows)
+        count = f"{len(rows)} node{'s' if len(rows) != 1 else ''}"
+        findings.append(Finding(
+            kind=K.UNDER_USED, key=f"{K.UNDER_USED}:idle:partition={partition}",
+            severity=SEV.HIGH if len(rows) >= 3 else SEV.MEDIUM,
+            title=f"{count} idle in partition {name}",
+            summary=(f"In partition {name}, {count} in service sat idle (GPUs below {t.idle_day_util:.0f} % on "
+                     f"average) on {t.idle_days} or more days of the last {t.window_days}: {hosts}. Their idle days "
+                     f"held {idle_hours:,.0f} idle GPU-hours, {money(cost)} at {priced(contract)}."),
+            action=(f"Reclaim before you buy: return {hosts} to the shared pool (or move them to a partition with "
+                    "a queue), or power them down until demand returns."),
+            figures=[
+                figure("Idle nodes", len(rows), "", f"≥ {t.idle_days} idle days in {t.window_days}"),
+                figure("Idle GPU-hours (on idle days)", idle_hours, "GPU-h"),
+                figure("Cost of the idle GPU-hours", round(cost, 2), settings.COST_CURRENCY, priced(contract)),
+                {"label": "Nodes", "value": None, "unit": "", "rule": "", "rows": [
+                    {"hostname": n.hostname, "idle_days": n.idle_days, "util_mean": round(n.util_mean, 2),
+                     "idle_gpu_hours": round(n.idle_gpu_hours, 2), "hour_cost": round(n.hour_cost, 4),
+                     "priced_by": "contract" if n.priced_by_contract else "default",
+                     "idle_cost": round(n.idle_gpu_hours * n.hour_cost, 2)} for n in rows]},
+            ],
+            chart={"type": "hbar", "title": f"Idle days per node, partition {name}", "data": {
+                "labels": [n.hostname for n in rows], "x_title": f"days below {t.idle_day_util:.0f} %",
+                "series": [{"name": "idle days", "values": [n.idle_days for n in rows]}]}},
+            partition=partition, site_id=rows[0].site_id, node_count=len(rows),
+            measured={"idle_gpu_hours": round(idle_hours, 2), "idle_cost": round(cost, 2)},
+        ))
+    return findings
+
+
+def over_allocated(teams, t=THRESHOLDS):
+    """One finding per Slurm account whose jobs held GPUs far more than they used them."""
+    findings = []
+    for team in sorted(teams, key=lambda team: team.account):
+        share = team.used_share
+        if share is None or team.held_gpu_hours < t.team_min_gpu_hours or share >= t.team_used_share:
+            continue
+        unused = team.held_gpu_hours - team.busy_gpu_hours
+        contract = team.contract_priced_hours / team.held_gpu_hours
+        main = max(team.partitions, key=team.partitions.get) if team.partitions else ""
+        partitions = ", ".join(f"{p or '(none)'} ({h:,.0f} GPU-h)" for p, h in sorted(team.partitions.items()))
+        findings.append(Finding(
+            kind=K.UNDER_USED, key=f"{K.UNDER_USED}:team={team.account}",
+            severity=SEV.HIGH if share < t.team_used_share / 2 else SEV.MEDIUM,
+            title=f"Team {team.account or '(none)'} uses {pct(share):.0f} % of the GPUs it holds",
+            summary=(f"Jobs of account {team.account or '(none)'} held {team.held_gpu_hours:,.0f} GPU-hours in the "
+                     f"last {t.window_days} days ({partitions}), yet kept them busy only {pct(share):.0f} % of the "
+                     f"time (DCGM): {unused:,.0f} GPU-hours held and unused, {money(team.idle_cost)} at "
+                     f"{priced(contract)}."),
+            action=(f"Move team {team.account or '(none)'} from partition {main or '(none)'} to a shared partition "
+                    "(or allow node sharing), and right-size its jobs' GPU requests, so that the GPUs it holds "
+                    "idle return to the pool."),
+            figures=[
+                figure("GPU-hours held (Slurm, with telemetry)", team.held_gpu_hours, "GPU-h",
+                       f"≥ {t.team_min_gpu_hours:.0f} to count"),
+                figure("Busy GPU-hours (DCGM)", team.busy_gpu_hours, "GPU-h"),
+                figure("Used share of the held GPU-hours", pct(share), "%", f"< {pct(t.team_used_share):.0f} %"),
+                figure("Cost of the held, unused GPU-hours", round(team.idle_cost, 2), settings.COST_CURRENCY,
+                       priced(contract)),
+            ],
+            chart={"type": "hbar", "title": f"GPU-hours of team {team.account}", "data": {
+                "labels": ["held (Slurm)", "busy (DCGM)"], "x_title": "GPU-hours",
+                "series": [{"name": "GPU-hours",
+                            "values": [round(team.held_gpu_hours, 1), round(team.busy_gpu_hours, 1)]}]}},
+            partition=main,
+            measured={"held_gpu_hours": round(team.held_gpu_hours, 2), "busy_gpu_hours": round(team.busy_gpu_hours, 2),
+                      "idle_cost": round(team.idle_cost, 2)},
+        ))
+    return findings
+
+
+def stuck_nodes(nodes, t=THRESHOLDS):
+    """One finding per site with nodes delivered or in burn-in for longer than ``stuck_days``."""
+    by_site = defaultdict(list)
+    for n in nodes:
+        if n.days > t.stuck_days:
+            by_site[n.site_id].append(n)
+    findings = []
+    for site_id, rows in sorted(by_site.items()):
+        rows.sort(key=lambda n: (-n.days, n.hostname))
+        gpu_hours = sum(n.gpus * n.days * 24 for n in rows)
+        cost = sum(n.gpus * n.days * 24 * n.hour_cost for n in rows)
+        contract = sum(n.gpus * n.days * 24 for n in rows if n.priced_by_contract) / gpu_hours if gpu_hours else 0.0
+        site = rows[0].site_name
+        listed = ", ".join(f"{n.hostname} ({n.state.lower()} for {n.days} days)" for n in rows)
+        count = f"{len(rows)} node{'s' if len(rows) != 1 else ''}"
+        findings.append(Finding(
+            kind=K.UNDER_USED, key=f"{K.UNDER_USED}:stuck:site={site_id}",
+            severity=SEV.HIGH if max(n.days for n in rows) > 2 * t.stuck_days else SEV.MEDIUM,
+            title=f"{count} stuck before service at {site}",
+            summary=(f"At {site}, {count} waited longer than {t.stuck_days} days to enter service: {listed}. "
+                     f"Their {gpu_hours:,.0f} GPU-hours since then went unused: {money(cost)} at {priced(contract)}."),
+            action=("Chase the vendor for the parts or fixes that hold them back, and finish burn-in, so that these "
+                    "nodes enter service before anything new is bought."),
+            figures=[
+                figure("Nodes stuck in delivered or burn-in", len(rows), "", f"> {t.stuck_days} days"),
+                figure("GPU-hours unused since", gpu_hours, "GPU-h"),
+                figure("Cost of those GPU-hours", round(cost, 2), settings.COST_CURRENCY, priced(contract)),
+                {"label": "Nodes", "value": None, "unit": "", "rule": "", "rows": [
+                    {"hostname": n.hostname, "state": n.state, "since": n.since.isoformat(), "days": n.days,
+                     "gpus": n.gpus, "hour_cost": round(n.hour_cost, 4),
+                     "priced_by": "contract" if n.priced_by_contract else "default"} for n in rows]},
+            ],
+            chart={"type": "hbar", "title": f"Days before service, {site}", "data": {
+                "labels": [n.hostname for n in rows], "x_title": "days in the state",
+                "series": [{"name": "days", "values": [n.days for n in rows]}]}},
+            site_id=site_id, node_count=len(rows),
+            measured={"gpu_hours": gpu_hours, "idle_cost": round(cost, 2)},
+        ))
+    return findings
+
+
 PARTITION_RULES = (capacity_bound, scheduling_bound, storage_bound, network_bound, memory_bound)
 
 
-def analyse(partitions, nodes, today, t=THRESHOLDS):
-    """Every finding of every rule, for the partitions' and nodes' plain data."""
+def analyse(partitions, nodes, today, t=THRESHOLDS, under_used=None):
+    """Every finding of every rule, for the partitions' and nodes' plain data; ``under_used``: (idle nodes, teams,
+    stuck nodes) for the under-used rules."""
     findings = []
     for p in partitions:
         findings += [f for rule in PARTITION_RULES if (f := rule(p, t))]
-    return findings + ageing(nodes, today, t)
+    findings += ageing(nodes, today, t)
+    if under_used:
+        idle, teams, stuck = under_used
+        findings += idle_nodes(idle, t) + over_allocated(teams, t) + stuck_nodes(stuck, t)
+    return findings

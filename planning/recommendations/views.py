@@ -68,9 +68,13 @@ class RecommendationView(ModelPermissionMixin, DetailView):
         rec = self.object
         evidence = rec.evidence or {}
         figures = evidence.get("figures", [])
+        node_rows = next((f["rows"] for f in figures if "rows" in f), None)
         context.update(
             figures=[f for f in figures if "rows" not in f],
-            node_rows=next((f["rows"] for f in figures if "rows" in f), None),
+            node_rows=node_rows,
+            # Ageing has its own columns; other kinds' rows show their own keys (hostname, idle days, cost…).
+            node_columns=[key.replace("_", " ").capitalize() for key in node_rows[0]]
+            if node_rows and rec.kind != R.Kind.AGEING else None,
             chart=evidence.get("chart"),
             can_decide=rec.is_open and self.request.user.has_perm("planning.change_recommendation"),
             makes_bom=rec.kind in (R.Kind.CAPACITY, R.Kind.AGEING) and rec.node_model_id and rec.node_count,
