@@ -29,6 +29,7 @@ from .contracts.tasks import raise_renewal_alerts
 from .plans import workflow
 from .plans.forecast import add_months
 from .plans.models import CapacityPlan, PlanItem, PlanWorkload
+from .plans.summary import analyse_and_store
 from .procurement.models import Delivery, OrderLine, PurchaseOrder
 from .procurement.orders import ItemIn, receive_delivery
 from .recommendations import store as recommendations
@@ -229,5 +230,8 @@ def seed_plans(seeder, users):
 
 def finish():
     """The expansion recommendations the daily task would write, once every app's demo is there (support's
-    tickets count as fault days); safe to run again."""
+    tickets count as fault days), and the plans' summaries for the plan list, as the refresh task would write them
+    (the seed writes plans in bulk, which queues no refresh); safe to run again."""
     recommendations.run()
+    for plan in CapacityPlan.objects.filter(summary_at__isnull=True).select_related("site", "node_model"):
+        analyse_and_store(plan)

@@ -366,6 +366,10 @@ def test_capacity_plans(seeded, client):
     assert (("DGX H200", "") in what and any("InfiniBand" in d for _, d in what)
             and any("Lustre" in d for _, d in what))
 
+    # The plan list's answers are there at once: every plan analysed by the seed, the draft's need recommended.
+    assert all(plan.summary_at for plan in by_status.values())
+    assert draft.summary["recommended"] and draft.summary["gpus_added"] > 0, draft.summary
+
     client.force_login(manager)  # the pages: the draft's edit buttons, the manager's approve button
     page = client.get(draft.get_absolute_url()).content.decode()
     assert "8x22B MoE pre-training" in page and "Add workload" in page and "multi node" in page
