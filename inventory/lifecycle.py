@@ -11,6 +11,8 @@ before: two requests racing cannot both start from the same state.
 from django.contrib.contenttypes.models import ContentType
 from django.core.exceptions import ValidationError
 from django.db import transaction
+from django.db.models import OuterRef, Subquery
+from django.db.models.functions import Coalesce
 from django.utils import timezone
 from simple_history.utils import bulk_update_with_history
 
@@ -29,6 +31,15 @@ ALLOWED = {
     S.IN_REPAIR: {S.IN_SERVICE},
     S.RETIRED: set(),
 }
+
+
+def in_state_since(model):
+    """An expression for a node's or GPU's rows: when it entered its current state, its latest lifecycle record
+    into that state, or its creation when it has none (created in that state)."""
+    entered = (StateTransition.objects.filter(content_type=ContentType.objects.get_for_model(model),
+                                              object_id=OuterRef("pk"), to_state=OuterRef("state"))
+               .order_by("-created").values("created")[:1])
+    return Coalesce(Subquery(entered), "created")
 
 
 def allowed_targets(state):
