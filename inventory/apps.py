@@ -6,13 +6,16 @@ class InventoryConfig(AppConfig):
     verbose_name = "Inventory"
 
     def ready(self):
-        from portal.registry import register_menu, register_panel, register_search_provider
+        from portal.registry import register_menu, register_panel, register_search_provider, register_tiles
 
         from . import policy  # noqa: F401  (registers the inventory's rules)
-        from .dashboard import fleet_panel
+        from .dashboard import fleet_panel, fleet_tiles, least_used_panel, utilization_tiles
         from .queries import search
 
-        register_panel("inventory/panels/fleet.html", fleet_panel, order=10)
+        register_tiles(utilization_tiles, order=10)
+        register_tiles(fleet_tiles, order=20)
+        register_panel("inventory/panels/least_used.html", least_used_panel, order=10)
+        register_panel("inventory/panels/fleet.html", fleet_panel, order=90, wide=True)  # under the story
         register_search_provider(search)
         register_menu("Inventory", order=10, items=[
             ("Sites", "inventory:site_list", "inventory.view_site"),

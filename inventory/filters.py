@@ -21,6 +21,7 @@ from .models import (
     StorageSystem,
     Switch,
 )
+from .queries import in_state_longer_than
 
 
 class GPUModelFilterSet(SearchFilterSet):
@@ -71,6 +72,10 @@ class NodeFilterSet(SearchFilterSet):
     partition = django_filters.CharFilter(lookup_expr="iexact")
     owner_team = django_filters.CharFilter(lookup_expr="iexact")
     warranty_expired = yes_no_filter(method="filter_warranty_expired", label="Warranty expired")
+    in_state_days = django_filters.NumberFilter(
+        method="filter_in_state_days", label="In its state for more than (days)", min_value=0, max_value=36500,
+        widget=forms.NumberInput(attrs={"min": 0, "placeholder": "e.g. 14"}),
+    )
 
     class Meta:
         model = Node
@@ -79,6 +84,9 @@ class NodeFilterSet(SearchFilterSet):
     def filter_warranty_expired(self, queryset, name, value):
         expired = Q(warranty_end__lt=timezone.localdate())
         return queryset.filter(expired) if value else queryset.exclude(expired)
+
+    def filter_in_state_days(self, queryset, name, value):
+        return in_state_longer_than(queryset, int(value))
 
 
 class GPUFilterSet(SearchFilterSet):

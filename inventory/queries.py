@@ -1,10 +1,12 @@
 """Read-only summaries of the fleet for other apps and the home dashboard (set-based queries)."""
 
 from collections import defaultdict
+from datetime import timedelta
 
 from django.db.models import Count, F, Q, Sum
 from django.utils import timezone
 
+from .lifecycle import state_since
 from .models import GPU, LifecycleState, Node, Rack, Site, StorageSystem, Switch
 
 # GPUs that exist in the fleet's capacity: delivered and not retired.
@@ -60,6 +62,21 @@ def fleet_summary():
         "out_of_warranty": out_of_warranty.count(),
         "storage_pb": float(StorageSystem.objects.aggregate(t=Sum("capacity_tb"))["t"] or 0) / 1000,
     }
+
+
+def in_state_longer_than(nodes, days, now=None):
+    """The ``nodes`` that entered their current state more than ``days`` days ago."""
+    limit = (now or timezone.now()) - timedelta(days=days)
+    return nodes.alias(entered_state=state_since(Node)).filter(entered_state__lt=limit)
+
+
+# Where a node waits on people (the vendor, the burn-in) rather than on work: too long there, it is stuck.
+WAITING_STATES = (LifecycleState.DELIVERED, LifecycleState.BURN_IN)
+
+
+def stuck_nodes(days, now=None):
+    """Nodes delivered or in burn-in for more than ``days`` days."""
+    return in_state_longer_than(Node.objects.filter(state__in=WAITING_STATES), days, now)
 
 
 def search(term, user, limit=20):

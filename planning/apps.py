@@ -9,11 +9,11 @@ class PlanningConfig(AppConfig):
         from inventory.costs import register_cost_provider
         from portal import events
         from portal.files import delete_file_with_row
-        from portal.registry import register_menu, register_panel, register_warmup
+        from portal.registry import register_menu, register_panel, register_tiles, register_warmup
 
         from . import policy  # noqa: F401  (registers planning's rules)
         from .contracts.costs import node_gpu_hour_costs
-        from .dashboard import recommendations_panel, renewals_panel
+        from .dashboard import contract_tiles, recommendations_panel, renewals_panel
         from .plans import tasks as plans_tasks  # noqa: F401  (a plan's changes queue its summary's refresh)
         from .webhooks import delivery  # also registers the send_webhook Celery task in workers
 
@@ -31,6 +31,7 @@ class PlanningConfig(AppConfig):
             ("Calibration", "planning:calibration", "planning.view_capacityplan"),
         ])
         delete_file_with_row(self.get_model("ContractDocument"))
+        register_tiles(contract_tiles, order=30)
         register_panel("planning/panels/renewals.html", renewals_panel, order=20)
         register_panel("planning/panels/recommendations.html", recommendations_panel, order=30)
         register_warmup("planning.plans.forecast.preload")  # a web server loads the forecasting libraries as it boots

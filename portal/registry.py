@@ -1,5 +1,5 @@
-"""What apps plug into the portal's frames: menu sections, home dashboard panels, panels on other apps' object pages,
-global search providers and warm-up hooks.
+"""What apps plug into the portal's frames: menu sections, home dashboard tiles and panels, panels on other apps'
+object pages, global search providers and warm-up hooks.
 
 ``portal`` imports no app: each app registers its parts in its ``AppConfig.ready()``, and the home page, the
 search page and ``portal.wsgi`` go through what is registered. Registering the same function twice is harmless.
@@ -12,6 +12,7 @@ from django.utils.module_loading import import_string
 
 _menu = []
 _panels = []
+_tiles = []
 _search_providers = []
 _warmups = []
 
@@ -41,19 +42,51 @@ class Panel:
     template: str  # rendered by portal/home.html with the page's context plus what ``context`` returns
     context: Callable  # (request) -> dict of template variables, or None when the user may not see the panel
     order: int  # lower first
+    wide: bool = False  # full width under the others (the home page shows the others two by two)
 
 
-def register_panel(template, context, order):
+def register_panel(template, context, order, wide=False):
     if all(panel.context is not context for panel in _panels):
-        _panels.append(Panel(template, context, order))
+        _panels.append(Panel(template, context, order, wide))
         _panels.sort(key=lambda panel: panel.order)
     return context
 
 
-def panels(request):
-    """[(template, context)] of the panels ``request.user`` may see, in order."""
-    shown = [(panel.template, panel.context(request)) for panel in _panels]
-    return [(template, context) for template, context in shown if context is not None]
+def panels_by_width(request):
+    """(narrow, wide): the panels ``request.user`` may see, each [(template, context)] in order."""
+    shown = [(panel.template, panel.context(request), panel.wide) for panel in _panels]
+    shown = [(template, context, wide) for template, context, wide in shown if context is not None]
+    return [(t, c) for t, c, wide in shown if not wide], [(t, c) for t, c, wide in shown if wide]
+
+
+@dataclass(frozen=True)
+class Tiles:
+    context: Callable  # (request) -> [Tile], or None when the user may not see them
+    order: int  # lower first
+
+
+@dataclass(frozen=True)
+class Tile:
+    """One figure at the top of the home dashboard, linked to the page that details it."""
+
+    key: str  # the tile's HTML id: tile-<key>
+    label: str
+    value: str  # already formatted
+    url: str
+    note: str = ""  # what the figure compares with or how it was priced
+    warn: bool = False  # needs attention
+
+
+def register_tiles(context, order):
+    if all(group.context is not context for group in _tiles):
+        _tiles.append(Tiles(context, order))
+        _tiles.sort(key=lambda group: group.order)
+    return context
+
+
+def tiles(request):
+    """[Tile] of every app that ``request.user`` may see, in order."""
+    return [tile for group in _tiles for tile in (group.context(request) or [])]
 
 
 @dataclass(frozen=True)
@@ -64,6 +97,7 @@ class ObjectPanel:
 
 
 _object_panels = []
+_tiles = []
 
 
 def register_object_panel(model, template, context):

@@ -360,6 +360,10 @@ TELEMETRY_PULL_REPORTS_KEPT = int(os.environ.get("TELEMETRY_PULL_REPORTS_KEPT", 
 # What an idle GPU-hour costs when no contract says (the contracts work replaces it per node and site).
 IDLE_GPU_HOUR_COST = float(os.environ.get("IDLE_GPU_HOUR_COST", "2.50"))
 COST_CURRENCY = os.environ.get("COST_CURRENCY", "USD")
+# The home dashboard: the fleet's mean GPU utilization aimed at (%), and how many days in delivered or burn-in make a
+# node stuck there.
+UTILIZATION_TARGET = float(os.environ.get("UTILIZATION_TARGET", "70"))
+STUCK_NODE_DAYS = int(os.environ.get("STUCK_NODE_DAYS", "14"))
 
 # --- Contracts ---------------------------------------------------------------------------------
 RENEWAL_ALERT_DAYS = int(os.environ.get("RENEWAL_ALERT_DAYS", "30"))  # alert this many days before a notice deadline

@@ -16,16 +16,18 @@ from .models import APIToken, WorkerHeartbeat
 
 
 class HomeView(View):
-    """The dashboard: the panels that apps register (``portal.registry``) and the user may see, e.g. the fleet
-    by state and site, renewal alerts, recommendations, tickets breaching their SLA."""
+    """The dashboard: the tiles and panels that apps register (``portal.registry``) and the user may see, e.g.
+    utilization against its target, idle cost, SLA breaches, spend, then the least-used nodes, recommendations,
+    tickets breaching their SLA, renewal alerts; the fleet by state and site under them."""
 
     def get(self, request):
-        panels = registry.panels(request)
-        if not panels:  # an account without a role (no group yet) sees only how to get one
+        tiles = registry.tiles(request)
+        panels, wide_panels = registry.panels_by_width(request)
+        if not (tiles or panels or wide_panels):  # an account without a role (no group yet) sees how to get one
             return render(request, "portal/no_role.html")
         heartbeat = WorkerHeartbeat.objects.order_by("-last_seen").first()
         return render(request, "portal/home.html", {
-            "panels": panels, "heartbeat": heartbeat,
+            "tiles": tiles, "panels": panels, "wide_panels": wide_panels, "heartbeat": heartbeat,
             "heartbeat_stale": heartbeat is None or timezone.now() - heartbeat.last_seen > timedelta(minutes=3),
         })
 

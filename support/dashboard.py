@@ -2,17 +2,34 @@
 
 from django.urls import reverse
 
+from portal.registry import Tile
+
 from . import queries
 from .models import Ticket
 
 ASSET_TICKET_LIMIT = 10
+HOME_ROWS = 4  # the home dashboard stays one screen: the full queue is one click away
+
+
+def support_tiles(request):
+    """Open tickets the user may see that breached their SLA, and open hardware tickets."""
+    if not request.user.has_perm("support.read_ticket"):
+        return None
+    counts = queries.home_counts(request.user)
+    tickets = reverse("support:ticket_list")
+    return [
+        Tile("sla-breached", "tickets past their SLA", str(counts["breached"]), f"{tickets}?sla=breached",
+             warn=bool(counts["breached"])),
+        Tile("hardware-tickets", "open hardware tickets", str(counts["hardware"]),
+             f"{tickets}?category=hardware&open=true"),
+    ]
 
 
 def sla_panel(request):
     """Open tickets the user may see that breach their SLA or soon will."""
     if not request.user.has_perm("support.read_ticket"):
         return None
-    return {"sla_tickets": queries.at_risk(request.user)}  # breached or breaching soon
+    return {"sla_tickets": queries.at_risk(request.user, limit=HOME_ROWS)}  # breached or breaching soon
 
 
 def asset_tickets_panel(request, asset):

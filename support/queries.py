@@ -1,9 +1,10 @@
 """What other apps read from support (the dashboard card): small query functions, no views."""
 
-from django.db.models import Case, F, When
+from django.db.models import Case, Count, F, Q, When
 from django.db.models.functions import Coalesce, TruncDate
+from django.utils import timezone
 
-from .models import Ticket
+from .models import Ticket, breached
 
 AT_RISK_LIMIT = 10
 
@@ -15,6 +16,13 @@ def at_risk(user, limit=AT_RISK_LIMIT):
     rows = (tickets.select_related("assignee", "site", "node", "gpu__node", "switch", "storage_system")
             .order_by(running_due, "pk")[:limit])
     return {"tickets": list(rows), "count": tickets.count()}
+
+
+def home_counts(user, now=None):
+    """Open tickets ``user`` may see: how many breached their SLA, how many are hardware faults (one query)."""
+    return Ticket.objects.visible_to(user).open().aggregate(
+        breached=Count("pk", filter=breached(now or timezone.now())),
+        hardware=Count("pk", filter=Q(category=Ticket.Category.HARDWARE)))
 
 
 def hardware_ticket_days(since):

@@ -173,6 +173,14 @@ def _figures(gpu_hours, util_hours, idle_cost=None):
     }
 
 
+def fleet_figures(range_key, filters=None, now=None):
+    """The fleet's GPU-hours observed, mean utilization and idle GPU-hours over the range, in one aggregate (its idle
+    cost at ``IDLE_GPU_HOUR_COST``: ``totals`` prices each node)."""
+    span = get_range(range_key)
+    sums = rollup_rows(range_key, filters, now, per_gpu=False).aggregate(**span.sums(per_gpu=False))
+    return _figures(sums["gpu_hours"], sums["util_hours"] or 0)
+
+
 def utilization_series(range_key, filters=None, now=None):
     """Fleet mean utilization per bucket: ``[{"time", "util_mean", "gpus_reporting"}]`` for every bucket of
     the range, oldest first; both values are None for a bucket without rows (a gap, not a zero)."""
@@ -238,8 +246,9 @@ def usage(range_key, filters=None, now=None, per_gpu=False):
     for *values, gpus, gpu_hours, util_hours in rows:
         row = dict(zip(columns, values, strict=True))
         # PostgreSQL sums integers (the hourly ranges' GPU-hours) as numeric: floats, as the figures use them.
+        # ``priced``: a contract gives the node's cost; else it is the default IDLE_GPU_HOUR_COST.
         row.update(gpus=gpus, gpu_hours=float(gpu_hours), util_hours=float(util_hours),
-                   hour_cost=costs.get(row["node_id"], settings.IDLE_GPU_HOUR_COST))
+                   hour_cost=costs.get(row["node_id"], settings.IDLE_GPU_HOUR_COST), priced=row["node_id"] in costs)
         usage_rows.append(row)
     return usage_rows
 

@@ -12,6 +12,7 @@ from portal.filters import STATE_WIDGET, SearchFilterSet, yes_no_filter
 
 from .coverage import BOTH, NO_SUPPORT, WARRANTY_ENDED
 from .models import Contract
+from .queries import renewal_alerts
 
 
 class ContractFilterSet(SearchFilterSet):
@@ -26,6 +27,7 @@ class ContractFilterSet(SearchFilterSet):
         widget=forms.NumberInput(attrs={"min": 0, "placeholder": "e.g. 60"}),
     )
     site = django_filters.ModelChoiceFilter(field_name="sites", queryset=Site.objects.all(), label="Covers site")
+    renewal_due = yes_no_filter(method="filter_renewal_due", label="Renewal alert open")
 
     class Meta:
         model = Contract
@@ -35,6 +37,10 @@ class ContractFilterSet(SearchFilterSet):
         today = timezone.localdate()
         active = Q(start__lte=today) & (Q(end__isnull=True) | Q(end__gte=today))
         return queryset.filter(active) if value else queryset.exclude(active)
+
+    def filter_renewal_due(self, queryset, name, value):
+        due = Q(pk__in=renewal_alerts().values("contract"))
+        return queryset.filter(due) if value else queryset.exclude(due)
 
     def filter_expiring_within(self, queryset, name, value):
         today = timezone.localdate()
