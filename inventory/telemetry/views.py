@@ -124,7 +124,7 @@ class UtilizationView(ModelPermissionMixin, View):
                    **self.dashboard_context(dashboard, form)}
         htmx = getattr(request, "htmx", None)
         if htmx and not htmx.history_restore_request and htmx.target == "dashboard":
-            return render(request, self.fragment_template_name, context)
+            return render(request, self.fragment_template_name, {**context, "fragment": True})
         return render(request, self.template_name, context)
 
     def dashboard_context(self, dashboard, form):

@@ -3,6 +3,7 @@ and answers of the utilization and allocations reports."""
 
 from rest_framework import serializers
 
+from inventory.queries import partitions
 from portal.api.serializers import COMMON, TIMESTAMPS, OutboundErrorsMixin, PortalModelSerializer
 
 from .. import queries as telemetry_queries
@@ -123,6 +124,16 @@ class UtilizationQuerySerializer(ReportQuerySerializer):
     partition = serializers.CharField(required=False, help_text="Only GPUs in nodes of this partition.")
     gpu_model = serializers.IntegerField(required=False, help_text="Only GPUs of this GPU model (id).")
     team = serializers.CharField(required=False, help_text="Only GPUs in nodes of this owner team.")
+
+    def validate(self, data):
+        """A partition must be one of the chosen site's, as the dashboard offers: else the answer would be empty
+        with no word why."""
+        site, partition = data.get("site"), data.get("partition")
+        if site and partition and partition not in (known := partitions(site)):
+            raise serializers.ValidationError({"partition": [
+                f"No node of site {site} is in partition '{partition}'; its partitions: {', '.join(known) or 'none'}."
+            ]})
+        return data
 
 
 class UtilizationGroupSerializer(serializers.Serializer):

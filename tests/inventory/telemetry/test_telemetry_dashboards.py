@@ -411,3 +411,31 @@ def test_least_used_nodes_show_their_state_and_keep_nodes_not_in_service_apart(v
     assert "In service" in section and "In repair" in section
     rows = read_csv(viewer_client.get(DASHBOARD, {"range": "24h", "format": "csv", "chart": "least-used"}))
     assert [(row[0], row[1]) for row in rows[1:]] == [("a1", "in_service"), ("b1", "in_repair")]
+
+
+# --- Filters offer what the fleet has -------------------------------------------------------------
+
+
+def test_partitions_follow_the_chosen_site_and_gpu_models_are_the_fleets(viewer_client, viewer_api, fleet):
+    from tests.factories import make_gpu_model
+
+    unused = make_gpu_model(name="Catalog only")
+    page = viewer_client.get(DASHBOARD).content.decode()
+    assert '<option value="train">' in page and '<option value="infer">' in page
+    assert f'<option value="{fleet["m1"].pk}">' in page and f'<option value="{unused.pk}">' not in page
+    # htmx: choosing beta redraws the partition select (out of band) with beta's partitions only.
+    fragment = viewer_client.get(DASHBOARD, {"site": fleet["beta"].pk}, **HTMX).content.decode()
+    oob = fragment.split('id="filter-partition"')[1].split("</div>")[0]
+    assert 'hx-swap-oob="true"' in oob and '<option value="infer">' in oob and "train" not in oob
+    # A partition of another site left in the URL is dropped, not an empty dashboard.
+    response = viewer_client.get(DASHBOARD, {"site": fleet["beta"].pk, "partition": "train"})
+    assert response.context["totals"]["gpu_hours"] == 1.0
+    # The API says why instead of answering nothing.
+    answer = viewer_api.get("/api/inventory/utilization/", {"site": fleet["beta"].pk, "partition": "train"})
+    assert answer.status_code == 400
+    assert answer.json()["partition"] == [f"No node of site {fleet['beta'].pk} is in partition 'train'; its "
+                                          "partitions: infer."]
+    assert viewer_api.get("/api/inventory/utilization/", {"site": fleet["beta"].pk, "partition": "infer"}) \
+        .status_code == 200
+    gpus = viewer_client.get(reverse("inventory:gpu_list")).content.decode()
+    assert f'<option value="{fleet["m2"].pk}">' in gpus and f'<option value="{unused.pk}">' not in gpus
