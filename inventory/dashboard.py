@@ -12,6 +12,7 @@ from portal.registry import Tile
 
 from . import queries
 from .telemetry import summary
+from .telemetry.queries import idle_cost_basis
 
 VIEW_TELEMETRY = "inventory.read_telemetry"
 
@@ -79,16 +80,9 @@ def utilization_tiles(request):
         note = "no partition with both jobs and telemetry" if week["has_jobs"] else "no Slurm jobs in 7 days"
         tiles.append(Tile("allocated", "allocated vs used GPU-hours", "—", f"{week_url}#allocations-by-partition",
                           note=note))
-    currency, default = week["currency"], week["default_hour_cost"]
-    if not week["idle_gpu_hours"]:
-        priced = "nothing idle to price"
-    elif not week["idle_default_gpu_hours"]:
-        priced = "priced at each node's contract cost"
-    elif not week["idle_priced_gpu_hours"]:
-        priced = f"priced at the default {default:g} {currency} per GPU-hour"
-    else:
-        priced = (f"{week['idle_priced_gpu_hours']:,.0f} h at contract cost, {week['idle_default_gpu_hours']:,.0f} h "
-                  f"at the default {default:g} {currency}/GPU-hour")
+    currency = week["currency"]
+    # The utilization page's own wording of what priced the idle hours (contracts, the default rate or both).
+    priced = idle_cost_basis(week["totals"]) if week["idle_gpu_hours"] else "nothing idle to price"
     tiles += [
         Tile("idle-hours", "idle GPU-hours, 7 days", f"{week['idle_gpu_hours']:,.0f}", f"{week_url}#least-used",
              note=f"of {week['gpu_hours']:,.0f} observed"),

@@ -21,7 +21,7 @@ from .models import (
     StorageSystem,
     Switch,
 )
-from .queries import in_state_longer_than
+from .queries import fleet_gpu_models, in_state_longer_than
 
 
 class GPUModelFilterSet(SearchFilterSet):
@@ -100,6 +100,14 @@ class GPUFilterSet(SearchFilterSet):
     class Meta:
         model = GPU
         fields = ["node", "gpu_model", "state", "site"]
+
+    @property
+    def form(self):
+        if not hasattr(self, "_form"):
+            # The drop-down offers the models the fleet has (the catalog lists many more); any still validates.
+            field = super().form.fields["gpu_model"]
+            field.widget.choices = [("", field.empty_label), *((m.pk, str(m)) for m in fleet_gpu_models())]
+        return self._form
 
 
 class FabricFilterSet(SearchFilterSet):

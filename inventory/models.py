@@ -28,6 +28,10 @@ class LifecycleState(models.TextChoices):
     RETIRED = "retired", "Retired"
 
 
+# States whose hardware serves jobs (a degraded node still runs them): idle capacity means something only here.
+SERVING_STATES = (LifecycleState.IN_SERVICE, LifecycleState.DEGRADED)
+
+
 def positive(**kwargs):
     return {"validators": [MinValueValidator(0)], **kwargs}
 

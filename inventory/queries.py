@@ -3,11 +3,11 @@
 from collections import defaultdict
 from datetime import timedelta
 
-from django.db.models import Count, F, Q, Sum
+from django.db.models import Count, Exists, F, OuterRef, Q, Sum
 from django.utils import timezone
 
 from .lifecycle import state_since
-from .models import GPU, LifecycleState, Node, Rack, Site, StorageSystem, Switch
+from .models import GPU, GPUModel, LifecycleState, Node, Rack, Site, StorageSystem, Switch
 
 # GPUs that exist in the fleet's capacity: delivered and not retired.
 COUNTED_STATES = [s for s in LifecycleState.values if s not in (LifecycleState.ORDERED, LifecycleState.RETIRED)]
@@ -103,3 +103,16 @@ def most_common_gpu_model():
     """The name of the GPU model with the most GPUs in service (ties: by name); None with none in service."""
     return (GPU.objects.filter(state=LifecycleState.IN_SERVICE).values(name=F("gpu_model__name"))
             .annotate(n=Count("id")).order_by("-n", "name").values_list("name", flat=True).first())
+
+
+def partitions(site=None):
+    """The partitions of the fleet's nodes (of one site), sorted: what a partition filter offers."""
+    nodes = Node.objects.exclude(partition="")
+    if site:
+        nodes = nodes.filter(site=site)
+    return list(nodes.order_by("partition").values_list("partition", flat=True).distinct())
+
+
+def fleet_gpu_models():
+    """The GPU models of which the fleet has a GPU (the catalog lists many more): what a GPU model filter offers."""
+    return GPUModel.objects.filter(Exists(GPU.objects.filter(gpu_model=OuterRef("pk")))).order_by("name")

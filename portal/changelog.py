@@ -10,10 +10,12 @@ ACTIONS = {"+": "Created", "~": "Changed", "-": "Deleted"}
 
 
 def tracked_models(user):
-    """Models with a history that ``user`` may view, sorted by name."""
+    """Models with a history that ``user`` may view, sorted by name. simple-history also registers the
+    many-to-many through tables it tracks (``Contract_gpus``); those have no ``history`` of their own (their
+    changes show on the owner's history), and a superuser passes every permission check, so skip them here."""
     models = [
         model for model in registered_models.values()
-        if model._meta.app_label in ROLE_APPS
+        if model._meta.app_label in ROLE_APPS and not model._meta.auto_created
         and user.has_perm(f"{model._meta.app_label}.view_{model._meta.model_name}")
     ]
     return sorted(models, key=lambda m: str(m._meta.verbose_name))

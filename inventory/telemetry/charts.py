@@ -81,8 +81,16 @@ class FleetDashboard:
 
     @cached_property
     def least_used(self):
-        return [{**node, "url": reverse("inventory:node_detail", args=[node["key"]])}
-                for node in queries.least_used(self.groups("node"))]
+        return self._linked(queries.least_used(self.groups("node")))
+
+    @cached_property
+    def not_in_service(self):
+        """Nodes that reported but are not in service (burn-in, in repair, retired...): least used first."""
+        return self._linked(queries.least_used(self.groups("node"), serving=False))
+
+    @staticmethod
+    def _linked(nodes):
+        return [{**node, "url": reverse("inventory:node_detail", args=[node["key"]])} for node in nodes]
 
     @cached_property
     def totals(self):
@@ -238,10 +246,11 @@ class FleetDashboard:
                       r["observed_gpu_hours"], r["util_mean"], r["used_gpu_hours"]]
                      for r in self.allocations_by_partition])
         if chart == "least-used":
-            return (["node", "site", "partition", "team", "gpus", "gpu_hours", "mean_utilization_percent",
+            return (["node", "state", "site", "partition", "team", "gpus", "gpu_hours", "mean_utilization_percent",
                      "idle_gpu_hours", f"idle_cost_{currency}"],
-                    [[n["name"], n["site"], n["partition"], n["team"], n["gpus"], n["gpu_hours"], n["util_mean"],
-                      n["idle_gpu_hours"], n["idle_cost"]] for n in self.least_used])
+                    [[n["name"], n["state"], n["site"], n["partition"], n["team"], n["gpus"], n["gpu_hours"],
+                      n["util_mean"], n["idle_gpu_hours"], n["idle_cost"]]
+                     for n in [*self.least_used, *self.not_in_service]])
         raise KeyError(chart)
 
     def csv_response(self, chart):

@@ -15,7 +15,9 @@ What the figures mean
     - *Idle GPU-hours*: observed GPU-hours × (1 − utilization / 100), summed per row: a GPU at 25 % for
       an hour is 0.75 idle GPU-hours. So idle = observed × (1 − mean / 100) for any group.
     - *Idle cost*: idle GPU-hours × the node's cost per GPU-hour where a contract gives it
-      (``inventory.costs``), else × ``settings.IDLE_GPU_HOUR_COST`` (in ``settings.COST_CURRENCY``).
+      (``inventory.costs``), else × ``settings.IDLE_GPU_HOUR_COST`` (in ``settings.COST_CURRENCY``);
+      ``idle_gpu_hours_at_default_cost`` says how many idle GPU-hours the fallback priced (``idle_cost_basis``
+      words it).
 
 Missing data is missing, never zero
     A bucket without rows (a source down, a stale source, a GPU not reporting) is ``None`` in every
@@ -38,7 +40,7 @@ from django.db.models import Count, Exists, F, FloatField, OuterRef, Sum
 from django.utils import timezone
 
 from inventory.costs import gpu_hour_costs
-from inventory.models import GPU, GPUModel, Node, Site
+from inventory.models import GPU, SERVING_STATES, GPUModel, Node, Site
 
 from . import jobstats
 from .models import GPUDaily, GPUHourly, SlurmJob, TelemetrySource, UsageDaily
@@ -124,7 +126,7 @@ HEATMAP_BY = {"node": "gpu__node_id", "gpu": "gpu_id"}  # heatmap rows -> their 
 USAGE_COLUMNS = {
     "node_id": ("k", "node_id"), "gpu_model_id": ("k", "gpu_model_id"), "hostname": ("n", "hostname"),
     "site_id": ("n", "site_id"), "site": ("s", "name"), "partition": ("n", "partition"), "team": ("n", "owner_team"),
-    "gpu_model_name": ("m", "name"),
+    "gpu_model_name": ("m", "name"), "state": ("n", "state"),
 }
 PER_GPU_COLUMNS = {"gpu_id": ("k", "id"), "slot": ("k", "slot")}
 
@@ -158,11 +160,13 @@ def gpu_filters(filters):
             if value not in (None, "") and name in FILTER_LOOKUPS}
 
 
-def _figures(gpu_hours, util_hours, idle_cost=None):
+def _figures(gpu_hours, util_hours, idle_cost=None, idle_at_default=None):
     """Mean utilization, idle GPU-hours and idle cost from the two sums; None where nothing was observed.
-    ``idle_cost``: summed per GPU at its node's cost; else idle GPU-hours × ``IDLE_GPU_HOUR_COST``."""
+    ``idle_cost``: summed per GPU at its node's cost, ``idle_at_default`` the idle GPU-hours of those priced at
+    ``IDLE_GPU_HOUR_COST`` (no contract cost known); else all idle GPU-hours × ``IDLE_GPU_HOUR_COST``."""
     if not gpu_hours:
-        return {"gpu_hours": 0.0, "util_mean": None, "idle_gpu_hours": 0.0, "idle_cost": 0.0}
+        return {"gpu_hours": 0.0, "util_mean": None, "idle_gpu_hours": 0.0, "idle_cost": 0.0,
+                "idle_gpu_hours_at_default_cost": 0.0}
     util_mean = util_hours / gpu_hours
     idle = gpu_hours - util_hours / 100
     return {
@@ -170,6 +174,7 @@ def _figures(gpu_hours, util_hours, idle_cost=None):
         "util_mean": round(util_mean, 2),
         "idle_gpu_hours": round(idle, 2),
         "idle_cost": round(idle * settings.IDLE_GPU_HOUR_COST if idle_cost is None else idle_cost, 2),
+        "idle_gpu_hours_at_default_cost": round(idle if idle_cost is None else idle_at_default, 2),
     }
 
 
@@ -179,6 +184,21 @@ def fleet_figures(range_key, filters=None, now=None):
     span = get_range(range_key)
     sums = rollup_rows(range_key, filters, now, per_gpu=False).aggregate(**span.sums(per_gpu=False))
     return _figures(sums["gpu_hours"], sums["util_hours"] or 0)
+
+
+def idle_cost_basis(figures, currency=None, default_cost=None):
+    """What the idle cost of ``figures`` (of ``_figures``, ``totals``) priced, in words for its label: each node's
+    cost from its contracts, the default cost per GPU-hour, or both (how many idle GPU-hours at the default)."""
+    currency = currency or settings.COST_CURRENCY
+    default_cost = settings.IDLE_GPU_HOUR_COST if default_cost is None else default_cost
+    idle, at_default = figures["idle_gpu_hours"], figures["idle_gpu_hours_at_default_cost"]
+    default = f"{default_cost:g} {currency} per GPU-hour"
+    if idle and not at_default:
+        return "at each node's cost per GPU-hour from its contracts"
+    if at_default and at_default < idle:
+        return (f"at each node's cost per GPU-hour from its contracts; {at_default:,.1f} of {idle:,.1f} idle "
+                f"GPU-hours (nodes without a contract cost) at {default}")
+    return f"at {default} (no node in these figures has a cost from its contracts)"
 
 
 def utilization_series(range_key, filters=None, now=None):
@@ -259,11 +279,13 @@ def _group(rows, key_field, name_field):
     for row in rows:
         group = groups.setdefault(row[key_field], {"name": row[name_field] or NONE_LABEL, "gpus": 0,
                                                    "gpu_hours": 0.0, "util_hours": 0.0, "idle_cost": 0.0,
-                                                   "first": row})
+                                                   "idle_at_default": 0.0, "first": row})
+        idle = row["gpu_hours"] - row["util_hours"] / 100
         group["gpus"] += row["gpus"]
         group["gpu_hours"] += row["gpu_hours"]
         group["util_hours"] += row["util_hours"]
-        group["idle_cost"] += (row["gpu_hours"] - row["util_hours"] / 100) * row["hour_cost"]
+        group["idle_cost"] += idle * row["hour_cost"]
+        group["idle_at_default"] += 0.0 if row["priced"] else idle
     return groups
 
 
@@ -278,10 +300,10 @@ def utilization_by(group_by, range_key, filters=None, now=None, rows=None):
     groups = []
     for key, group in _group(rows, *GROUPS[group_by]).items():
         entry = {"key": key, "name": group["name"], "gpus": group["gpus"],
-                 **_figures(group["gpu_hours"], group["util_hours"], group["idle_cost"])}
+                 **_figures(group["gpu_hours"], group["util_hours"], group["idle_cost"], group["idle_at_default"])}
         if group_by == "node":
             first = group["first"]
-            entry.update(site=first["site"], partition=first["partition"], team=first["team"])
+            entry.update(site=first["site"], partition=first["partition"], team=first["team"], state=first["state"])
         groups.append(entry)
     groups.sort(key=lambda g: (-g["idle_gpu_hours"], str(g["name"])))
     return groups
@@ -292,9 +314,11 @@ def least_used_nodes(range_key, filters=None, limit=10, now=None):
     return least_used(utilization_by("node", range_key, filters, now), limit)
 
 
-def least_used(node_groups, limit=10):
-    """The ``limit`` least used of the groups of ``utilization_by("node", …)``, leaving out GPUs in no node."""
-    nodes = [g for g in node_groups if g["key"] is not None]
+def least_used(node_groups, limit=10, serving=True):
+    """The ``limit`` least used of the groups of ``utilization_by("node", …)``, leaving out GPUs in no node.
+    ``serving``: only nodes in service (or degraded); else only the others (burn-in, in repair, retired...),
+    whose idle hours are expected and would crowd out the nodes worth a look."""
+    nodes = [g for g in node_groups if g["key"] is not None and (g["state"] in SERVING_STATES) == serving]
     nodes.sort(key=lambda g: (g["util_mean"], g["name"]))
     return nodes[:limit]
 
@@ -304,7 +328,8 @@ def totals(groups):
     gpu_hours = sum(g["gpu_hours"] for g in groups)
     util_hours = sum(g["gpu_hours"] * g["util_mean"] for g in groups if g["util_mean"] is not None)
     idle_cost = sum(g["idle_cost"] for g in groups)
-    return {"gpus": sum(g["gpus"] for g in groups), **_figures(gpu_hours, util_hours, idle_cost)}
+    idle_at_default = sum(g["idle_gpu_hours_at_default_cost"] for g in groups)
+    return {"gpus": sum(g["gpus"] for g in groups), **_figures(gpu_hours, util_hours, idle_cost, idle_at_default)}
 
 
 def heatmap(range_key, filters=None, by="node", limit=HEATMAP_ROWS, now=None, rows=None):

@@ -23,8 +23,6 @@ def last_week(now=None, target=None):
     totals = board.totals
     before = queries.fleet_figures(RANGE, now=now - timedelta(days=7))  # the 7 × 24 hours just before
     util, util_before = totals["util_mean"], before["util_mean"]
-    # Idle GPU-hours priced by a contract, the rest at the default rate: the tile says which.
-    idle_priced = sum(row["gpu_hours"] - row["util_hours"] / 100 for row in board.usage if row["priced"])
     nodes = [g for g in board.groups("node") if g["key"] is not None]
     in_service = set(Node.objects.filter(pk__in=[g["key"] for g in nodes], state=LifecycleState.IN_SERVICE)
                      .values_list("pk", flat=True)) if nodes else set()
@@ -38,8 +36,7 @@ def last_week(now=None, target=None):
         "gpu_hours": totals["gpu_hours"],
         "idle_gpu_hours": totals["idle_gpu_hours"],
         "idle_cost": totals["idle_cost"],
-        "idle_priced_gpu_hours": round(idle_priced, 2),
-        "idle_default_gpu_hours": round(totals["idle_gpu_hours"] - idle_priced, 2),
+        "totals": totals,  # with the idle GPU-hours priced at the default rate (``queries.idle_cost_basis``)
         "default_hour_cost": settings.IDLE_GPU_HOUR_COST,
         "currency": settings.COST_CURRENCY,
         "has_jobs": board.has_jobs,

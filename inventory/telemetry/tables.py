@@ -6,6 +6,7 @@ from django.utils import timezone
 from django.utils.html import format_html
 from django.utils.safestring import mark_safe
 
+from inventory.models import LifecycleState
 from portal.roles import sees_outbound_errors
 
 from .models import SlurmJob, TelemetrySource, UnknownSeries
@@ -84,6 +85,7 @@ class LeastUsedNodeTable(tables.Table):
     """Rows of ``queries.least_used_nodes`` (dicts): each links to its node's page (the CSV has every figure)."""
 
     name = tables.Column("Node", linkify=lambda record: record["url"])
+    state = tables.Column()
     partition = tables.Column()
     team = tables.Column()
     util_mean = tables.Column("Util. %", attrs={"th": {"title": "Mean utilization (%)"}})
@@ -96,6 +98,9 @@ class LeastUsedNodeTable(tables.Table):
 
     def render_util_mean(self, value):
         return f"{value:.1f}"
+
+    def render_state(self, value):
+        return LifecycleState(value).label
 
     def render_idle_gpu_hours(self, value):
         return f"{value:,.0f}"

@@ -124,7 +124,7 @@ class UtilizationView(ModelPermissionMixin, View):
                    **self.dashboard_context(dashboard, form)}
         htmx = getattr(request, "htmx", None)
         if htmx and not htmx.history_restore_request and htmx.target == "dashboard":
-            return render(request, self.fragment_template_name, context)
+            return render(request, self.fragment_template_name, {**context, "fragment": True})
         return render(request, self.template_name, context)
 
     def dashboard_context(self, dashboard, form):
@@ -149,6 +149,8 @@ class UtilizationView(ModelPermissionMixin, View):
             "totals": dashboard.totals,
             "group_tables": group_tables,
             "least_used": LeastUsedNodeTable(dashboard.least_used),
+            "not_in_service": LeastUsedNodeTable(
+                dashboard.not_in_service, empty_text="Every node that reported is in service."),
             "queue_waits": dashboard.queue_waits,
             "allocations_by_team": dashboard.allocations_by_team,
             "allocations_by_partition": dashboard.allocations_by_partition,
@@ -158,7 +160,7 @@ class UtilizationView(ModelPermissionMixin, View):
             "job_filter_note": job_filter_note(form, dashboard.filters),
             "stale_sources": dashboard.stale_sources,
             "currency": settings.COST_CURRENCY,
-            "idle_gpu_hour_cost": settings.IDLE_GPU_HOUR_COST,
+            "idle_cost_basis": queries.idle_cost_basis(dashboard.totals),
             "chart_data": {f"chart-{name}": data for name, data in dashboard.chart_data().items()},
             "csv_url": csv_url,
         }

@@ -26,7 +26,8 @@ def freeze_now(monkeypatch):
 
 def make_fleet(now):
     """Two sites. alpha: node a1 (train / vision) with two GPUs of model M1; beta: node b1 (infer / speech) with
-    one GPU of model M2, and node b2 (no partition, no team) that never reports.
+    one GPU of model M2, and node b2 (no partition, no team) that never reports. a1 and b1 are in service, b2 just
+    delivered.
 
     Hourly rows (this hour is ``h``): a1/gpu0 80 % at h-1 and 40 % at h-2; a1/gpu1 20 % at h-1; b1/gpu0 50 % at
     h-1 and a row without a utilization reading at h-3. Daily rows: a1/gpu0 10 hours at 30 % yesterday; a1/gpu1
@@ -35,8 +36,10 @@ def make_fleet(now):
     alpha, beta = make_site(name="alpha"), make_site(name="beta")
     m1, m2 = make_gpu_model(name="M1"), make_gpu_model(name="M2")
     node_model = make_node_model()
-    a1 = make_node(site=alpha, node_model=node_model, hostname="a1", partition="train", owner_team="vision")
-    b1 = make_node(site=beta, node_model=node_model, hostname="b1", partition="infer", owner_team="speech")
+    a1 = make_node(site=alpha, node_model=node_model, hostname="a1", partition="train", owner_team="vision",
+                   state="in_service")
+    b1 = make_node(site=beta, node_model=node_model, hostname="b1", partition="infer", owner_team="speech",
+                   state="in_service")
     b2 = make_node(site=beta, node_model=node_model, hostname="b2")
     a1g0, a1g1 = make_gpu(node=a1, gpu_model=m1), make_gpu(node=a1, gpu_model=m1)
     b1g0 = make_gpu(node=b1, gpu_model=m2)
@@ -67,14 +70,15 @@ def read_csv(response):
 
 
 def add_fleet(n_nodes, now, prefix):
-    """``n_nodes`` nodes in their own sites, partitions and teams, 2 GPUs each, 30 hours and 3 days of rows."""
+    """``n_nodes`` nodes in service in their own sites, partitions and teams, 2 GPUs each, 30 hours and 3 days of
+    rows."""
     model = make_gpu_model()
     node_model = make_node_model()
     h, today = floor_hour(now), timezone.localdate(now)
     hourly, daily = [], []
     for i in range(n_nodes):
         node = make_node(site=make_site(), node_model=node_model, partition=f"{prefix}-p{i}",
-                         owner_team=f"{prefix}-t{i}")
+                         owner_team=f"{prefix}-t{i}", state="in_service")
         for _ in range(2):
             gpu = make_gpu(node=node, gpu_model=model)
             hourly += [GPUHourly(gpu=gpu, hour=h - k * H, util_mean=(i * 7 + k) % 100, samples=60)

@@ -77,7 +77,8 @@ def test_figures_match_hand_computed_values(manager_client, fleet):
     assert shown["utilization"].note == "+1.0 pts on the 7 days before" and shown["utilization"].warn  # target 70
     assert shown["idle-hours"].value == "30" and shown["idle-hours"].note == "of 50 observed"
     assert shown["idle-cost"].value == "74 USD"
-    assert shown["idle-cost"].note == "priced at the default 2.5 USD per GPU-hour"
+    assert shown["idle-cost"].note == ("at 2.5 USD per GPU-hour (no node in these figures has a cost from its "
+                                       "contracts)")
     assert shown["allocated"].note == "no Slurm jobs in 7 days"
     assert shown["stale"].value == "1"
     assert shown["warranty"].value == "1"
@@ -112,7 +113,8 @@ def test_idle_cost_says_when_contracts_priced_it(manager_client, fleet, settings
         costs._providers.remove(provider)
     # a: 20 GPU-hours, 4 idle at 4.00 = 16; b and c at 2.50: (20 − 4) + (10 − 0.5) = 25.5 idle = 63.75: 79.75.
     assert shown["idle-cost"].value == "80 USD"
-    assert shown["idle-cost"].note == "4 h at contract cost, 26 h at the default 2.5 USD/GPU-hour"
+    assert shown["idle-cost"].note == ("at each node's cost per GPU-hour from its contracts; 25.5 of 29.5 idle "
+                                       "GPU-hours (nodes without a contract cost) at 2.5 USD per GPU-hour")
 
 
 def test_every_tile_opens_a_list_with_the_same_rows(manager_client, fleet):

@@ -3,6 +3,7 @@ and answers of the utilization and allocations reports."""
 
 from rest_framework import serializers
 
+from inventory.queries import partitions
 from portal.api.serializers import COMMON, TIMESTAMPS, OutboundErrorsMixin, PortalModelSerializer
 
 from .. import queries as telemetry_queries
@@ -124,6 +125,16 @@ class UtilizationQuerySerializer(ReportQuerySerializer):
     gpu_model = serializers.IntegerField(required=False, help_text="Only GPUs of this GPU model (id).")
     team = serializers.CharField(required=False, help_text="Only GPUs in nodes of this owner team.")
 
+    def validate(self, data):
+        """A partition must be one of the chosen site's, as the dashboard offers: else the answer would be empty
+        with no word why."""
+        site, partition = data.get("site"), data.get("partition")
+        if site and partition and partition not in (known := partitions(site)):
+            raise serializers.ValidationError({"partition": [
+                f"No node of site {site} is in partition '{partition}'; its partitions: {', '.join(known) or 'none'}."
+            ]})
+        return data
+
 
 class UtilizationGroupSerializer(serializers.Serializer):
     id = serializers.IntegerField(allow_null=True, help_text="Site, GPU model or node id; null for partition and "
@@ -133,7 +144,11 @@ class UtilizationGroupSerializer(serializers.Serializer):
     gpu_hours = serializers.FloatField(help_text="GPU-hours with a utilization reading.")
     util_mean = serializers.FloatField(allow_null=True, help_text="Mean utilization (%), weighted by hours.")
     idle_gpu_hours = serializers.FloatField(help_text="GPU-hours × (1 − utilization / 100), summed.")
-    idle_cost = serializers.FloatField(help_text="Idle GPU-hours × the idle GPU-hour cost.")
+    idle_cost = serializers.FloatField(help_text="Idle GPU-hours × each node's cost per GPU-hour from its contracts, "
+                                       "else × idle_gpu_hour_cost.")
+    idle_gpu_hours_at_default_cost = serializers.FloatField(
+        help_text="Of the idle GPU-hours, those of nodes without a cost from their contracts: priced at "
+        "idle_gpu_hour_cost.")
 
 
 class StaleSourceSerializer(OutboundErrorsMixin, serializers.ModelSerializer):
@@ -153,7 +168,9 @@ class UtilizationSerializer(serializers.Serializer):
     start = serializers.DateTimeField(help_text="Start of the range (its first hour or day).")
     end = serializers.DateTimeField(help_text="When the figures were computed.")
     currency = serializers.CharField()
-    idle_gpu_hour_cost = serializers.FloatField()
+    idle_gpu_hour_cost = serializers.FloatField(help_text="The cost per idle GPU-hour of nodes without a cost from "
+                                                "their contracts.")
+    idle_cost_basis = serializers.CharField(help_text="What the idle cost priced, in words (the dashboard's label).")
     groups = UtilizationGroupSerializer(many=True, help_text="Most idle GPU-hours first.")
     stale_sources = StaleSourceSerializer(
         many=True, help_text="Enabled sources whose pulls fail: their hours after synced_until are missing from "

@@ -99,8 +99,9 @@ class UtilizationView(APIView):
         summary="Utilization, idle GPU-hours and idle cost per group",
         description=(
             "Mean utilization (weighted by hours), GPU-hours observed, idle GPU-hours (GPU-hours × (1 − "
-            "utilization / 100)) and their cost (× the idle GPU-hour cost) per group. Hours without data are "
-            "left out, never counted as idle; `stale_sources` lists the sources whose data is incomplete."
+            "utilization / 100)) and their cost (× each node's cost per GPU-hour from its contracts, else × "
+            "`idle_gpu_hour_cost`: `idle_cost_basis` says which) per group. Hours without data are left out, "
+            "never counted as idle; `stale_sources` lists the sources whose data is incomplete."
         ),
         parameters=[api.UtilizationQuerySerializer],
         responses={200: api.UtilizationSerializer,
@@ -122,6 +123,7 @@ class UtilizationView(APIView):
             "end": now,
             "currency": settings.COST_CURRENCY,
             "idle_gpu_hour_cost": settings.IDLE_GPU_HOUR_COST,
+            "idle_cost_basis": telemetry_queries.idle_cost_basis(telemetry_queries.totals(groups)),
             "groups": [{**g, "id": g["key"] if group_by in ID_GROUPS else None} for g in groups],
             "stale_sources": telemetry_queries.stale_sources(),
         }

@@ -100,11 +100,12 @@ def test_utilization_by_site_equals_the_hand_computed_figures(viewer_api, fleet)
         "site", "7d", "hourly", "EUR", 2.0)
     assert body["groups"] == [
         {"id": fleet["alpha"].pk, "name": "alpha", "gpus": 2, "gpu_hours": 3.0, "util_mean": 46.67,
-         "idle_gpu_hours": 1.6, "idle_cost": 3.2},
+         "idle_gpu_hours": 1.6, "idle_cost": 3.2, "idle_gpu_hours_at_default_cost": 1.6},
         {"id": fleet["beta"].pk, "name": "beta", "gpus": 1, "gpu_hours": 1.0, "util_mean": 50.0,
-         "idle_gpu_hours": 0.5, "idle_cost": 1.0},
+         "idle_gpu_hours": 0.5, "idle_cost": 1.0, "idle_gpu_hours_at_default_cost": 0.5},
     ]
     assert body["stale_sources"] == []
+    assert body["idle_cost_basis"] == "at 2 EUR per GPU-hour (no node in these figures has a cost from its contracts)"
 
 
 @override_settings(IDLE_GPU_HOUR_COST=2.0)

@@ -43,10 +43,12 @@ def test_utilization_by_site_matches_the_hand_computed_figures(fleet, now):
     sites = by_name(queries.utilization_by("site", "7d"))
     # alpha: 3 GPU-hours at 80, 40, 20 -> mean 46.67 %, idle 3 - 1.4 = 1.6 GPU-hours, 3.20 at 2.0 per GPU-hour.
     assert sites["alpha"] == {"key": fleet["alpha"].pk, "name": "alpha", "gpus": 2, "gpu_hours": 3.0,
-                              "util_mean": 46.67, "idle_gpu_hours": 1.6, "idle_cost": 3.2}
+                              "util_mean": 46.67, "idle_gpu_hours": 1.6, "idle_cost": 3.2,
+                              "idle_gpu_hours_at_default_cost": 1.6}
     # beta: the hour without a reading is not an idle hour: 1 GPU-hour at 50 %.
     assert sites["beta"] == {"key": fleet["beta"].pk, "name": "beta", "gpus": 1, "gpu_hours": 1.0,
-                             "util_mean": 50.0, "idle_gpu_hours": 0.5, "idle_cost": 1.0}
+                             "util_mean": 50.0, "idle_gpu_hours": 0.5, "idle_cost": 1.0,
+                             "idle_gpu_hours_at_default_cost": 0.5}
 
 
 @override_settings(IDLE_GPU_HOUR_COST=2.0)
@@ -195,7 +197,7 @@ def test_every_chart_downloads_its_figures_as_csv(viewer_client, fleet, chart):
         "allocations-by-partition": (["partition", "jobs", "allocated_gpu_hours", "multi_node_gpu_hours",
                                       "multi_node_share_percent", "observed_gpu_hours", "mean_utilization_percent",
                                       "used_gpu_hours"], 0),
-        "least-used": (["node", "site", "partition", "team", "gpus", "gpu_hours", "mean_utilization_percent",
+        "least-used": (["node", "state", "site", "partition", "team", "gpus", "gpu_hours", "mean_utilization_percent",
                         "idle_gpu_hours", "idle_cost_EUR"], 2),
     }[chart]
     assert (header, len(body)) == expected
@@ -363,3 +365,77 @@ def test_source_list_filters_stale_sources(viewer_client, now):
     response = viewer_client.get(reverse("inventory:telemetrysource_list"), {"stale": "true"})
     assert [s.name for s in response.context["table"].data] == ["down"]
     assert "stale since" in response.content.decode()
+
+
+# --- What the idle cost priced; nodes not in service ---------------------------------------------
+
+
+@override_settings(IDLE_GPU_HOUR_COST=2.0, COST_CURRENCY="EUR")
+def test_idle_cost_says_what_it_priced_and_the_page_agrees_with_the_api(viewer_client, viewer_api, fleet, now):
+    """a1 is rented at 4 per GPU-hour, b1 has no contract: its idle hours are priced at the default 2."""
+    from tests.factories import ContractFactory
+
+    today = timezone.localdate(now)
+    rental = ContractFactory(kind="rental", gpu_hour_cost=4, rented_gpus=2, start=today - timedelta(days=30),
+                             end=today + timedelta(days=300))
+    rental.nodes.set([fleet["a1"]])
+    response = viewer_client.get(DASHBOARD, {"range": "24h"})
+    totals = response.context["totals"]
+    # a1: 1.6 idle GPU-hours × 4 = 6.4; b1: 0.5 × 2 = 1.0.
+    assert (totals["idle_gpu_hours"], totals["idle_cost"], totals["idle_gpu_hours_at_default_cost"]) == (2.1, 7.4, 0.5)
+    basis = ("at each node's cost per GPU-hour from its contracts; 0.5 of 2.1 idle GPU-hours (nodes without a "
+             "contract cost) at 2 EUR per GPU-hour")
+    page = response.content.decode()
+    assert f"idle cost {basis}" in page.replace("&#x27;", "'") and "at 2.0 EUR per GPU-hour" not in page
+    api = viewer_api.get("/api/inventory/utilization/", {"group_by": "node", "range": "24h"}).json()
+    assert api["idle_cost_basis"] == basis
+    assert {g["name"]: (g["idle_cost"], g["idle_gpu_hours_at_default_cost"]) for g in api["groups"]} == {
+        "a1": (6.4, 0.0), "b1": (1.0, 0.5)}
+    assert round(sum(g["idle_cost"] for g in api["groups"]), 2) == totals["idle_cost"]
+    rental.nodes.set([fleet["a1"], fleet["b1"]])  # every idle hour has a contract cost now
+    totals = viewer_client.get(DASHBOARD, {"range": "24h"}).context["totals"]
+    assert queries.idle_cost_basis(totals) == "at each node's cost per GPU-hour from its contracts"
+
+
+def test_least_used_nodes_show_their_state_and_keep_nodes_not_in_service_apart(viewer_client, fleet):
+    from inventory import lifecycle
+
+    lifecycle.transition(fleet["b1"], "degraded", reason="ECC errors")
+    lifecycle.transition(fleet["b1"], "in_repair", reason="RMA")
+    response = viewer_client.get(DASHBOARD, {"range": "24h"})
+    assert [(r["name"], r["state"]) for r in response.context["least_used"].data] == [("a1", "in_service")]
+    assert [(r["name"], r["state"]) for r in response.context["not_in_service"].data] == [("b1", "in_repair")]
+    page = response.content.decode()
+    section = page.split('id="least-used"')[1]
+    assert section.index("a1") < section.index("Not in service") < section.index("b1")
+    assert "In service" in section and "In repair" in section
+    rows = read_csv(viewer_client.get(DASHBOARD, {"range": "24h", "format": "csv", "chart": "least-used"}))
+    assert [(row[0], row[1]) for row in rows[1:]] == [("a1", "in_service"), ("b1", "in_repair")]
+
+
+# --- Filters offer what the fleet has -------------------------------------------------------------
+
+
+def test_partitions_follow_the_chosen_site_and_gpu_models_are_the_fleets(viewer_client, viewer_api, fleet):
+    from tests.factories import make_gpu_model
+
+    unused = make_gpu_model(name="Catalog only")
+    page = viewer_client.get(DASHBOARD).content.decode()
+    assert '<option value="train">' in page and '<option value="infer">' in page
+    assert f'<option value="{fleet["m1"].pk}">' in page and f'<option value="{unused.pk}">' not in page
+    # htmx: choosing beta redraws the partition select (out of band) with beta's partitions only.
+    fragment = viewer_client.get(DASHBOARD, {"site": fleet["beta"].pk}, **HTMX).content.decode()
+    oob = fragment.split('id="filter-partition"')[1].split("</div>")[0]
+    assert 'hx-swap-oob="true"' in oob and '<option value="infer">' in oob and "train" not in oob
+    # A partition of another site left in the URL is dropped, not an empty dashboard.
+    response = viewer_client.get(DASHBOARD, {"site": fleet["beta"].pk, "partition": "train"})
+    assert response.context["totals"]["gpu_hours"] == 1.0
+    # The API says why instead of answering nothing.
+    answer = viewer_api.get("/api/inventory/utilization/", {"site": fleet["beta"].pk, "partition": "train"})
+    assert answer.status_code == 400
+    assert answer.json()["partition"] == [f"No node of site {fleet['beta'].pk} is in partition 'train'; its "
+                                          "partitions: infer."]
+    assert viewer_api.get("/api/inventory/utilization/", {"site": fleet["beta"].pk, "partition": "infer"}) \
+        .status_code == 200
+    gpus = viewer_client.get(reverse("inventory:gpu_list")).content.decode()
+    assert f'<option value="{fleet["m2"].pk}">' in gpus and f'<option value="{unused.pk}">' not in gpus

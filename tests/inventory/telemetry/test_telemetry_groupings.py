@@ -85,15 +85,17 @@ def python_groups(rows, group_by, range_key, filters, costs, now):
     keys = {"site": lambda g: g.node and g.node.site_id, "partition": lambda g: g.node and g.node.partition,
             "gpu_model": lambda g: g.gpu_model_id, "team": lambda g: g.node and g.node.owner_team,
             "node": lambda g: g.node_id}
-    sums = defaultdict(lambda: {"gpus": set(), "gpu_hours": 0.0, "util_hours": 0.0, "idle_cost": 0.0})
+    sums = defaultdict(lambda: {"gpus": set(), "gpu_hours": 0.0, "util_hours": 0.0, "idle_cost": 0.0,
+                                "at_default": 0.0})
     for gpu, _, hours, util_hours in python_rows(rows, range_key, filters, now):
         group = sums[keys[group_by](gpu)]
         group["gpus"].add(gpu.pk)
         group["gpu_hours"] += hours
         group["util_hours"] += util_hours
         group["idle_cost"] += (hours - util_hours / 100) * costs.get(gpu.node_id, COST)
+        group["at_default"] += 0 if gpu.node_id in costs else hours - util_hours / 100
     return {key: (len(g["gpus"]), round(g["gpu_hours"], 2), round(g["util_hours"] / g["gpu_hours"], 2),
-                  round(g["gpu_hours"] - g["util_hours"] / 100, 2), round(g["idle_cost"], 2))
+                  round(g["gpu_hours"] - g["util_hours"] / 100, 2), round(g["idle_cost"], 2), g["at_default"])
             for key, g in sums.items()}
 
 
@@ -118,6 +120,7 @@ def test_groupings_match_a_row_by_row_computation(fleet, now, range_key):
             # round the other way.
             for g in groups:
                 assert g["idle_cost"] == pytest.approx(expected[g["key"]][4], abs=0.0101), (group_by, filters, g)
+                assert g["idle_gpu_hours_at_default_cost"] == pytest.approx(expected[g["key"]][5], abs=0.0051), g
             checked += len(groups)
     assert checked > 50  # the fleet's groups are many, not a few empty answers
 
@@ -204,4 +207,6 @@ def test_usage_days_are_replaced_and_follow_a_moved_gpu(fleet, now):
     moved = {g["key"]: g["gpus"] for g in queries.utilization_by("node", "30d")}
     assert (moved[old], moved[new]) == (gpus[old] - 1, gpus[new] + 1)
     after = queries.totals(queries.utilization_by("site", "30d"))
-    assert {**after, "idle_cost": None} == {**before, "idle_cost": None}  # its old node's cost was another
+    # Its old node's cost was another (and its idle hours are priced at the default now, or no longer).
+    unpriced = {"idle_cost": None, "idle_gpu_hours_at_default_cost": None}
+    assert {**after, **unpriced} == {**before, **unpriced}
