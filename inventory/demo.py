@@ -11,7 +11,9 @@ Telemetry: two sources point at the simulator that ``make demo`` starts (``manag
 and the 7 days before now are backfilled from the same simulator model through the pull's write path, so
 a fresh demo shows full charts at once; a later run backfills only what the sources lack since. Before
 those 7 days, ``HISTORY_MONTHS`` of daily rows (``simulator.day_records``: growing demand with a yearly season)
-give the demand forecast of capacity plans a history to fit; written once.
+give the demand forecast of capacity plans a history to fit; written once. The simulator's Slurm jobs of the
+``JOB_HISTORY_MONTHS`` whole calendar months before this one (up to the backfilled week) are written once too,
+through the same write path: the planning demo's finished workloads calibrate on them.
 """
 
 import uuid
@@ -173,6 +175,7 @@ TELEMETRY_SOURCES = [
 ]
 BACKFILL = timedelta(days=7)
 HISTORY_MONTHS = 25  # two years and a bit: enough for the forecast to fit a yearly season
+JOB_HISTORY_MONTHS = 2  # whole calendar months of Slurm jobs before the backfilled week: runs to calibrate on
 
 STORAGE = [
     {"name": "zrh-lustre-scratch", "site": "Zurich DC1", "kind": StorageSystem.Kind.PARALLEL_FS,
@@ -311,8 +314,10 @@ def seed_demo():
     record_creation(seeder.new[Node] + seeder.new[GPU])
     apply_events({obj.hostname for obj in seeder.new[Node]}, node, users["manager"])
     sources = seeder.sync(TelemetrySource, ("name",), TELEMETRY_SOURCES)
-    backfilled = backfill(*(sources[(row["name"],)] for row in TELEMETRY_SOURCES))
-    backfilled += (daily_history(),)
+    exporter, jobs_source = (sources[(row["name"],)] for row in TELEMETRY_SOURCES)
+    history_jobs = job_history(jobs_source)  # before the week: the week's pull then completes the jobs it cut
+    backfilled = backfill(exporter, jobs_source)
+    backfilled = (backfilled[0], backfilled[1] + history_jobs, daily_history())
     analyze(Node, GPU, GPUHourly, NodeHourly, GPUDaily, SlurmJob, SlurmJobNode)  # the analyses below read them
     seed_other_apps(seeder, users)
     return summary(seeder, backfilled)
@@ -481,6 +486,23 @@ def backfill(exporter, jobs_source):
     store(jobs_source, Collected(jobs=jobs), now)
     TelemetrySource.objects.filter(pk=jobs_source.pk).update(synced_until=slurm.resume_from(jobs, start, now))
     return len(hours), len(jobs)
+
+
+def job_history(jobs_source, now=None):
+    """The simulator's Slurm jobs from the first day of ``JOB_HISTORY_MONTHS`` whole months before this one up to
+    the backfilled week, stored as a pull stores them, unless the source has jobs from then already. The jobs
+    still running at the week's start are stored as running then; the week's backfill brings their end. Returns the
+    jobs written."""
+    now = now or timezone.now()
+    end = floor_hour(now) - BACKFILL
+    first = timezone.localtime(now).replace(day=1, hour=0, minute=0, second=0, microsecond=0)
+    for _ in range(JOB_HISTORY_MONTHS):
+        first = (first - timedelta(days=1)).replace(day=1)
+    if SlurmJob.objects.filter(source=jobs_source, start_time__lt=first + BACKFILL).exists():
+        return 0
+    jobs = slurm.parse_jobs(simulator.jobs(simulator.nodes_of(simulator.fleet()), first, end))
+    store(jobs_source, Collected(jobs=jobs), end)
+    return len(jobs)
 
 
 def daily_history(today=None):

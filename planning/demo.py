@@ -11,7 +11,10 @@ external id (a delivery, once received, is not repeated).
 
 Capacity plans: a draft (the 2027 H200 expansion, with its planned training runs and scenario assumptions), one
 submitted by the admin and waiting for a second manager (the demo manager can approve it), and one the manager
-submitted and the admin approved, whose bill of materials the procurement API can turn into an order. A plan is
+submitted and the admin approved, whose bill of materials the procurement API can turn into an order, and one
+approved in the past whose workloads have run: three teams' pre-training runs in the whole months of Slurm history
+the inventory demo writes (``inventory.demo.JOB_HISTORY_MONTHS``), each under its team's Slurm account, so the
+Calibration page has finished workloads to compare with their jobs. A plan is
 created once with its workloads and lines and moved through ``planning.plans.workflow`` (which records the events); it
 is found again by name and left as it is, so a plan changed in the portal is not undone by seeding again."""
 
@@ -21,7 +24,7 @@ from decimal import Decimal as D
 from django.db.models import Count
 from django.utils import timezone
 
-from inventory.demo import gpu_uuid
+from inventory.demo import JOB_HISTORY_MONTHS, gpu_uuid
 from inventory.models import GPUModel, Node, NodeModel, Site
 
 from .contracts.models import Contract, SLATerm
@@ -51,14 +54,15 @@ EXPANSION_DELIVERY = {"external_id": "demo-NV-SO-2026-0311-1", "delivered_on": d
                       "note": "First half of the expansion: 2 DGX H200, GPUs installed."}
 EXPANSION_HOSTNAMES = ["zrh-h200-009", "zrh-h200-010"]  # the H200 pod's next numbers; serials follow its pattern
 
-H200 = "H200 SXM 141GB"
+H200, H100, A100 = "H200 SXM 141GB", "H100 SXM 80GB", "A100 80GB SXM"
 IB_SWITCHES = "NVIDIA QM9700 NDR InfiniBand switch, 64 × 400G ports"
 PLAN_DEFAULTS = {"description": "", "horizon_months": 12, "site": None, "node_model": None, "node_price": None,
                  "rental_gpu_hour_cost": None, "target_utilization": 80, "build_lead_months": 9,
                  "expand_lead_months": 4, "rent_lead_months": 1}
-# name → the plan's fields (site and node model by name), its workloads (name, start as the plan's n-th month: the
-# demo's plans start next month, GPU model, sizing inputs), its bill of materials (node model, GPU model, description,
-# quantity, unit cost in USD) and its workflow: [(step, user, comment)] through ``planning.plans.workflow``.
+# name → the plan's fields (site and node model by name; "months_ago": its first month that many months before this
+# one, else next month), its workloads (name, start as the plan's n-th month, GPU model, sizing inputs and optionally
+# the Slurm account it runs under), its bill of materials (node model, GPU model, description, quantity, unit cost in
+# USD) and its workflow: [(step, user, comment)] through ``planning.plans.workflow``.
 PLANS = {
     "2027 H200 expansion": {
         "fields": {
@@ -106,6 +110,27 @@ PLANS = {
                   (None, None, "NDR 400G OSFP transceivers and cables", 96, D("900"))],
         "workflow": [("submit", "manager", "Pod 1 runs above 85 % with long queues; quotes attached in the wiki."),
                      ("approve", "admin", "Approved within the 2026 budget.")],
+    },
+    # Runs of the simulator's teams in the months of Slurm history (inventory/telemetry/simulator.py): each on the
+    # team's in-service GPUs (vision: 3 DGX A100 + 2 DGX H100 = 40; llm-pretrain: 11 DGX H100 + 5 DGX H200 = 128;
+    # speech: 3 DGX A100 + 4 HGX H100 = 56), sized on the model most of them are, a model its job names train, the
+    # tokens planned to fill about three weeks of them. What the jobs really took is the Calibration page's to say.
+    "Teams' recent pre-training runs": {
+        "fields": {
+            "description": "The pre-training runs of the vision, LLM and speech teams on the existing fleet, and the "
+                           "scratch storage their data sets need.",
+            "months_ago": JOB_HISTORY_MONTHS, "horizon_months": 12},
+        "workloads": [
+            ("ViT-H/14 pre-training", 1, A100, {"params_billion": 0.632, "tokens_billion": 1600, "num_gpus": 40,
+                                                "seq_len": 256}, "vision"),
+            ("13B long-context pre-training", 2, H100, {"params_billion": 13, "tokens_billion": 600,
+                                                        "num_gpus": 128, "seq_len": 32768}, "llm-pretrain"),
+            ("Speech LM 3B pre-training", 2, H100, {"params_billion": 3, "tokens_billion": 900, "num_gpus": 56},
+             "speech"),
+        ],
+        "items": [(None, None, "Lustre scratch expansion for the training data sets, 400 TB", 1, D("180000"))],
+        "workflow": [("submit", "manager", "The teams' runs for the next two months; data sets staged on scratch."),
+                     ("approve", "admin", "Approved: runs on the existing fleet.")],
     },
 }
 
@@ -203,8 +228,11 @@ def seed_plans(seeder, users):
     node_models = {model.name: model for model in NodeModel.objects.all()}
     gpu_models = {model.name: model for model in GPUModel.objects.all()}
     rows = []
+    this_month = timezone.localdate().replace(day=1)
     for name, plan in PLANS.items():
         fields = {**PLAN_DEFAULTS, **plan["fields"]}
+        if "months_ago" in fields:
+            fields["first_month"] = add_months(this_month, -fields.pop("months_ago"))
         fields["site"] = sites.get(fields["site"])
         fields["node_model"] = node_models.get(fields["node_model"])
         rows.append({"name": name, "owner": users["manager"], **fields})
@@ -212,8 +240,8 @@ def seed_plans(seeder, users):
     for plan in seeder.new[CapacityPlan]:
         spec = PLANS[plan.name]
         workloads = [PlanWorkload(plan=plan, name=name, start=add_months(plan.first_month, month - 1),
-                                  gpu_model=gpu_models[gpu], inputs=inputs)
-                     for name, month, gpu, inputs in spec["workloads"]]
+                                  gpu_model=gpu_models[gpu], inputs=inputs, slurm_account="".join(account))
+                     for name, month, gpu, inputs, *account in spec["workloads"]]
         items = [PlanItem(plan=plan, node_model=node_models.get(node_model), gpu_model=gpu_models.get(gpu_model),
                           description=description, quantity=quantity, unit_cost=cost, currency="USD")
                  for node_model, gpu_model, description, quantity, cost in spec["items"]]

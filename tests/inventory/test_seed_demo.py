@@ -35,6 +35,7 @@ from inventory.models import (
 from portal.roles import ADMIN, MANAGER, VIEWER
 
 S = LifecycleState
+PAST_PLAN = "Teams' recent pre-training runs"
 UUID = re.compile(r"^GPU-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
 pytestmark = pytest.mark.django_db
 
@@ -333,8 +334,9 @@ def test_capacity_plans(seeded, client):
     from planning.plans.forecast import months_between
     from planning.plans.views import workflow_actions, workload_rows
 
-    by_status = {plan.status: plan for plan in CapacityPlan.objects.select_related("site", "node_model")}
-    assert set(by_status) == {"draft", "submitted", "approved"} and "3 capacity plans" in seeded
+    plans = CapacityPlan.objects.select_related("site", "node_model").exclude(name=PAST_PLAN)  # its own test below
+    by_status = {plan.status: plan for plan in plans}
+    assert set(by_status) == {"draft", "submitted", "approved"} and len(plans) == 3 and "4 capacity plans" in seeded
     for obj in [*PlanWorkload.objects.all(), *PlanItem.objects.all()]:
         obj.full_clean()  # the models' own rules: sizing inputs, horizon, one of node / GPU model / description
 
@@ -383,7 +385,7 @@ def test_the_approved_plan_becomes_an_order(seeded):
     from planning.models import CapacityPlan
     from tests.helpers.accounts import token_client
 
-    plan = CapacityPlan.objects.get(status="approved")
+    plan = CapacityPlan.objects.get(name="Zurich DC1 H200 pod 2")
     client = token_client(User.objects.get(username="admin"))
     bom = client.get(f"/api/planning/plans/{plan.pk}/bom/")
     assert bom.status_code == 200, bom.data
@@ -411,3 +413,71 @@ def test_a_plan_changed_in_the_portal_is_not_undone(seeded):
     submitted.refresh_from_db()
     assert submitted.status == "approved" and PlanEvent.objects.count() == events
     assert draft.workloads.count() == workloads and "Created: nothing." in out
+
+
+def test_the_demo_calibrates_teams_on_their_slurm_jobs(seeded, client):
+    """The past plan's workloads ran under three teams' Slurm accounts in the months of job history: each team's
+    ratio is its jobs' GPU-hours in the window over the model's estimate, by hand here, the same on the page, in the
+    API and as the sizing page's factor; a second seed writes no job of that history again."""
+    from datetime import datetime, time
+
+    from inventory.telemetry.models import AllocationExcess
+    from planning.calibration.calibration import calibrate, times
+    from planning.models import CapacityPlan
+    from planning.plans.forecast import add_months
+    from planning.sizing import sizing
+    from planning.sizing.views import display
+    from tests.helpers.accounts import token_client
+
+    plan = CapacityPlan.objects.get(name=PAST_PLAN)
+    assert plan.status == "approved" and plan.first_month == add_months(timezone.localdate(), -2)
+    assert not AllocationExcess.objects.exists()  # no node is overbooked: per-job sums are the per-node ones
+
+    def aware(day):
+        return timezone.make_aware(datetime.combine(day, time.min))
+
+    by_hand = {}
+    for workload in plan.workloads.select_related("gpu_model"):
+        figures = sizing.size(workload.workload(), sizing.catalog_gpus())
+        assert figures["wall_clock_days"] < 28  # its window: its start month
+        start, end = aware(workload.start), aware(add_months(workload.start, 1))
+        realized = 0.0
+        for job in SlurmJob.objects.filter(account=workload.slurm_account, start_time__lt=end):
+            overlap = (min(job.end_time or job.running_until, end) - max(job.start_time, start)).total_seconds()
+            realized += job.gpus * max(overlap, 0) / 3600
+        by_hand[workload.slurm_account] = (figures["gpu_hours"], realized)
+    assert set(by_hand) == {"vision", "llm-pretrain", "speech"}
+
+    calibration = calibrate()
+    ratios = {}
+    for team, (estimate, realized) in by_hand.items():
+        found = calibration.team(team)
+        assert len(found.counted) == 1 and found.estimate == pytest.approx(estimate)
+        assert found.realized == pytest.approx(realized) and realized > 10_000
+        ratios[team] = found.ratio
+        assert found.ratio == pytest.approx(realized / estimate)
+    # Plausible and the teams' own: not 1, not alike.
+    assert all(0.8 < ratio < 2.5 and abs(ratio - 1) > 0.02 for ratio in ratios.values()), ratios
+    assert len({round(ratio, 2) for ratio in ratios.values()}) == 3
+
+    manager = User.objects.get(username="manager")
+    api = token_client(manager).get("/api/planning/calibration/").json()
+    assert {row["team"]: row["ratio"] for row in api} == pytest.approx(ratios)
+    client.force_login(manager)
+    html = client.get(reverse("planning:calibration")).content.decode()
+    for row in api:
+        cells = re.findall(r'<td class="num">([^<]*)</td>',
+                           re.search(rf'<tr id="team-{row["team"]}">.*?</tr>', html, re.S).group(0))
+        assert cells == ["1 of 1", display(row["estimate_gpu_hours"]), display(row["realized_gpu_hours"]),
+                         times(row["ratio"])]
+    options = re.search(r'<select name="team".*?</select>', client.get(reverse("planning:sizing")).content.decode(),
+                        re.S).group(0)
+    for team, ratio in ratios.items():
+        assert f"{team}: {ratio:.2f}× from 1 finished" in options
+
+    week = SlurmJob.objects.order_by("-submit_time").first().submit_time - timedelta(days=7)
+    history = SlurmJob.objects.filter(start_time__lt=week - timedelta(days=1)).count()
+    assert history > 2000
+    seed()
+    assert SlurmJob.objects.filter(start_time__lt=week - timedelta(days=1)).count() == history
+    assert {team.team: team.ratio for team in calibrate().teams} == pytest.approx(ratios)
