@@ -76,11 +76,39 @@ def queries():
         "xid_changes": f"max by ({GROUP}) (changes({dcgm.XID_ERRORS}[1h]))",
         "energy_wh": f"sum by ({GROUP}) (increase({dcgm.TOTAL_ENERGY}[1h]))",
         "energy_samples": _count(f"{dcgm.TOTAL_ENERGY}[1h]"),
+        "gpu_temp_max_c": _max(dcgm.GPU_TEMP),
+        "memory_temp_max_c": _max(dcgm.MEMORY_TEMP),
+        "sm_clock_mean_mhz": _mean(dcgm.SM_CLOCK),
+        # The volatile ECC counter, else the aggregate one: their increase in an hour is the same errors.
+        "ecc_sbe_errors": f"{_increase(dcgm.ECC_SBE_VOL)} or {_increase(dcgm.ECC_SBE_AGG)}",
+        "ecc_dbe_errors": f"{_increase(dcgm.ECC_DBE_VOL)} or {_increase(dcgm.ECC_DBE_AGG)}",
+        "nvlink_errors": _increase(_any(dcgm.NVLINK_ERRORS)),
+        "pcie_replays": _increase(dcgm.PCIE_REPLAY),
+        # Totals over the GPU's life: their highest reading in the hour, summed over their kinds.
+        "retired_pages": f"sum by ({GROUP}) (max_over_time({_any((dcgm.RETIRED_SBE, dcgm.RETIRED_DBE))}[1h]))",
+        "remapped_rows": f"sum by ({GROUP}) (max_over_time("
+                         f"{_any((dcgm.CORRECTABLE_REMAPPED_ROWS, dcgm.UNCORRECTABLE_REMAPPED_ROWS))}[1h]))",
     }
 
 
+def _max(series):
+    return f"max by ({GROUP}) (max_over_time({series}[1h]))"
+
+
+def _increase(series):
+    return f"sum by ({GROUP}) (increase({series}[1h]))"
+
+
+def _any(names):
+    """A selector of any of these series."""
+    return '{__name__=~"' + "|".join(names) + '"}'
+
+
+# increase() extrapolates to the hour's edges (1.03 errors): errors are whole numbers.
+COUNTS = {"ecc_sbe_errors", "ecc_dbe_errors", "nvlink_errors", "pcie_replays", "retired_pages", "remapped_rows"}
 CONVERT = {"mem_used_mean_gb": dcgm.mib_to_gb, "energy_wh": dcgm.mj_to_wh, "samples": int, "power_samples": int,
-           "energy_samples": int, "xid_last": int, "xid_max": int, "xid_min": int, "xid_changes": int}
+           "energy_samples": int, "xid_last": int, "xid_max": int, "xid_min": int, "xid_changes": int,
+           **{name: round for name in COUNTS}}
 HELPERS = {"power_samples", "energy_samples"}  # values that go into energy_wh, not into the record
 
 
@@ -103,6 +131,9 @@ def collect(source, start, end):
                     continue
                 if field == "energy_wh" and number < 0:  # increase() of a counter is never negative
                     negative += 1
+                    continue
+                if field in COUNTS and number < 0:
+                    bad[field] += 1  # no count of errors is negative: not reported, as a NaN is
                     continue
                 hour = datetime.fromtimestamp(ts, UTC) - HOUR
                 values[(labels, hour)][field] = CONVERT.get(field, float)(number)
