@@ -54,6 +54,10 @@
       legend: { orientation: "h", y: -0.3 },
       margin: { t: 10, r: d.y2_title ? 60 : 10, b: 70, l: 60 }
     };
+    if (el.dataset.height) {  // small multiples: one small chart per GPU or per metric, no legend
+      Object.assign(extra, { height: +el.dataset.height, showlegend: d.legend !== false,
+        margin: { t: 6, r: 8, b: 30, l: 44 } });
+    }
     if (d.y2_title) {
       extra.yaxis2 = axis(d.y2_title, { overlaying: "y", side: "right", rangemode: "tozero", showgrid: false,
         tickformat: ",.0f" });
