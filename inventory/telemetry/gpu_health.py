@@ -14,7 +14,7 @@ from django.db.models import F
 from django.utils import timezone
 
 from .charts import time_label
-from .models import GPUDaily, GPUHourly
+from .models import GPUDaily, GPUHourly, XidEvent
 from .rollups import day_start, floor_hour
 
 # Rollup field → (chart title, unit). The order is the GPU page's order of charts.
@@ -182,3 +182,36 @@ def series_chart(chosen, metric, lines):
         "x_title": "", "y_title": METRICS[metric][1], "y_range": [0, 100] if metric == "util_mean" else None,
         "legend": False,
     }
+
+
+# --- the fault's own metric on a telemetry ticket (support reads these) ----------------------------------
+
+FAULT_DAYS_BEFORE = 1  # a fault ticket shows its GPU from the day before it opened
+
+
+def fault_span(opened, now=None):
+    """The days a fault ticket shows: from the day before it opened to today (at most ``MAX_DAYS``)."""
+    today = timezone.localdate(now or timezone.now())
+    first = max(timezone.localdate(opened) - timedelta(days=FAULT_DAYS_BEFORE), today - timedelta(days=MAX_DAYS - 1))
+    return custom(min(first, today), today)
+
+
+def ecc_errors(gpu_id, chosen):
+    """A GPU's ECC errors over ``chosen``: ``{"chart", "single_bit", "double_bit"}`` (totals None where its exporter
+    publishes no ECC counter). One query."""
+    values = figures([gpu_id], chosen)[gpu_id]
+    return {
+        "chart": series_chart(chosen, "ecc_sbe_errors", [("single-bit", values["ecc_sbe_errors"]),
+                                                         ("double-bit", values["ecc_dbe_errors"])]),
+        "single_bit": total(values["ecc_sbe_errors"]), "double_bit": total(values["ecc_dbe_errors"]),
+    }
+
+
+def xid_events(gpu_id, since, codes=None, exclude_codes=None):
+    """A GPU's hardware XID events since ``since``, newest first (``codes`` / ``exclude_codes`` narrow them)."""
+    events = XidEvent.objects.filter(gpu_id=gpu_id, ts__gte=since, kind=XidEvent.Kind.HARDWARE)
+    if codes is not None:
+        events = events.filter(code__in=codes)
+    if exclude_codes is not None:
+        events = events.exclude(code__in=exclude_codes)
+    return list(events)

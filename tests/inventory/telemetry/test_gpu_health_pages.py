@@ -131,9 +131,3 @@ def test_node_page_queries_do_not_grow_with_gpus(viewer_client, node, django_ass
     with django_assert_max_num_queries(len(few)):
         viewer_client.get(reverse("inventory:node_detail", args=[node[0].pk]))
 
-
-def test_without_telemetry_permission_no_health_section(client, node, django_user_model):
-    user = django_user_model.objects.create_user("nobody", password="x")
-    client.force_login(user)
-    response = client.get(reverse("inventory:node_detail", args=[node[0].pk]))
-    assert 'id="gpu-health"' not in response.content.decode()
