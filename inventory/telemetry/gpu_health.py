@@ -31,6 +31,7 @@ METRICS = {
     "pcie_replays": ("PCIe replays", "replays"),
     "remapped_rows": ("Remapped rows", "rows"),
 }
+COUNTS = {"ecc_sbe_errors", "ecc_dbe_errors", "xid_errors", "nvlink_errors", "pcie_replays", "remapped_rows"}
 DEFAULT_METRIC = "gpu_temp_max_c"
 RANGES = {"24h": ("24 hours", timedelta(hours=24)), "7d": ("7 days", timedelta(days=7)),
           "30d": ("30 days", timedelta(days=30))}
@@ -180,7 +181,7 @@ def series_chart(chosen, metric, lines):
         "x": [time_label(t) for t in chosen.buckets],
         "series": [{"name": name, "y": values} for name, values in lines],
         "x_title": "", "y_title": METRICS[metric][1], "y_range": [0, 100] if metric == "util_mean" else None,
-        "legend": False,
+        "legend": False, "counts": metric in COUNTS,
     }
 
 

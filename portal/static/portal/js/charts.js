@@ -50,7 +50,9 @@
     if (!traces.length) { empty(el); return; }
     var extra = {
       xaxis: axis(d.x_title, { type: "date", range: [d.x[0], d.x[d.x.length - 1]] }),
-      yaxis: axis(d.y_title, d.y_range ? { range: d.y_range } : {}),
+      // counts (errors, events): from 0, whole numbers only
+      yaxis: axis(d.y_title, d.y_range ? { range: d.y_range }
+        : d.counts ? { rangemode: "nonnegative", tickformat: ",d" } : {}),
       legend: { orientation: "h", y: -0.3 },
       margin: { t: 10, r: d.y2_title ? 60 : 10, b: 70, l: 60 }
     };
