@@ -12,6 +12,9 @@ timeout is decided in one place:
   starts again from 0 when the driver is reloaded or the node reboots. Energy over a time is the counter's
   increase, a drop counting as a reset (the energy since the reset is the new value), as Prometheus'
   ``increase()`` does; ``mj_to_wh`` turns it into the Wh the portal stores;
+- health series (issue 19): temperatures (°C), SM clock (MHz) and error counters as DCGM counts them; the
+  rollups store a counter's increase per hour (``counter_increase``); ``sample_fields`` applies the fallback
+  (aggregate ECC counter where the volatile one is missing) and sums (retired pages, remapped rows, NVLink kinds);
 - the labels that name a GPU (``UUID``, else ``Hostname`` + ``gpu`` index) → ``SeriesKey``;
 - ``http_get``: one GET bounded by the source's timeout, every failure turned into a ``SourceError``.
 """

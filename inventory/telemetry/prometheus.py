@@ -8,6 +8,11 @@ is the hour [t - 1h, t] and becomes ``HourRecord(hour=t - 1h)``. Per GPU and hou
   ``avg_over_time``/``max_over_time`` over the hour. A series Prometheus does not have gives no value
   (None: "not reported"), never 0.
 - ``samples``: ``count_over_time`` of the utilization series.
+- health: GPU and memory temperature ``max_over_time``, SM clock ``avg_over_time``; ECC (volatile, else
+  aggregate), NVLink and PCIe replay error counters ``increase`` (rounded: ``increase`` extrapolates to the
+  hour's edges); retired pages and remapped rows ``max_over_time`` (totals). Series summed into one field
+  (NVLink's kinds, SBE + DBE retired pages) are one query each, summed here: a ``__name__`` regex selector is
+  refused by Prometheus once the function drops the names and the series' labels clash.
 - the XID gauge (``DCGM_FI_DEV_XID_ERRORS``, the last XID code, sticky): its last, highest and lowest value
   in the hour and how often it changed (``last_over_time``, ``max_over_time``, ``min_over_time``,
   ``changes``); the pull turns them into XID events (``xid.py``), never counts hours of a sticky value.
