@@ -131,3 +131,15 @@ def test_node_page_queries_do_not_grow_with_gpus(viewer_client, node, django_ass
     with django_assert_max_num_queries(len(few)):
         viewer_client.get(reverse("inventory:node_detail", args=[node[0].pk]))
 
+
+
+def test_the_api_gives_the_figures_the_gpu_page_charts(viewer_client, viewer_api, node):
+    node, gpus = node
+    gpu = gpus[3]
+    charts = page_charts(viewer_client.get(reverse("inventory:gpu_detail", args=[gpu.pk])))
+    rows = viewer_api.get("/api/inventory/gpu-hourly/", {"gpu": gpu.pk, "page_size": 50}).json()["results"]
+    assert len(rows) == 3
+    for metric in gpu_health.METRICS:
+        charted = [value for value in charts[metric]["series"][0]["y"] if value is not None]
+        assert sorted(row[metric] for row in rows if row[metric] is not None) == sorted(charted), metric
+    assert {row["ecc_dbe_errors"] for row in rows} == {0, 1} and {row["nvlink_errors"] for row in rows} == {None}
