@@ -32,7 +32,7 @@ from .models import (
     Rack,
     Site,
 )
-from .telemetry.views import NodeGPUChartsMixin
+from .telemetry.views import GPUOwnHealthMixin, NodeGPUChartsMixin, NodeHealthMixin
 
 # --- Lifecycle: one object from its page, or many from a list -------------------------------------
 
@@ -214,7 +214,7 @@ class NodeListView(LifecycleListView):
     importable = True
 
 
-class NodeView(NodeGPUChartsMixin, LifecycleObjectView):
+class NodeView(NodeHealthMixin, NodeGPUChartsMixin, LifecycleObjectView):
     queryset = querysets.nodes()
     template_name = "inventory/telemetry/node_detail.html"
     related_tables = [
@@ -237,7 +237,7 @@ class GPUListView(LifecycleListView):
     importable = True
 
 
-class GPUView(LifecycleObjectView):
+class GPUView(GPUOwnHealthMixin, LifecycleObjectView):
     """The generic page plus "Report a problem", open tickets, its MIG instances and its XID events."""
 
     queryset = querysets.gpus()

@@ -18,6 +18,7 @@ from django.views.generic import UpdateView
 from django_tables2 import RequestConfig
 
 from inventory.telemetry import charts as telemetry_charts
+from inventory.telemetry import gpu_health, xid
 from inventory.telemetry import queries as telemetry_queries
 from portal.generic import LockedEditMixin, ObjectListView, ObjectView
 
@@ -129,6 +130,7 @@ class TicketView(TicketAccessMixin, ObjectView):
             policy=sla.policy_for(ticket) if ticket.response_due is None else None,
             other_tickets=self.other_tickets(ticket),
             utilization=self.utilization(ticket),
+            fault_metric=self.fault_metric(ticket),
             returnable=faults.returnable_asset(ticket) if user.has_perm("support.work_tickets") else None,
             swap_form=SwapForm(ticket=ticket) if user.has_perm("support.rma_swap", ticket) else None,
             can_edit=user.has_perm("support.edit_ticket", ticket),
@@ -153,6 +155,21 @@ class TicketView(TicketAccessMixin, ObjectView):
         return {"node": node, "range": span,
                 "has_data": any(v is not None for line in data["lines"] for v in line["values"]),
                 "data": telemetry_charts.gpu_lines_chart(data, span)}
+
+
+    def fault_metric(self, ticket):
+        """What opened a fault ticket, as telemetry measured it on its GPU: an ECC ticket's ECC error counts per
+        hour and its ECC XID events; an XID ticket's hardware XID events (ECC codes are the ECC ticket's)."""
+        if (ticket.fault not in (Ticket.Fault.ECC, Ticket.Fault.XID) or not ticket.gpu_id
+                or not self.request.user.has_perm("inventory.read_telemetry")):
+            return None
+        chosen = gpu_health.fault_span(ticket.created)
+        since = gpu_health.day_start(chosen.start_date)
+        if ticket.fault == Ticket.Fault.ECC:
+            return {"kind": "ecc", "span": chosen, **gpu_health.ecc_errors(ticket.gpu_id, chosen),
+                    "events": gpu_health.xid_events(ticket.gpu_id, since, codes=xid.ECC_CODES)}
+        return {"kind": "xid", "span": chosen,
+                "events": gpu_health.xid_events(ticket.gpu_id, since, exclude_codes=xid.ECC_CODES)}
 
 
 class TicketFormMixin:

@@ -12,6 +12,9 @@ timeout is decided in one place:
   starts again from 0 when the driver is reloaded or the node reboots. Energy over a time is the counter's
   increase, a drop counting as a reset (the energy since the reset is the new value), as Prometheus'
   ``increase()`` does; ``mj_to_wh`` turns it into the Wh the portal stores;
+- health series (issue 19): temperatures (°C), SM clock (MHz) and error counters as DCGM counts them; the
+  rollups store a counter's increase per hour (``counter_increase``); ``sample_fields`` applies the fallback
+  (aggregate ECC counter where the volatile one is missing) and sums (retired pages, remapped rows, NVLink kinds);
 - the labels that name a GPU (``UUID``, else ``Hostname`` + ``gpu`` index) → ``SeriesKey``;
 - ``http_get``: one GET bounded by the source's timeout, every failure turned into a ``SourceError``.
 """
@@ -32,6 +35,21 @@ GR_ENGINE_ACTIVE = "DCGM_FI_PROF_GR_ENGINE_ACTIVE"
 PIPE_TENSOR_ACTIVE = "DCGM_FI_PROF_PIPE_TENSOR_ACTIVE"
 XID_ERRORS = "DCGM_FI_DEV_XID_ERRORS"
 TOTAL_ENERGY = "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION"
+# Health (issue 19): temperatures in °C, the SM clock in MHz, error counters as DCGM counts them.
+GPU_TEMP = "DCGM_FI_DEV_GPU_TEMP"
+MEMORY_TEMP = "DCGM_FI_DEV_MEMORY_TEMP"
+SM_CLOCK = "DCGM_FI_DEV_SM_CLOCK"
+ECC_SBE_VOL = "DCGM_FI_DEV_ECC_SBE_VOL_TOTAL"  # volatile: since the driver loaded
+ECC_DBE_VOL = "DCGM_FI_DEV_ECC_DBE_VOL_TOTAL"
+ECC_SBE_AGG = "DCGM_FI_DEV_ECC_SBE_AGG_TOTAL"  # aggregate: over the GPU's life (where the volatile one is not set)
+ECC_DBE_AGG = "DCGM_FI_DEV_ECC_DBE_AGG_TOTAL"
+RETIRED_SBE = "DCGM_FI_DEV_RETIRED_SBE"  # pages retired (before A100)
+RETIRED_DBE = "DCGM_FI_DEV_RETIRED_DBE"
+CORRECTABLE_REMAPPED_ROWS = "DCGM_FI_DEV_CORRECTABLE_REMAPPED_ROWS"  # rows remapped (A100 and later)
+UNCORRECTABLE_REMAPPED_ROWS = "DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS"
+NVLINK_ERRORS = tuple(f"DCGM_FI_DEV_NVLINK_{kind}_ERROR_COUNT_TOTAL"
+                      for kind in ("CRC_FLIT", "CRC_DATA", "REPLAY", "RECOVERY"))
+PCIE_REPLAY = "DCGM_FI_DEV_PCIE_REPLAY_COUNTER"
 
 MJ_PER_WH = 3_600_000  # 1 Wh = 3,600 J
 
@@ -65,7 +83,25 @@ SAMPLE_FIELDS = {
     PIPE_TENSOR_ACTIVE: ("tensor_active", float),
     XID_ERRORS: ("xid", int),
     TOTAL_ENERGY: ("energy_mj", float),
+    GPU_TEMP: ("gpu_temp_c", float),
+    MEMORY_TEMP: ("memory_temp_c", float),
+    SM_CLOCK: ("sm_clock_mhz", float),
+    ECC_SBE_VOL: ("ecc_sbe", float),
+    ECC_DBE_VOL: ("ecc_dbe", float),
+    PCIE_REPLAY: ("pcie_replay", float),
 }
+# Series read only where their field's own series is not on the page (``sample_fields``).
+FALLBACK_FIELDS = {ECC_SBE_AGG: ("ecc_sbe", float), ECC_DBE_AGG: ("ecc_dbe", float)}
+# Series summed into one field: a GPU's retired pages, its remapped rows, its NVLink errors over all kinds.
+SUMMED_FIELDS = {
+    RETIRED_SBE: ("retired_pages", float), RETIRED_DBE: ("retired_pages", float),
+    CORRECTABLE_REMAPPED_ROWS: ("remapped_rows", float), UNCORRECTABLE_REMAPPED_ROWS: ("remapped_rows", float),
+    **{series: ("nvlink_errors", float) for series in NVLINK_ERRORS},
+}
+READ_SERIES = {**SAMPLE_FIELDS, **FALLBACK_FIELDS, **SUMMED_FIELDS}
+# Counters whose increase in an hour the rollups store (the rest of the health fields are levels or gauges).
+ERROR_COUNTERS = {"ecc_sbe": "ecc_sbe_errors", "ecc_dbe": "ecc_dbe_errors", "nvlink_errors": "nvlink_errors",
+                  "pcie_replay": "pcie_replays"}
 
 # Help texts and types as dcgm-exporter publishes them (the simulator serves the same page).
 SERIES_HELP = {
@@ -77,7 +113,35 @@ SERIES_HELP = {
     PIPE_TENSOR_ACTIVE: ("gauge", "Ratio of cycles the tensor (HMMA) pipe is active."),
     XID_ERRORS: ("gauge", "Value of the last XID error encountered."),
     TOTAL_ENERGY: ("counter", "Total energy consumption since boot (in mJ)."),
+    GPU_TEMP: ("gauge", "GPU temperature (in C)."),
+    MEMORY_TEMP: ("gauge", "Memory temperature (in C)."),
+    SM_CLOCK: ("gauge", "SM clock frequency (in MHz)."),
+    ECC_SBE_VOL: ("counter", "Total number of single-bit volatile ECC errors."),
+    ECC_DBE_VOL: ("counter", "Total number of double-bit volatile ECC errors."),
+    CORRECTABLE_REMAPPED_ROWS: ("counter", "Number of remapped rows for correctable errors"),
+    UNCORRECTABLE_REMAPPED_ROWS: ("counter", "Number of remapped rows for uncorrectable errors"),
+    NVLINK_ERRORS[0]: ("counter", "Total number of NVLink flow-control CRC errors."),
+    PCIE_REPLAY: ("counter", "Total number of PCIe retries."),
 }
+
+
+def sample_fields(values):
+    """One GPU's readings (series → value in the portal's unit, None where not a finite number) → its fields:
+    a fallback series fills its field only where the field's own series is missing; summed series add up
+    (None when none of them is there). A field no series reported is absent, never 0."""
+    fields = {}
+    for series, value in values.items():
+        if series in SAMPLE_FIELDS:
+            fields[SAMPLE_FIELDS[series][0]] = value
+    for series, value in values.items():
+        if series in FALLBACK_FIELDS:
+            fields.setdefault(FALLBACK_FIELDS[series][0], value)
+        elif series in SUMMED_FIELDS and value is not None:
+            name = SUMMED_FIELDS[series][0]
+            fields[name] = (fields.get(name) or 0) + value
+        elif series in SUMMED_FIELDS:
+            fields.setdefault(SUMMED_FIELDS[series][0], None)
+    return fields
 
 
 def series_key(labels):
@@ -172,7 +236,7 @@ def convert(series, value):
     number = finite(value)
     if number is None or (series == XID_ERRORS and not 0 <= number < XID_LIMIT):
         return None
-    return SAMPLE_FIELDS[series][1](number)
+    return READ_SERIES[series][1](number)
 
 
 class SourceUnreachable(SourceError):

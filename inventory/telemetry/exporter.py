@@ -84,7 +84,7 @@ def sample_records(samples, scraped_at, warnings, quality=None):
     parts = {}  # (series key, ts) → [series, whole-GPU fields, {instance: fields}]
     not_finite, nameless, unreadable_times = Counter(), 0, 0
     for name, labels, value, timestamp in samples:
-        stored = name in dcgm.SAMPLE_FIELDS
+        stored = name in dcgm.READ_SERIES
         if not stored and not (name.startswith("DCGM_FI_") and dcgm.mig_instance(labels)):
             continue  # other series matter only to see a MIG instance (one may publish only a temperature)
         series = dcgm.series_key(labels)
@@ -97,17 +97,18 @@ def sample_records(samples, scraped_at, warnings, quality=None):
             continue
         part = parts.setdefault((series.key, ts), [series, {}, {}])
         instance = dcgm.mig_instance(labels)
-        fields = part[1] if instance is None else part[2].setdefault(instance, {})
+        readings = part[1] if instance is None else part[2].setdefault(instance, {})
         if not stored:
             continue
         converted = dcgm.convert(name, value)
         if converted is None:
             not_finite[name] += 1
-        fields[dcgm.SAMPLE_FIELDS[name][0]] = converted
+        readings[name] = converted
     records = []
     for (key, ts), (series, whole, instances) in parts.items():
         record = SampleRecord(series=series, ts=ts, mig=tuple(sorted(instances)))
-        for name, value in dcgm.combine_instances(whole, instances, series.model_name).items():
+        fields = {instance: dcgm.sample_fields(readings) for instance, readings in instances.items()}
+        for name, value in dcgm.combine_instances(dcgm.sample_fields(whole), fields, series.model_name).items():
             setattr(record, name, value)
         records.append(record)
         if instances and quality is not None:

@@ -124,6 +124,16 @@ class TelemetrySample(models.Model):
         "energy counter (mJ)", null=True,
         help_text="DCGM's total energy counter: mJ since the driver loaded (back to 0 on a reload or reboot).",
     )
+    gpu_temp_c = models.FloatField("GPU temperature (°C)", null=True)
+    memory_temp_c = models.FloatField("memory temperature (°C)", null=True)
+    sm_clock_mhz = models.FloatField("SM clock (MHz)", null=True)
+    # DCGM's error counters as read; the rollup stores their increase per hour.
+    ecc_sbe = models.FloatField("single-bit ECC errors (counter)", null=True)
+    ecc_dbe = models.FloatField("double-bit ECC errors (counter)", null=True)
+    nvlink_errors = models.FloatField("NVLink errors (counter)", null=True)
+    pcie_replay = models.FloatField("PCIe replays (counter)", null=True)
+    retired_pages = models.FloatField(null=True)
+    remapped_rows = models.FloatField(null=True)
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["gpu", "ts"], name="sample_unique_gpu_ts")]
@@ -148,6 +158,21 @@ class RollupFields(models.Model):
     xid_errors = models.PositiveIntegerField(
         db_default=0, help_text="Hardware XID events (a new fault code on the sticky XID gauge), not samples.")
     samples = models.PositiveIntegerField(db_default=0)
+    # GPU health (issue 19), null where the exporter does not publish the field.
+    gpu_temp_max_c = models.FloatField("max GPU temperature (°C)", null=True)
+    memory_temp_max_c = models.FloatField("max memory temperature (°C)", null=True)
+    sm_clock_mean_mhz = models.FloatField("mean SM clock (MHz)", null=True)
+    ecc_sbe_errors = models.PositiveIntegerField("single-bit ECC errors", null=True,
+                                                 help_text="Counted in the period (the counter's increase).")
+    ecc_dbe_errors = models.PositiveIntegerField("double-bit ECC errors", null=True,
+                                                 help_text="Counted in the period (the counter's increase).")
+    nvlink_errors = models.PositiveIntegerField("NVLink errors", null=True,
+                                                help_text="CRC, replay and recovery errors counted in the period.")
+    pcie_replays = models.PositiveIntegerField("PCIe replays", null=True, help_text="Counted in the period.")
+    retired_pages = models.PositiveIntegerField(null=True, help_text="Retired memory pages in all (the highest "
+                                                "reading of the period; nodes: their GPUs' summed).")
+    remapped_rows = models.PositiveIntegerField(null=True, help_text="Remapped memory rows in all (the highest "
+                                                "reading of the period; nodes: their GPUs' summed).")
 
     class Meta:
         abstract = True

@@ -8,6 +8,11 @@ is the hour [t - 1h, t] and becomes ``HourRecord(hour=t - 1h)``. Per GPU and hou
   ``avg_over_time``/``max_over_time`` over the hour. A series Prometheus does not have gives no value
   (None: "not reported"), never 0.
 - ``samples``: ``count_over_time`` of the utilization series.
+- health: GPU and memory temperature ``max_over_time``, SM clock ``avg_over_time``; ECC (volatile, else
+  aggregate), NVLink and PCIe replay error counters ``increase`` (rounded: ``increase`` extrapolates to the
+  hour's edges); retired pages and remapped rows ``max_over_time`` (totals). Series summed into one field
+  (NVLink's kinds, SBE + DBE retired pages) are one query each, summed here: a ``__name__`` regex selector is
+  refused by Prometheus once the function drops the names and the series' labels clash.
 - the XID gauge (``DCGM_FI_DEV_XID_ERRORS``, the last XID code, sticky): its last, highest and lowest value
   in the hour and how often it changed (``last_over_time``, ``max_over_time``, ``min_over_time``,
   ``changes``); the pull turns them into XID events (``xid.py``), never counts hours of a sticky value.
@@ -76,12 +81,44 @@ def queries():
         "xid_changes": f"max by ({GROUP}) (changes({dcgm.XID_ERRORS}[1h]))",
         "energy_wh": f"sum by ({GROUP}) (increase({dcgm.TOTAL_ENERGY}[1h]))",
         "energy_samples": _count(f"{dcgm.TOTAL_ENERGY}[1h]"),
+        "gpu_temp_max_c": _max(dcgm.GPU_TEMP),
+        "memory_temp_max_c": _max(dcgm.MEMORY_TEMP),
+        "sm_clock_mean_mhz": _mean(dcgm.SM_CLOCK),
+        # The volatile ECC counter, else the aggregate one: their increase in an hour is the same errors.
+        "ecc_sbe_errors": f"{_increase(dcgm.ECC_SBE_VOL)} or {_increase(dcgm.ECC_SBE_AGG)}",
+        "ecc_dbe_errors": f"{_increase(dcgm.ECC_DBE_VOL)} or {_increase(dcgm.ECC_DBE_AGG)}",
+        "pcie_replays": _increase(dcgm.PCIE_REPLAY),
+        # One query per series of a summed field (``SUMS``): a selector of several series (``__name__=~``) is
+        # refused by Prometheus once ``increase`` or ``max_over_time`` drops their names and their labels clash.
+        **{part: _increase(series) for part, series in zip(SUMS["nvlink_errors"], dcgm.NVLINK_ERRORS, strict=True)},
+        # Totals over the GPU's life: their highest reading in the hour.
+        "retired_sbe": _max(dcgm.RETIRED_SBE), "retired_dbe": _max(dcgm.RETIRED_DBE),
+        "remapped_correctable": _max(dcgm.CORRECTABLE_REMAPPED_ROWS),
+        "remapped_uncorrectable": _max(dcgm.UNCORRECTABLE_REMAPPED_ROWS),
     }
 
 
+def _max(series):
+    return f"max by ({GROUP}) (max_over_time({series}[1h]))"
+
+
+def _increase(series):
+    return f"sum by ({GROUP}) (increase({series}[1h]))"
+
+
+# Record fields that are the sum of several queries' values (None when none of them has one).
+SUMS = {
+    "nvlink_errors": ("nvlink_crc_flit", "nvlink_crc_data", "nvlink_replay", "nvlink_recovery"),
+    "retired_pages": ("retired_sbe", "retired_dbe"),
+    "remapped_rows": ("remapped_correctable", "remapped_uncorrectable"),
+}
+# increase() extrapolates to the hour's edges (1.03 errors): errors are whole numbers.
+COUNTS = {"ecc_sbe_errors", "ecc_dbe_errors", "pcie_replays", *(part for parts in SUMS.values() for part in parts)}
 CONVERT = {"mem_used_mean_gb": dcgm.mib_to_gb, "energy_wh": dcgm.mj_to_wh, "samples": int, "power_samples": int,
-           "energy_samples": int, "xid_last": int, "xid_max": int, "xid_min": int, "xid_changes": int}
-HELPERS = {"power_samples", "energy_samples"}  # values that go into energy_wh, not into the record
+           "energy_samples": int, "xid_last": int, "xid_max": int, "xid_min": int, "xid_changes": int,
+           **{name: round for name in COUNTS}}
+# Values that go into energy_wh or a sum, not into the record as they are.
+HELPERS = {"power_samples", "energy_samples", *COUNTS - set(HourRecord.__dataclass_fields__)}
 
 
 def collect(source, start, end):
@@ -90,7 +127,7 @@ def collect(source, start, end):
     collected = Collected(synced_until=floor_hour(end))
     intervals = scrape_intervals(source, base)
     values = defaultdict(dict)  # (group labels, hour) → field → value
-    bad, negative = Counter(), 0
+    bad, negative, negative_counts = Counter(), 0, Counter()
     first_end, last_end = floor_hour(start) + HOUR, floor_hour(end) + HOUR
     chunk_start = first_end
     while chunk_start <= last_end:
@@ -104,6 +141,9 @@ def collect(source, start, end):
                 if field == "energy_wh" and number < 0:  # increase() of a counter is never negative
                     negative += 1
                     continue
+                if field in COUNTS and number < 0:
+                    negative_counts[field] += 1  # no count of errors is negative: not reported
+                    continue
                 hour = datetime.fromtimestamp(ts, UTC) - HOUR
                 values[(labels, hour)][field] = CONVERT.get(field, float)(number)
         chunk_start = chunk_end + HOUR
@@ -112,6 +152,8 @@ def collect(source, start, end):
     if negative:
         collected.warnings.append(f"increase({dcgm.TOTAL_ENERGY}): {negative} negative value(s) left out "
                                   "(no energy for those hours)")
+    collected.warnings += [f"{field}: {count} negative value(s) left out (a count is never negative)"
+                           for field, count in sorted(negative_counts.items())]
     return collected
 
 
@@ -135,6 +177,9 @@ def hour_records(values, intervals, end, quality=None):
     best, mig = {}, {}  # (series key, hour) → HourRecord: one per GPU and hour; series key → MIG instances
     for (key, job, scraper, hour), (series, whole, instances) in gpus.items():
         fields = dcgm.combine_instances(whole, instances, series.model_name)
+        for total, parts in SUMS.items():
+            present = [fields[part] for part in parts if fields.get(part) is not None]
+            fields[total] = sum(present) if present else None
         record = HourRecord(series=series, hour=hour, mig=tuple(sorted(instances)),
                             **{name: value for name, value in fields.items() if name not in HELPERS})
         if not fields.get("energy_samples") and record.power_mean_w is not None:  # no energy counter: estimate

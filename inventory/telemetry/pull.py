@@ -141,7 +141,8 @@ def record_time(record):
 def sample_fields(record):
     return {name: getattr(record, name) for name in (
         "ts", "util", "mem_used_gb", "mem_free_gb", "power_w", "gr_engine_active", "tensor_active", "xid",
-        "energy_mj")}
+        "energy_mj", "gpu_temp_c", "memory_temp_c", "sm_clock_mhz", "ecc_sbe", "ecc_dbe", "nvlink_errors",
+        "pcie_replay", "retired_pages", "remapped_rows")}
 
 
 def save_jobs(source, jobs, now, quality):

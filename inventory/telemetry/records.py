@@ -44,6 +44,17 @@ class HourRecord:
     xid_changes: int = 0
     samples: int = 0
     mig: tuple = ()  # (instance id, profile) of the MIG instances summed into this GPU's figures
+    # Health (None: not reported): hottest readings, mean SM clock, errors counted in the hour (a counter's
+    # increase), retired pages and remapped rows as the GPU's total at the hour's end.
+    gpu_temp_max_c: float | None = None
+    memory_temp_max_c: float | None = None
+    sm_clock_mean_mhz: float | None = None
+    ecc_sbe_errors: int | None = None
+    ecc_dbe_errors: int | None = None
+    nvlink_errors: int | None = None
+    pcie_replays: int | None = None
+    retired_pages: int | None = None
+    remapped_rows: int | None = None
 
 
 @dataclass
@@ -60,6 +71,16 @@ class SampleRecord:
     tensor_active: float | None = None
     xid: int | None = None
     energy_mj: float | None = None  # DCGM's energy counter: mJ since the driver loaded
+    gpu_temp_c: float | None = None
+    memory_temp_c: float | None = None
+    sm_clock_mhz: float | None = None
+    # Error counters as DCGM counts them (the rollup stores their increase in each hour).
+    ecc_sbe: float | None = None
+    ecc_dbe: float | None = None
+    nvlink_errors: float | None = None  # all NVLink error kinds, summed
+    pcie_replay: float | None = None
+    retired_pages: float | None = None  # single- and double-bit retired pages, summed
+    remapped_rows: float | None = None  # correctable and uncorrectable remapped rows, summed
     mig: tuple = ()  # (instance id, profile) of the MIG instances summed into this GPU's figures
 
 

@@ -12,13 +12,14 @@ from datetime import datetime, time, timedelta
 
 from django.conf import settings
 from django.db import connections, router, transaction
-from django.db.models import Avg, Count, F, FloatField, Max, Sum, Value, Window
+from django.db.models import Avg, Count, F, FloatField, Max, Q, Sum, Value, Window
 from django.db.models.functions import Lead, TruncDate, TruncHour
 from django.utils import timezone
 
 from inventory.models import GPU
 from portal.db import bulk_upsert
 
+from . import dcgm
 from .dcgm import TOTAL_ENERGY, counter_increase, mj_to_wh
 from .models import GPUDaily, GPUHourly, NodeDaily, NodeHourly, TelemetrySample, UsageDaily
 from .partitions import drop_months_before, ensure_partitions, maintain
@@ -28,8 +29,23 @@ log = logging.getLogger(__name__)
 # The longest time between two samples whose energy counter increase is counted (or twice the scrape interval).
 COUNTER_GAP = timedelta(hours=1)
 
+HEALTH_FIELDS = ["gpu_temp_max_c", "memory_temp_max_c", "sm_clock_mean_mhz", "ecc_sbe_errors", "ecc_dbe_errors",
+                 "nvlink_errors", "pcie_replays", "retired_pages", "remapped_rows"]
 ROLLUP_FIELDS = ["util_mean", "util_max", "mem_used_mean_gb", "power_mean_w", "energy_wh", "gr_engine_active_mean",
-                 "tensor_active_mean", "xid_errors", "samples"]
+                 "tensor_active_mean", "xid_errors", "samples", *HEALTH_FIELDS]
+
+
+def health_aggregates(levels):
+    """How hours of GPUs add up into a node's hour or a day: the hottest reading, the mean clock, errors summed;
+    retired pages and remapped rows (totals, not counts in the hour) with ``levels`` (Sum over a node's GPUs,
+    Max over a day's hours). SQL's SUM/MAX/AVG of nothing but nulls is null: not reported stays not reported."""
+    return {
+        "gpu_temp_max_c": Max("gpu_temp_max_c"), "memory_temp_max_c": Max("memory_temp_max_c"),
+        "sm_clock_mean_mhz": Avg("sm_clock_mean_mhz"), "ecc_sbe_errors": Sum("ecc_sbe_errors"),
+        "ecc_dbe_errors": Sum("ecc_dbe_errors"), "nvlink_errors": Sum("nvlink_errors"),
+        "pcie_replays": Sum("pcie_replays"), "retired_pages": levels("retired_pages"),
+        "remapped_rows": levels("remapped_rows"),
+    }
 
 
 def floor_hour(moment):
@@ -77,12 +93,20 @@ def rollup_samples(start, end, interval_seconds, new_since=None):
             # XID events are counted by the pull from the gauge's changes (``health.count_xid_events``).
             tensor_active_mean=Avg("tensor_active"), xid_errors=Value(0),
             samples=Count("pk"), counter_readings=Count("energy_mj"),
+            gpu_temp_max_c=Max("gpu_temp_c"), memory_temp_max_c=Max("memory_temp_c"),
+            sm_clock_mean_mhz=Avg("sm_clock_mhz"), retired_pages=Max("retired_pages"),
+            remapped_rows=Max("remapped_rows"),
         )
     )
     max_gap = max(COUNTER_GAP, timedelta(seconds=2 * interval_seconds))
     metered = counter_energy(start, end, max_gap, new_since or start)
+    errors = counter_errors(start, end, max_gap)
     rows = []
     for row in aggregated:
+        counted = errors.get((row["gpu_id"], row["hour"]), {})
+        row.update({name: counted.get(name) for name in dcgm.ERROR_COUNTERS.values()})
+        for name in ("retired_pages", "remapped_rows"):  # read as floats, stored as the whole numbers they are
+            row[name] = None if row[name] is None else round(row[name])
         power, covered_hours = row["power_mean_w"], min(1.0, row["samples"] * interval_seconds / 3600)
         if row["counter_readings"]:  # what the counter measured; None while it has measured nothing
             row["energy_wh"] = metered.get((row["gpu_id"], row["hour"]))
@@ -127,6 +151,37 @@ def counter_energy(start, end, max_gap, new_since):
     return energy
 
 
+def counter_errors(start, end, max_gap):
+    """(gpu_id, hour) → {rollup field: errors counted} for DCGM's error counters (ECC, NVLink, PCIe replay) in
+    the hours of [start, end): paired as ``counter_energy`` pairs the energy counter (the increase between two
+    consecutive readings at most ``max_gap`` apart, in the later one's hour; a counter that went back counts
+    its new value). An hour whose readings pair with none has no figure (None), never 0."""
+    counters = list(dcgm.ERROR_COUNTERS)
+
+    def following(field):
+        return Window(Lead(field), partition_by=[F("gpu_id")], order_by=F("ts").asc())
+
+    reported = Q()
+    for name in counters:
+        reported |= Q(**{f"{name}__isnull": False})
+    pairs = (
+        TelemetrySample.objects.filter(reported, ts__gte=start - max_gap, ts__lt=end)
+        .annotate(next_ts=following("ts"), **{f"next_{name}": following(name) for name in counters})
+        .filter(next_ts__gte=start)
+        .values_list("gpu_id", "ts", "next_ts", *counters, *(f"next_{name}" for name in counters))
+    )
+    counted = defaultdict(dict)
+    for gpu_id, ts, next_ts, *values in pairs.iterator(chunk_size=10_000):
+        if next_ts - ts > max_gap:
+            continue
+        hour = counted[(gpu_id, floor_hour(timezone.localtime(next_ts)))]
+        for name, value, next_value in zip(counters, values, values[len(counters):], strict=False):
+            if value is not None and next_value is not None:
+                field = dcgm.ERROR_COUNTERS[name]
+                hour[field] = hour.get(field, 0) + round(counter_increase(value, next_value)[0])
+    return counted
+
+
 def rollup_nodes(start, end):
     """GPU hours in [start, end) → node hours (GPUs counted in the node they are installed in)."""
     aggregated = (
@@ -137,6 +192,7 @@ def rollup_nodes(start, end):
             power_mean_w=Sum("power_mean_w"), energy_wh=Sum("energy_wh"),
             gr_engine_active_mean=Avg("gr_engine_active_mean"), tensor_active_mean=Avg("tensor_active_mean"),
             xid_errors=Sum("xid_errors"), samples=Sum("samples"), gpus_reporting=Count("pk"),
+            **health_aggregates(Sum),
         )
     )
     return _upsert_aggregates(NodeHourly, "node_id", aggregated, ["gpus_reporting"])
@@ -158,7 +214,7 @@ def _daily(hourly_model, daily_model, key, start_day, end_day, extra=None):
             util_mean=Avg("util_mean"), util_max=Max("util_max"), mem_used_mean_gb=Avg("mem_used_mean_gb"),
             power_mean_w=Avg("power_mean_w"), energy_wh=Sum("energy_wh"),
             gr_engine_active_mean=Avg("gr_engine_active_mean"), tensor_active_mean=Avg("tensor_active_mean"),
-            xid_errors=Sum("xid_errors"), samples=Sum("samples"), **(extra or {}),
+            xid_errors=Sum("xid_errors"), samples=Sum("samples"), **health_aggregates(Max), **(extra or {}),
         )
     )
     return _upsert_aggregates(daily_model, key, aggregated, ["hours", *(extra or {})])

@@ -12,7 +12,7 @@ from django.views import View
 from inventory import querysets
 from portal.generic import ModelPermissionMixin, ObjectListView, ObjectView, RelatedTable
 
-from . import charts, queries
+from . import charts, gpu_health, queries
 from .filters import TelemetrySourceFilterSet
 from .forms import UtilizationFilterForm
 from .models import PullReport, TelemetrySource
@@ -205,3 +205,53 @@ class NodeGPUChartsMixin:
                 "csv_url": "?format=csv&chart=gpu-utilization",
             }
         return context
+
+
+# --- GPU health (issue 19) -----------------------------------------------------------------------------
+
+
+class GPUHealthMixin:
+    """The health section of the node and GPU pages: range picker, badges per GPU and charts; two queries.
+    A node shows one small chart per GPU of the chosen metric (``?metric=``); a GPU one small chart per metric."""
+
+    def get_context_data(self, **kwargs):
+        context = super().get_context_data(**kwargs)
+        if not self.request.user.has_perm(VIEW_TELEMETRY):
+            return context
+        params = self.request.GET
+        chosen, error = gpu_health.span(params)
+        metric = params.get("metric") or gpu_health.DEFAULT_METRIC
+        if metric not in gpu_health.METRICS:
+            error, metric = f"Unknown metric '{metric}'.", gpu_health.DEFAULT_METRIC
+        gpus = self.health_gpus()
+        figures = gpu_health.figures([gpu["pk"] for gpu in gpus], chosen)
+        for gpu in gpus:
+            gpu["badges"] = gpu_health.badges(figures[gpu["pk"]])
+        context["health"] = {
+            "span": chosen, "error": error, "metric": metric, "metrics": gpu_health.METRICS, "gpus": gpus,
+            "ranges": gpu_health.RANGES, "charts": self.health_charts(gpus, figures, chosen, metric),
+            "has_data": any(badge.key != "no-data" for gpu in gpus for badge in gpu["badges"]),
+        }
+        return context
+
+
+class NodeHealthMixin(GPUHealthMixin):
+    def health_gpus(self):
+        return [{**gpu, "name": f"gpu{gpu['slot']}", "url": reverse("inventory:gpu_detail", args=[gpu["pk"]])}
+                for gpu in self.object.gpus.order_by("slot").values("pk", "slot")]
+
+    def health_charts(self, gpus, figures, chosen, metric):
+        return [{"id": f"health-{gpu['name']}", "title": gpu["name"], "url": gpu["url"], "badges": gpu["badges"],
+                 "data": gpu_health.series_chart(chosen, metric, [(gpu["name"], figures[gpu["pk"]][metric])])}
+                for gpu in gpus]
+
+
+class GPUOwnHealthMixin(GPUHealthMixin):
+    def health_gpus(self):
+        return [{"pk": self.object.pk, "name": str(self.object), "url": ""}]
+
+    def health_charts(self, gpus, figures, chosen, metric):
+        values = figures[self.object.pk]
+        return [{"id": f"health-{name}", "title": f"{title} ({unit})", "url": "",
+                 "data": gpu_health.series_chart(chosen, name, [(title, values[name])])}
+                for name, (title, unit) in gpu_health.METRICS.items()]

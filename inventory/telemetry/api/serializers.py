@@ -8,6 +8,7 @@ from portal.api.serializers import COMMON, TIMESTAMPS, OutboundErrorsMixin, Port
 
 from .. import queries as telemetry_queries
 from ..models import GPUHourly, SlurmJob, TelemetrySource, UnknownSeries
+from ..rollups import HEALTH_FIELDS
 
 SOURCE_ERRORS_PERMISSION = "inventory.change_telemetrysource"
 SOURCE_STATUS = ["synced_until", "last_attempt_at", "last_success_at", "last_error", "last_error_at", "stale_since",
@@ -54,14 +55,15 @@ class UnknownSeriesSerializer(PortalModelSerializer):
 
 
 class GPUHourlySerializer(serializers.ModelSerializer):
-    """One GPU's hour: utilization, memory, power, energy and error counts (null: not reported, never zero)."""
+    """One GPU's hour: utilization, memory, power, energy, error counts and health (temperatures, SM clock, ECC /
+    NVLink / PCIe errors, retired pages, remapped rows); null: not reported, never zero."""
 
     node = serializers.IntegerField(source="gpu.node_id", read_only=True, allow_null=True)
 
     class Meta:
         model = GPUHourly
         fields = ["id", "gpu", "node", "hour", "util_mean", "util_max", "mem_used_mean_gb", "power_mean_w",
-                  "energy_wh", "gr_engine_active_mean", "tensor_active_mean", "xid_errors", "samples"]
+                  "energy_wh", "gr_engine_active_mean", "tensor_active_mean", "xid_errors", "samples", *HEALTH_FIELDS]
         read_only_fields = fields
 
 

@@ -112,7 +112,7 @@ def test_values_are_a_function_of_gpu_and_time(demo):
     moment = END - timedelta(hours=5, minutes=7)
     assert [simulator.gpu_sample(g, moment) for g in gpus] == [simulator.gpu_sample(g, moment) for g in gpus]
     sample = simulator.gpu_sample(gpus[0], moment)
-    assert set(sample) == set(dcgm.SAMPLE_FIELDS)
+    assert set(sample) == set(dcgm.SERIES_HELP)  # every series the page serves, health ones included
     assert sample[dcgm.FB_USED] + sample[dcgm.FB_FREE] <= 80 * 1024
     assert 0 <= sample[dcgm.GPU_UTIL] <= 100 and 0 <= sample[dcgm.PIPE_TENSOR_ACTIVE] <= 1
 
@@ -123,7 +123,7 @@ def test_metrics_page_reads_like_dcgm_exporter(demo):
     text = simulator.metrics_text(gpus[:16], moment)
 
     families = {family.name: family for family in text_string_to_metric_families(text)}
-    assert set(families) == set(dcgm.SAMPLE_FIELDS)
+    assert set(families) == set(dcgm.SERIES_HELP)
     assert all(family.type == dcgm.SERIES_HELP[name][0] and family.documentation for name, family in families.items())
     assert families[dcgm.TOTAL_ENERGY].type == "counter"
     sample = families[dcgm.GPU_UTIL].samples[9]

@@ -144,6 +144,9 @@ def test_pull_from_a_real_prometheus(fleet, monkeypatch):
             assert 0.9 < row.gr_engine_active_mean <= 1 and 0.6 < row.tensor_active_mean < 0.7
             if row.samples == 1:  # an hour the run just touched: one reading of the counter measures nothing
                 assert row.energy_wh is None
+            # health (issue 19): a burn-in GPU runs warm at its boost clock, counts no errors, has no remapped rows
+            assert 50 < row.gpu_temp_max_c < row.memory_temp_max_c < 90 and row.sm_clock_mean_mhz > 1900
+            assert row.ecc_sbe_errors in (0, None) and row.remapped_rows == 0 and row.retired_pages is None
     # energy: increase() of the counter over the hour, about one sample interval (1 s) per sample
     measured = GPUHourly.objects.filter(gpu=by_uuid, samples__gt=1)
     assert measured and all(row.energy_wh == pytest.approx(row.samples, abs=1.5) for row in measured)  # 1 Wh a s

@@ -50,10 +50,16 @@
     if (!traces.length) { empty(el); return; }
     var extra = {
       xaxis: axis(d.x_title, { type: "date", range: [d.x[0], d.x[d.x.length - 1]] }),
-      yaxis: axis(d.y_title, d.y_range ? { range: d.y_range } : {}),
+      // counts (errors, events): from 0, whole numbers only
+      yaxis: axis(d.y_title, d.y_range ? { range: d.y_range }
+        : d.counts ? { rangemode: "nonnegative", tickformat: ",d" } : {}),
       legend: { orientation: "h", y: -0.3 },
       margin: { t: 10, r: d.y2_title ? 60 : 10, b: 70, l: 60 }
     };
+    if (el.dataset.height) {  // small multiples: one small chart per GPU or per metric, no legend
+      Object.assign(extra, { height: +el.dataset.height, showlegend: d.legend !== false,
+        margin: { t: 6, r: 8, b: 30, l: 44 } });
+    }
     if (d.y2_title) {
       extra.yaxis2 = axis(d.y2_title, { overlaying: "y", side: "right", rangemode: "tozero", showgrid: false,
         tickformat: ",.0f" });
