@@ -109,7 +109,7 @@ def test_journey_1_review_utilization(utilization_fleet, browser_page, tmp_path)
     expect(page).to_have_url(re.compile(r"site=\d+"))
     page.select_option("#id_partition", "train")
     expect(page).to_have_url(re.compile(r"partition=train"))
-    least = page.locator("#least-used tbody tr")
+    least = page.locator("#least-used table").first.locator("tbody tr")  # the in-service table
     expect(least).to_have_count(2)  # fra-a01 and fra-a02: the other site and partition are filtered out
     expect(least.first.locator("td").first).to_have_text("fra-a02")
     page.wait_for_selector(CHART_DRAWN, timeout=CHART_TIMEOUT_MS)
