@@ -6,14 +6,19 @@ from playwright.sync_api import expect
 
 from portal.roles import MANAGER
 from tests.helpers.accounts import make_user
+from tests.helpers.dashboard import make_dashboard_fleet
 from tests.planning.test_journeys_planning import assert_clean, log_in
-from tests.portal.test_home_dashboard import fleet  # noqa: F401  (the 5-node fleet of the dashboard's tests)
 
 pytestmark = pytest.mark.django_db(transaction=True)
 pytest_plugins = ["tests.helpers.browser"]
 
 
-def test_the_dashboard_tells_the_story_on_one_screen(fleet, browser_page):  # noqa: F811
+@pytest.fixture
+def fleet(transactional_db):
+    return make_dashboard_fleet()
+
+
+def test_the_dashboard_tells_the_story_on_one_screen(fleet, browser_page):
     session, page = browser_page, browser_page.page
     make_user("max", MANAGER)
     log_in(page, "max", "/")
