@@ -10,13 +10,13 @@ class InventoryConfig(AppConfig):
 
         from . import policy  # noqa: F401  (registers the inventory's rules)
         from .dashboard import fleet_panel, fleet_tiles, least_used_panel, utilization_tiles
-        from .queries import search
+        from .queries import SEARCH_LOOKS_AT, search
 
         register_tiles(utilization_tiles, order=10)
         register_tiles(fleet_tiles, order=20)
         register_panel("inventory/panels/least_used.html", least_used_panel, order=10)
         register_panel("inventory/panels/fleet.html", fleet_panel, order=90, wide=True)  # under the story
-        register_search_provider(search)
+        register_search_provider(search, looks_at=SEARCH_LOOKS_AT)
         register_menu("Inventory", order=10, items=[
             ("Sites", "inventory:site_list", "inventory.view_site"),
             ("Racks", "inventory:rack_list", "inventory.view_rack"),

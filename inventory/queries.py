@@ -3,8 +3,10 @@
 from collections import defaultdict
 from datetime import timedelta
 
-from django.db.models import Count, Exists, F, OuterRef, Q, Sum
+from django.db.models import Count, Exists, F, OuterRef, Sum
 from django.utils import timezone
+
+from portal.search import search_kinds
 
 from .lifecycle import state_since
 from .models import GPU, GPUModel, LifecycleState, Node, Rack, Site, StorageSystem, Switch
@@ -79,24 +81,33 @@ def stuck_nodes(days, now=None):
     return in_state_longer_than(Node.objects.filter(state__in=WAITING_STATES), days, now)
 
 
-def search(term, user, limit=20):
-    """Objects matching a hostname, serial, asset tag, GPU UUID or site name: [(kind, [objects])], of the kinds
-    ``user`` may view."""
+# What the global search looks at (``portal.registry``): shown to the users who may view each kind.
+SEARCH_LOOKS_AT = (
+    ("node hostnames, serials and asset tags", "inventory.view_node"),
+    ("GPU serials and UUIDs", "inventory.view_gpu"),
+    ("sites", "inventory.view_site"),
+    ("racks", "inventory.view_rack"),
+    ("switches", "inventory.view_switch"),
+    ("storage", "inventory.view_storagesystem"),
+)
+
+
+def search(term, user):
+    """``portal.search`` groups of the kinds ``user`` may view, one query each: nodes by hostname, serial or asset
+    tag, GPUs by serial or UUID, sites, racks, switches and storage by name; equal to the term (any case) is an
+    exact match."""
     term = term.strip()
     if not term:
         return []
-    groups = [
-        ("Sites", Site.objects.filter(Q(name__icontains=term) | Q(location__icontains=term))),
-        ("Racks", Rack.objects.select_related("site").filter(name__icontains=term)),
-        ("Nodes", Node.objects.filter(
-            Q(hostname__icontains=term) | Q(serial__icontains=term) | Q(asset_tag__icontains=term))),
-        ("GPUs", GPU.objects.select_related("node").filter(Q(serial__icontains=term) | Q(uuid__icontains=term))),
-        ("Switches", Switch.objects.filter(Q(name__icontains=term) | Q(serial__icontains=term))),
-        ("Storage", StorageSystem.objects.filter(name__icontains=term)),
-    ]
-    groups = [(title, queryset) for title, queryset in groups
-              if user.has_perm(f"inventory.view_{queryset.model._meta.model_name}")]
-    return [(title, list(queryset[:limit])) for title, queryset in groups if queryset[:limit].exists()]
+    return search_kinds(term, user, [  # title, permission, queryset, fields containing it, fields equal to it
+        ("Sites", "inventory.view_site", Site.objects.all(), ["name", "location"], ["name"]),
+        ("Racks", "inventory.view_rack", Rack.objects.select_related("site"), ["name"], ["name"]),
+        ("Nodes", "inventory.view_node", Node.objects.all(), ["hostname", "serial", "asset_tag"],
+         ["hostname", "serial", "asset_tag"]),
+        ("GPUs", "inventory.view_gpu", GPU.objects.select_related("node"), ["serial", "uuid"], ["serial", "uuid"]),
+        ("Switches", "inventory.view_switch", Switch.objects.all(), ["name", "serial"], ["name", "serial"]),
+        ("Storage", "inventory.view_storagesystem", StorageSystem.objects.all(), ["name"], ["name"]),
+    ])
 
 
 def most_common_gpu_model():

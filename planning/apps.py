@@ -9,15 +9,23 @@ class PlanningConfig(AppConfig):
         from inventory.costs import register_cost_provider
         from portal import events
         from portal.files import delete_file_with_row
-        from portal.registry import register_menu, register_panel, register_tiles, register_warmup
+        from portal.registry import (
+            register_menu,
+            register_panel,
+            register_search_provider,
+            register_tiles,
+            register_warmup,
+        )
 
         from . import policy  # noqa: F401  (registers planning's rules)
         from .contracts.costs import node_gpu_hour_costs
         from .dashboard import contract_tiles, recommendations_panel, renewals_panel
         from .plans import tasks as plans_tasks  # noqa: F401  (a plan's changes queue its summary's refresh)
+        from .queries import SEARCH_LOOKS_AT, search
         from .webhooks import delivery  # also registers the send_webhook Celery task in workers
 
         register_cost_provider(node_gpu_hour_costs)
+        register_search_provider(search, looks_at=SEARCH_LOOKS_AT)
         events.subscribe(delivery.emit)  # business events go out to the subscribed webhooks
         register_menu("Planning", order=30, items=[
             ("Contracts", "planning:contract_list", "planning.view_contract"),

@@ -113,16 +113,40 @@ def object_panels(request, obj):
     return [(template, context) for template, context in shown if context is not None]
 
 
-def register_search_provider(provider):
-    """``provider(term, user) -> [(label, [objects])]``: only groups with matches that ``user`` may see."""
-    if provider not in _search_providers:
-        _search_providers.append(provider)
-    return provider
+@dataclass(frozen=True)
+class SearchGroup:
+    """One kind of object that a search found (built by ``portal.search.search_group``)."""
+
+    title: str  # "Nodes"
+    objects: list  # the first matches (``portal.search.LIMIT``), exact ones first; each has get_absolute_url()
+    total: int  # how many match in all: the page says "first 20 of N" when it shows fewer
+    exact: list  # those of ``objects`` whose identifying field (hostname, ticket number...) equals the term
+
+
+@dataclass(frozen=True)
+class SearchProvider:
+    find: Callable  # (term, user) -> [SearchGroup]: only non-empty groups of what ``user`` may see
+    looks_at: tuple  # ((what, permission)): "node hostnames, serials and asset tags", "inventory.view_node"
+
+
+def register_search_provider(find, looks_at):
+    """``find(term, user) -> [SearchGroup]``, one query per group. ``looks_at`` says what it searches, for the
+    search page's help, each part shown to the users who hold its permission. The search page opens the object
+    when exactly one object of all the groups is an exact match (``SearchGroup.exact``), and lists the groups
+    otherwise."""
+    if all(provider.find is not find for provider in _search_providers):
+        _search_providers.append(SearchProvider(find, tuple(looks_at)))
+    return find
 
 
 def search(term, user):
     """Every provider's groups, in the order the providers were registered (app order)."""
-    return [group for provider in _search_providers for group in provider(term, user)]
+    return [group for provider in _search_providers for group in provider.find(term, user)]
+
+
+def search_looks_at(user):
+    """[what] the search looks at for ``user``, in provider order."""
+    return [what for provider in _search_providers for what, perm in provider.looks_at if user.has_perm(perm)]
 
 
 def register_warmup(path):

@@ -7,6 +7,7 @@ from django.shortcuts import get_object_or_404, render
 from django.templatetags.static import static
 from django.urls import reverse
 from django.utils import timezone
+from django.utils.text import get_text_list
 from django.views import View
 from django.views.decorators.http import require_safe
 
@@ -33,16 +34,18 @@ class HomeView(View):
 
 
 class SearchView(View):
-    """Global search over the providers that apps register: one match opens the object, several are listed by
-    kind."""
+    """Global search over the providers that apps register (``portal.registry``): the one object that the term
+    names exactly (a hostname, a ticket number...) opens; anything else is listed by kind, exact matches first."""
 
     def get(self, request):
         term = request.GET.get("q", "").strip()
         groups = registry.search(term, request.user)
-        matches = [obj for _, objects in groups for obj in objects]
-        if len(matches) == 1:
-            return HttpResponseRedirect(matches[0].get_absolute_url())
-        return render(request, "portal/search.html", {"term": term, "groups": groups})
+        exact = [obj for group in groups for obj in group.exact]
+        if len(exact) == 1:
+            return HttpResponseRedirect(exact[0].get_absolute_url())
+        groups.sort(key=lambda group: not group.exact)  # stable: the provider order otherwise
+        looks_at = get_text_list(registry.search_looks_at(request.user), "and")
+        return render(request, "portal/search.html", {"term": term, "groups": groups, "looks_at": looks_at})
 
 
 class TokenListView(View):

@@ -7,14 +7,22 @@ class SupportConfig(AppConfig):
 
     def ready(self):
         from portal.files import delete_file_with_row
-        from portal.registry import register_menu, register_object_panel, register_panel, register_tiles
+        from portal.registry import (
+            register_menu,
+            register_object_panel,
+            register_panel,
+            register_search_provider,
+            register_tiles,
+        )
 
         from . import policy  # noqa: F401  (registers the support rules)
         from .dashboard import asset_tickets_panel, sla_panel, support_tiles
+        from .queries import SEARCH_LOOKS_AT, search
 
         delete_file_with_row(self.get_model("TicketAttachment"))
         register_tiles(support_tiles, order=40)
         register_panel("support/panels/sla_tickets.html", sla_panel, order=40)
+        register_search_provider(search, looks_at=SEARCH_LOOKS_AT)
         for asset in ("inventory.node", "inventory.gpu"):
             register_object_panel(asset, "support/asset_tickets.html", asset_tickets_panel)
         register_menu("Support", order=40, items=[

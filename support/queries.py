@@ -1,8 +1,10 @@
-"""What other apps read from support (the dashboard card): small query functions, no views."""
+"""What other apps read from support (the dashboard card, the global search): small query functions, no views."""
 
 from django.db.models import Case, Count, F, Q, When
 from django.db.models.functions import Coalesce, TruncDate
 from django.utils import timezone
+
+from portal.search import any_field, search_group
 
 from .models import Ticket, breached
 
@@ -34,3 +36,25 @@ def hardware_ticket_days(since):
                .annotate(on_node=Coalesce(F("node_id"), F("gpu__node_id")), day=TruncDate("created"))
                .filter(on_node__isnull=False).values_list("on_node", "day").distinct())
     return set(tickets)
+
+
+# What the global search looks at (``portal.registry``); researchers find only their own and their teams' tickets.
+SEARCH_LOOKS_AT = (("ticket numbers, titles, RMA numbers and the hostnames of their nodes", "support.read_ticket"),)
+TICKET_TEXT_FIELDS = ("title", "rma_number", "node__hostname", "gpu__node__hostname")
+MAX_TICKET_NUMBER = 2**63 - 1  # a bigint: a longer number would make PostgreSQL refuse the query
+
+
+def search(term, user):
+    """The tickets ``user`` may read whose title, RMA number or node's hostname contains ``term``, or whose number
+    is the term ("42", "#42"): a ``portal.search`` group, in one query. The number and the RMA number are exact
+    matches."""
+    term = term.strip()
+    if not term:
+        return []
+    exact = Q(rma_number__iexact=term)
+    number = term.removeprefix("#")
+    if number.isascii() and number.isdigit() and int(number) <= MAX_TICKET_NUMBER:
+        exact |= Q(pk=int(number))
+    tickets = Ticket.objects.visible_to(user).filter(any_field(TICKET_TEXT_FIELDS, "icontains", term) | exact)
+    group = search_group("Tickets", tickets, exact)
+    return [group] if group else []

@@ -147,6 +147,10 @@ class PlanWorkload(models.Model):
     def __str__(self):
         return self.name
 
+    def get_absolute_url(self):
+        """Its row on its plan's page."""
+        return f"{self.plan.get_absolute_url()}#workload-{self.pk}"
+
     def workload(self):
         """The ``sizing.Workload``; raises ``ValidationError`` for unknown or missing inputs."""
         from ..sizing import sizing

@@ -67,7 +67,8 @@ def test_an_account_without_a_role_sees_no_fleet_data(db):
     assert found.status_code == 200 and "gpu-secret-001" not in found.content.decode()
     assert "no role yet" in found.content.decode()
     viewer = logged_in(make_user("vera", VIEWER))
-    assert viewer.get(reverse("search"), {"q": "gpu-secret"}).status_code == 302  # one match opens it
+    assert "gpu-secret-001" in viewer.get(reverse("search"), {"q": "gpu-secret"}).content.decode()
+    assert viewer.get(reverse("search"), {"q": "gpu-secret-001"}).status_code == 302  # an exact match opens it
     assert "nodes out of warranty" in viewer.get(reverse("home")).content.decode()
 
 
