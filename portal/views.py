@@ -7,7 +7,6 @@ from django.shortcuts import get_object_or_404, render
 from django.templatetags.static import static
 from django.urls import reverse
 from django.utils import timezone
-from django.utils.text import get_text_list
 from django.views import View
 from django.views.decorators.http import require_safe
 
@@ -38,13 +37,13 @@ class SearchView(View):
     names exactly (a hostname, a ticket number...) opens; anything else is listed by kind, exact matches first."""
 
     def get(self, request):
-        term = request.GET.get("q", "").strip()
+        term = request.GET.get("q", "").replace("\x00", "").strip()  # PostgreSQL text holds no NUL: none matches
         groups = registry.search(term, request.user)
         exact = [obj for group in groups for obj in group.exact]
         if len(exact) == 1:
             return HttpResponseRedirect(exact[0].get_absolute_url())
         groups.sort(key=lambda group: not group.exact)  # stable: the provider order otherwise
-        looks_at = get_text_list(registry.search_looks_at(request.user), "and")
+        looks_at = "; ".join(registry.search_looks_at(request.user))  # the parts have their own "and"s
         return render(request, "portal/search.html", {"term": term, "groups": groups, "looks_at": looks_at})
 
 
