@@ -287,7 +287,7 @@ class ChangeTable(ColumnChoice, PortalTable):
                            attrs={"td": {"class": "wrap"}})
     request_id = tables.Column(verbose_name="Request", default="")
 
-    default_columns = ("who", "action", "kind", "reason", "request_id")
+    default_columns = ("when", "who", "action", "kind", "target", "reason", "request_id")
     required_columns = ("when", "target")
 
     class Meta:
@@ -304,7 +304,7 @@ class ChangeTable(ColumnChoice, PortalTable):
         return capfirst(value)
 
     def render_target(self, record, value):
-        if record.history_type == "-":  # deleted: no page to link to
+        if record.history_type == "-" or not hasattr(value, "get_absolute_url"):  # deleted, or has no page
             return str(value)
         return cell_html('<a href="{}">{}</a>', value.get_absolute_url(), value)
 

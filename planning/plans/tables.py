@@ -86,8 +86,9 @@ class CapacityPlanTable(ColumnChoice, tables.Table):
     horizon_months = tables.Column("Months", order_by=("first_month", "horizon_months"))
 
     required_columns = ("name",)
+    # The plan's answer and whether it is still current (Analysis) fit 1280 px; who did what is a tick away.
     default_columns = ("name", "status", "horizon_months", "recommended", "gpus_added", "cost", "met_from",
-                       "analysed", "owner")
+                       "analysed")
 
     def render_horizon_months(self, record):
         return f"{months.label(record.first_month)} to {months.label(record.last_month)}"
