@@ -49,14 +49,14 @@ def test_the_lists_fit_1280_px_and_a_hidden_column_stays_hidden(demo, browser_pa
     assert too_wide == {}
 
     # Hide the partition on the node list, sorted and filtered: the list comes back as it was, without it.
-    page.goto("/inventory/nodes/?sort=-hostname&partition=train")
+    page.goto("/inventory/nodes/?sort=-hostname&partition=inference")
     header = page.locator("#object-table thead th")
     expect(header.filter(has_text="Partition")).to_have_count(1)
     page.locator("#column-menu summary").click()
-    page.get_by_label("Partition / pool").uncheck()
+    page.locator("#column-menu").get_by_role("checkbox", name="Partition / pool").uncheck()
     with page.expect_navigation():
         page.locator("#column-menu").get_by_role("button", name="Save").click()
-    assert page.url.endswith("/inventory/nodes/?sort=-hostname&partition=train")
+    assert page.url.endswith("/inventory/nodes/?sort=-hostname&partition=inference")
     expect(page.locator(".messages")).to_contain_text("Columns saved.")
     expect(header.filter(has_text="Partition")).to_have_count(0)
     expect(header.filter(has_text="Hostname")).to_have_count(1)
