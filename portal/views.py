@@ -88,10 +88,11 @@ class ChangeLogView(View):
         saved = saved_columns(request.user, ChangeTable)
         empty = "No changes recorded for these filters." if username or chosen or request_id else "No changes recorded."
         return render(request, "portal/changelog.html", {
+            "records": records,
             "table": ChangeTable(records, empty_text=empty, **ChangeTable.column_kwargs(saved)),
             "column_menu": ChangeTable.column_menu(saved, request.get_full_path()),
             "model_choices": [(m._meta.label_lower, m._meta.verbose_name) for m in viewable],
-            "chosen": chosen, "username": username, "request_id": request_id, "actions": changelog.ACTIONS,
+            "chosen": chosen, "username": username, "request_id": request_id,
         })
 
 
