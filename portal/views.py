@@ -109,7 +109,7 @@ class TableColumnsView(View):
             back = reverse("home")
         table = TABLES_WITH_CHOICE.get(request.POST.get("table", ""))
         if table is None:
-            return self.refuse(request, back, f"There is no list table “{request.POST.get('table', '')}”.")
+            return self.refuse(request, back, f"“{request.POST.get('table', '')}” is not a table whose columns can be chosen.")
         preference = TablePreference.objects.filter(user=request.user, table=table.__name__)
         if request.POST.get("action") == "reset":
             preference.delete()

@@ -16,7 +16,7 @@ NODES = "/inventory/nodes/"
 
 
 def headers(response):
-    """The table's column names, from the ``<th>`` classes django-tables2 gives each column (``orderable hostname``)."""
+    """The names of the columns the page's table shows, in order."""
     table = response.context["table"]
     return [column.name for column in table.columns]
 
@@ -85,7 +85,10 @@ def test_exports_keep_every_column(users):
 
 
 @pytest.mark.parametrize("data, error", [
-    ({"table": "NoSuchTable", "columns": ["serial"]}, "There is no list table “NoSuchTable”."),
+    ({"table": "NoSuchTable", "columns": ["serial"]}, "“NoSuchTable” is not a table whose columns can be chosen."),
+    # A table without a column choice (the ticket queue leaves out fixed columns for everyone).
+    ({"table": "TicketTable", "columns": ["title"]}, "“TicketTable” is not a table whose columns can be chosen."),
+    ({"columns": ["serial"]}, "“” is not a table whose columns can be chosen."),
     ({"table": "NodeTable", "columns": ["serial", "password"]}, "This table has no column &#x27;password&#x27;."),
     # A contract column posted for the node table: refused, not stored.
     ({"table": "NodeTable", "columns": ["vendor"]}, "This table has no column &#x27;vendor&#x27;."),
@@ -101,6 +104,13 @@ def test_bad_input_is_refused_with_a_clear_message(users, data, error):
 def test_a_redirect_elsewhere_is_not_followed(users):
     answer = save(client_for(users[0]), columns=["serial"], next_url="https://evil.example/")
     assert answer.status_code == 302 and answer["Location"] == reverse("home")
+
+
+def test_saving_needs_the_csrf_token(users):
+    client = Client(enforce_csrf_checks=True)
+    client.force_login(users[0])
+    assert save(client, columns=["serial"]).status_code == 403
+    assert not TablePreference.objects.exists()
 
 
 def test_a_get_is_not_allowed(users):
@@ -145,8 +155,9 @@ def test_a_link_sorted_by_a_column_this_user_hides_opens_unsorted(users):
 def test_every_table_with_a_choice_renders_with_its_defaults_and_a_saved_choice(users):
     manager = users[0]
     client = client_for(manager)
-    pages = {"NodeTable": NODES, "ContractTable": "/planning/contracts/", "CapacityPlanTable": "/planning/capacity-plans/",
-             "GPUModelTable": "/inventory/gpu-models/", "ChangeTable": "/changes/"}
+    pages = {"NodeTable": NODES, "ContractTable": "/planning/contracts/",
+             "CapacityPlanTable": "/planning/capacity-plans/", "GPUModelTable": "/inventory/gpu-models/",
+             "ChangeTable": "/changes/"}
     for name, url in pages.items():
         page = client.get(url)
         assert page.status_code == 200, url
