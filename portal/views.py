@@ -107,9 +107,10 @@ class TableColumnsView(View):
         if not url_has_allowed_host_and_scheme(back, allowed_hosts={request.get_host()},
                                                require_https=request.is_secure()):
             back = reverse("home")
-        table = TABLES_WITH_CHOICE.get(request.POST.get("table", ""))
+        name = request.POST.get("table", "")
+        table = TABLES_WITH_CHOICE.get(name)
         if table is None:
-            return self.refuse(request, back, f"“{request.POST.get('table', '')}” is not a table whose columns can be chosen.")
+            return self.refuse(request, back, f"“{name}” is not a table whose columns can be chosen.")
         preference = TablePreference.objects.filter(user=request.user, table=table.__name__)
         if request.POST.get("action") == "reset":
             preference.delete()
