@@ -2,7 +2,7 @@
 
 import django_tables2 as tables
 
-from portal.tables import PortalTable, cell_html
+from portal.tables import ColumnChoice, PortalTable, cell_html
 
 from .lifecycle import time_in_state
 from .models import (
@@ -39,9 +39,14 @@ class SelectColumn(tables.CheckBoxColumn):
         return cell_html('<input type="checkbox" name="select" value="{}" />', value)
 
 
-class GPUModelTable(tables.Table):
+class GPUModelTable(ColumnChoice, tables.Table):
     name = tables.Column(linkify=True)
     gpu_count = tables.Column("GPUs")
+
+    required_columns = ("name",)
+    # Fits 1280 px (the headers are long); the GPU-to-GPU bandwidth is a tick away (Columns) and in the exports.
+    default_columns = ("name", "vendor", "form_factor", "memory_gb", "memory_bandwidth_tbs", "bf16_tflops",
+                       "fp8_tflops", "tdp_w", "gpu_count")
 
     class Meta:
         model = GPUModel
@@ -96,7 +101,7 @@ class TimeInStateColumn(tables.Column):
         return queryset.order_by("state_since" if is_descending else "-state_since"), True
 
 
-class NodeTable(PortalTable):
+class NodeTable(ColumnChoice, PortalTable):
     select = SelectColumn()
     hostname = tables.Column(linkify=True)
     state = StateColumn()
@@ -107,6 +112,11 @@ class NodeTable(PortalTable):
     node_model = tables.Column(linkify=True)
     gpu_count = tables.Column("GPUs")
     warranty_end = tables.Column()
+
+    required_columns = ("select", "hostname")
+    # What fits 1280 px; position, serial and asset tag are a tick away (Columns) and always in the exports.
+    default_columns = ("select", "hostname", "state", "in_state", "site", "rack", "node_model", "gpu_count",
+                       "partition", "owner_team", "warranty_end")
 
     class Meta:
         model = Node

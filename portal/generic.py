@@ -19,6 +19,7 @@ from django.db.models import BooleanField, ProtectedError
 from django.http import Http404, HttpResponseRedirect
 from django.shortcuts import get_object_or_404, render
 from django.urls import path, reverse
+from django.utils.functional import cached_property
 from django.utils.http import urlencode
 from django.utils.module_loading import import_string
 from django.utils.text import capfirst
@@ -32,6 +33,7 @@ from . import history, locking
 from .exports import EXPORT_PARAM, SafeTableExport, export_links, refuse_format
 from .imports import decode, read_csv, run_import
 from .models import ImportJob
+from .tables import ColumnChoice, saved_columns
 from .tasks import enqueue, run_import_job
 
 HISTORY_LIMIT = 25
@@ -86,6 +88,21 @@ class ObjectListView(ModelPermissionMixin, ExportMixin, SingleTableMixin, Filter
     def get_table_pagination(self, table):
         return {"per_page": self.per_page}
 
+    def choosing_columns(self):
+        """Whether the page shows the user's choice of columns: a table with a choice, not an export (the
+        files keep every column, the same for everyone, so scripts reading them do not depend on who exported)."""
+        return issubclass(self.get_table_class(), ColumnChoice) and EXPORT_PARAM not in self.request.GET
+
+    @cached_property
+    def saved_columns(self):
+        return saved_columns(self.request.user, self.get_table_class())
+
+    def get_table_kwargs(self):
+        kwargs = super().get_table_kwargs()
+        if self.choosing_columns():
+            kwargs.update(self.get_table_class().column_kwargs(self.saved_columns))
+        return kwargs
+
     def get_context_data(self, **kwargs):
         context = super().get_context_data(**kwargs)
         model = self.get_queryset().model
@@ -103,6 +120,9 @@ class ObjectListView(ModelPermissionMixin, ExportMixin, SingleTableMixin, Filter
             export_links=export_links(self.request),
             active_filters=active_filters(context.get("filter")),
         )
+        if self.choosing_columns():
+            context["column_menu"] = self.get_table_class().column_menu(self.saved_columns,
+                                                                        self.request.get_full_path())
         return context
 
 

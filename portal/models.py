@@ -158,3 +158,19 @@ class ImportJob(models.Model):
         if not self.commit:
             return round(100 * share)
         return round(50 * share + (50 if self.state == self.State.WRITING else 0))
+
+
+class TablePreference(models.Model):
+    """The columns one user shows in one list table (``portal.tables.ColumnChoice``), in order. ``columns`` is
+    read leniently: names the table no longer has are skipped, a value that is not a list means the defaults."""
+
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="table_preferences")
+    table = models.CharField(max_length=100)
+    columns = models.JSONField(default=list)
+    updated = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["user", "table"], name="one_table_preference_per_user")]
+
+    def __str__(self):
+        return f"{self.user} / {self.table}"

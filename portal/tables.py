@@ -12,6 +12,7 @@ reverse arguments) is rendered per cell by django-tables2 as before, in the same
 import html
 import operator
 from functools import partialmethod
+from urllib.parse import quote
 
 import django_tables2 as tables
 from django.conf import settings
@@ -21,11 +22,13 @@ from django.template.base import render_value_in_context
 from django.utils.encoding import force_str
 from django.utils.hashable import make_hashable
 from django.utils.safestring import mark_safe
+from django.utils.text import Truncator, capfirst
 from django_tables2.columns.base import Column
 from django_tables2.columns.linkcolumn import BaseLinkColumn
 from django_tables2.utils import Accessor, signature
 
-from .models import PortalModel
+from . import changelog
+from .models import PortalModel, TablePreference
 
 CONTEXT = Context()  # autoescape on, localization and time zone from the settings: as a page renders {{ cell }}
 
@@ -43,6 +46,64 @@ class PortalTable(tables.Table):
             attrs = f'class="{row.get_even_odd_css_class()}"' if plain_rows else row.attrs.as_html()
             rows.append(f"\n  <tr {attrs}>\n  {tds}\n  </tr>\n")
         return mark_safe("".join(rows))
+
+
+TABLES_WITH_CHOICE = {}  # class name -> table: the tables whose columns each user chooses
+
+
+class ColumnChoice:
+    """A list table whose columns each user chooses, as NetBox's "Configure table": ``default_columns`` are shown,
+    in that order, until the user chooses; ``required_columns`` (the row's checkbox, its link) are always shown,
+    first. The choice is a ``TablePreference`` under the class's name; applied as django-tables2's ``sequence``
+    and ``exclude``, so the body is rendered as before (``PortalTable.body_html`` included)."""
+
+    default_columns = ()
+    required_columns = ()
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        TABLES_WITH_CHOICE[cls.__name__] = cls
+
+    @classmethod
+    def shown_columns(cls, saved):
+        """The columns shown for a stored choice, in order: the names in it this table has (a column removed since
+        is skipped), required ones it lacks first; the defaults when it names no other column or is not a list."""
+        names = saved if isinstance(saved, list) else []
+        known = list(dict.fromkeys(name for name in names if isinstance(name, str) and name in cls.base_columns))
+        if all(name in cls.required_columns for name in known):
+            known = [name for name in cls.default_columns if name in cls.base_columns]
+        return [*(name for name in cls.required_columns if name not in known), *known]
+
+    @classmethod
+    def column_kwargs(cls, saved):
+        """The table's ``sequence`` and ``exclude`` for a stored choice."""
+        shown = cls.shown_columns(saved)
+        return {"sequence": [*shown, "..."], "exclude": [name for name in cls.base_columns if name not in shown]}
+
+    @classmethod
+    def headers(cls):
+        """{column name: its header}, as the table shows them (model fields' verbose names included)."""
+        model = cls._meta.model
+        table = cls(model._default_manager.none() if model is not None else [])
+        return {column.name: str(column.verbose_name) for column in table.columns.all()}
+
+    @classmethod
+    def column_menu(cls, saved, next_url):
+        """What ``portal/table_columns.html`` shows: every column with whether it is shown and its position
+        (shown ones first, in their order), and where saving returns to."""
+        headers, shown = cls.headers(), cls.shown_columns(saved)
+        hidden = [name for name in cls.base_columns if name not in shown]
+        rows = [{"name": name, "header": headers.get(name) or name, "shown": name in shown,
+                 "required": name in cls.required_columns} for name in [*shown, *hidden]]
+        return {"table": cls.__name__, "rows": rows, "next": next_url}
+
+
+def saved_columns(user, table_class):
+    """The user's stored column choice for ``table_class`` (one query), or None."""
+    if not user.is_authenticated:
+        return None
+    return TablePreference.objects.filter(user=user, table=table_class.__name__).values_list(
+        "columns", flat=True).first()
 
 
 def _escape(value):
@@ -211,3 +272,42 @@ def _href(table, link, bound_column):
         return f"{prefix}{target.pk}{suffix}"
 
     return linkify
+
+
+class ChangeTable(ColumnChoice, PortalTable):
+    """The change log (/changes/): history records of every tracked model, newest first, as
+    ``changelog.recent_changes`` gives them (already in order: not sortable)."""
+
+    when = tables.DateTimeColumn(accessor="history_date", format="Y-m-d H:i:s", verbose_name="When")
+    who = tables.Column(accessor="history_user", verbose_name="Who", default="system")
+    action = tables.Column(accessor="history_type", verbose_name="Action")
+    kind = tables.Column(accessor="model_opts__verbose_name", verbose_name="Type")
+    target = tables.Column(accessor="shown", verbose_name="Object", empty_values=())
+    reason = tables.Column(accessor="history_change_reason", verbose_name="Reason", default="",
+                           attrs={"td": {"class": "wrap"}})
+    request_id = tables.Column(verbose_name="Request", default="")
+
+    default_columns = ("when", "who", "action", "kind", "target", "reason", "request_id")
+    required_columns = ("when", "target")
+
+    class Meta:
+        orderable = False
+        attrs = {"class": "table compact"}
+
+    def render_who(self, value):
+        return value.get_username()
+
+    def render_action(self, value):
+        return changelog.ACTIONS.get(value, value)
+
+    def render_kind(self, value):
+        return capfirst(value)
+
+    def render_target(self, record, value):
+        if record.history_type == "-" or not hasattr(value, "get_absolute_url"):  # deleted, or has no page
+            return str(value)
+        return cell_html('<a href="{}">{}</a>', value.get_absolute_url(), value)
+
+    def render_request_id(self, value):
+        return cell_html('<a href="?request_id={}" title="Every change of this request">{}</a>', quote(value),
+                         Truncator(value).chars(10))

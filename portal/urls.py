@@ -9,6 +9,7 @@ urlpatterns = [
     path("favicon.ico", views.favicon),
     path("search/", views.SearchView.as_view(), name="search"),
     path("changes/", views.ChangeLogView.as_view(), name="changelog"),
+    path("tables/columns/", views.TableColumnsView.as_view(), name="table_columns"),
     path("tokens/", views.TokenListView.as_view(), name="tokens"),
     path("tokens/<int:pk>/revoke/", views.TokenRevokeView.as_view(), name="token_revoke"),
     path("imports/<int:pk>/", generic.ImportJobView.as_view(), name="import_job"),

@@ -7,12 +7,14 @@ from django.shortcuts import get_object_or_404, render
 from django.templatetags.static import static
 from django.urls import reverse
 from django.utils import timezone
+from django.utils.http import url_has_allowed_host_and_scheme
 from django.views import View
 from django.views.decorators.http import require_safe
 
 from . import changelog, registry
 from .forms import TokenForm
-from .models import APIToken, WorkerHeartbeat
+from .models import APIToken, TablePreference, WorkerHeartbeat
+from .tables import TABLES_WITH_CHOICE, ChangeTable, saved_columns
 
 
 class HomeView(View):
@@ -84,11 +86,59 @@ class ChangeLogView(View):
         models = [m for m in viewable if m._meta.label_lower == chosen] if chosen else viewable
         username = request.GET.get("user", "").strip()
         request_id = request.GET.get("request_id", "").strip()
+        records = changelog.recent_changes(models, username=username or None, request_id=request_id or None)
+        saved = saved_columns(request.user, ChangeTable)
+        empty = "No changes recorded for these filters." if username or chosen or request_id else "No changes recorded."
         return render(request, "portal/changelog.html", {
-            "records": changelog.recent_changes(models, username=username or None, request_id=request_id or None),
+            "records": records,
+            "table": ChangeTable(records, empty_text=empty, **ChangeTable.column_kwargs(saved)),
+            "column_menu": ChangeTable.column_menu(saved, request.get_full_path()),
             "model_choices": [(m._meta.label_lower, m._meta.verbose_name) for m in viewable],
-            "chosen": chosen, "username": username, "request_id": request_id, "actions": changelog.ACTIONS,
+            "chosen": chosen, "username": username, "request_id": request_id,
         })
+
+
+class TableColumnsView(View):
+    """Saves a user's choice of columns for a list table (``portal.tables.ColumnChoice``), or resets it, then
+    returns to the list with its filters, sort and page. A table or column that does not exist is refused (400)."""
+
+    http_method_names = ["post"]
+
+    def post(self, request):
+        back = request.POST.get("next", "")
+        if not url_has_allowed_host_and_scheme(back, allowed_hosts={request.get_host()},
+                                               require_https=request.is_secure()):
+            back = reverse("home")
+        name = request.POST.get("table", "")
+        table = TABLES_WITH_CHOICE.get(name)
+        if table is None:
+            return self.refuse(request, back, f"“{name}” is not a table whose columns can be chosen.")
+        preference = TablePreference.objects.filter(user=request.user, table=table.__name__)
+        if request.POST.get("action") == "reset":
+            preference.delete()
+            messages.success(request, "The list shows its default columns again.")
+            return HttpResponseRedirect(back)
+        names = [*table.required_columns, *request.POST.getlist("columns")]
+        unknown = [name for name in names if name not in table.base_columns]
+        if unknown:
+            return self.refuse(request, back, f"This table has no column {', '.join(map(repr, unknown))}.")
+        try:
+            position = {name: int(request.POST.get(f"position-{name}") or 0) for name in names}
+        except ValueError:
+            return self.refuse(request, back, "A column's position must be a whole number.")
+        order = list(table.base_columns)
+        chosen = sorted(dict.fromkeys(names), key=lambda name: (position[name], order.index(name)))
+        if all(name in table.required_columns for name in chosen):  # nothing ticked: as a reset
+            preference.delete()
+            messages.success(request, "No column ticked: the list shows its default columns.")
+        else:
+            TablePreference.objects.update_or_create(user=request.user, table=table.__name__,
+                                                     defaults={"columns": chosen})
+            messages.success(request, "Columns saved.")
+        return HttpResponseRedirect(back)
+
+    def refuse(self, request, back, error):
+        return render(request, "portal/table_columns_error.html", {"error": error, "back": back}, status=400)
 
 
 @login_not_required

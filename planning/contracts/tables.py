@@ -5,12 +5,13 @@ from django.utils import timezone
 from django.utils.html import format_html
 
 from inventory.models import Node
+from portal.tables import ColumnChoice
 
 from ..common import money
 from .models import Contract
 
 
-class ContractTable(tables.Table):
+class ContractTable(ColumnChoice, tables.Table):
     reference = tables.Column(linkify=True)
     kind = tables.Column()
     title = tables.Column(attrs={"td": {"class": "wrap"}})
@@ -19,9 +20,14 @@ class ContractTable(tables.Table):
     notice_deadline = tables.DateColumn(format="Y-m-d", verbose_name="Notice by", orderable=False)
     owner = tables.Column(accessor="owner__username", verbose_name="Owner")
 
+    required_columns = ("reference",)
+    # What a renewal review needs first (end, notice, costs), so it fits 1280 px; the rest (a rental's cost per
+    # GPU-hour among them) is a tick away in Columns, and always in the exports.
+    default_columns = ("reference", "vendor", "kind", "title", "end", "notice_deadline", "monthly_cost",
+                       "one_off_cost")
+
     class Meta:
         model = Contract
-        # What a renewal review needs first (end, notice, costs), so it shows at 1280 px; the rest scrolls.
         fields = ("reference", "vendor", "kind", "title", "end", "notice_deadline", "monthly_cost", "one_off_cost",
                   "gpu_hour_cost", "start", "auto_renew", "owner", "currency")
 

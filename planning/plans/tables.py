@@ -6,6 +6,8 @@ from django.conf import settings
 from django.template.defaultfilters import floatformat
 from django.utils import timezone
 
+from portal.tables import ColumnChoice
+
 from . import months
 from .models import CapacityPlan
 from .summary import is_stale
@@ -69,7 +71,7 @@ class AnalysedColumn(SummaryColumn):
         return f"{shown}, changed since" if is_stale(record) else shown
 
 
-class CapacityPlanTable(tables.Table):
+class CapacityPlanTable(ColumnChoice, tables.Table):
     name = tables.Column(linkify=True)
     recommended = OptionColumn("recommended", verbose_name="Recommended option")
     gpus_added = GPUsColumn("gpus_added", verbose_name="GPUs added")
@@ -82,6 +84,11 @@ class CapacityPlanTable(tables.Table):
     workload_count = tables.Column("Workloads")
     item_count = tables.Column("Items")
     horizon_months = tables.Column("Months", order_by=("first_month", "horizon_months"))
+
+    required_columns = ("name",)
+    # The plan's answer and whether it is still current (Analysis) fit 1280 px; who did what is a tick away.
+    default_columns = ("name", "status", "horizon_months", "recommended", "gpus_added", "cost", "met_from",
+                       "analysed")
 
     def render_horizon_months(self, record):
         return f"{months.label(record.first_month)} to {months.label(record.last_month)}"
