@@ -217,21 +217,21 @@ def expand(pairs):
 
 class Seeder:
     """Creates or updates rows by natural key and counts what it did; reports each step's time through ``report``
-    (``report(text, end)``, e.g. the command's output) and collects the demo logins the apps create."""
+    (a callable taking a line, e.g. the command's output) and collects the demo logins the apps create."""
 
     def __init__(self, report=None):
         self.created, self.updated = Counter(), Counter()
         self.new = {}  # model → the objects created by this run
-        self.report = report or (lambda text, end: None)
+        self.report = report or (lambda line: None)
         self.logins = []  # (username, password, role) of every demo account, in the order they were synced
 
     @contextmanager
     def step(self, what):
-        """``Seeding <what> … 12.3 s``: the text before the step runs, its time once it is done."""
-        self.report(f"Seeding {what} … ", "")
+        """``Seeding <what> … 12.3 s``, once the step is done: a whole line, which what the step itself prints (the
+        console e-mail of the renewal alerts, log lines) cannot cut in two."""
         started = time.monotonic()
         yield
-        self.report(f"{time.monotonic() - started:.1f} s", "\n")
+        self.report(f"Seeding {what} … {time.monotonic() - started:.1f} s")
 
     def login(self, username, password, role):
         self.logins.append((username, password, role))
@@ -288,7 +288,7 @@ class Seeder:
 @transaction.atomic
 def seed_demo(report=None, simulator_port=SIMULATOR_PORT):
     """Create (or bring back) the demo fleet, then the other apps' demos; returns a summary for the command.
-    ``report(text, end)`` gets each step's progress (``Seeder.step``)."""
+    ``report(line)`` gets a line per step, with its time (``Seeder.step``)."""
     seeder = Seeder(report)
     nodes = sum(group.count for group in NODE_GROUPS)
     with seeder.step(f"the fleet: {len(SITES)} sites, {nodes} nodes, {nodes * 8} GPUs, network, storage, accounts"):

@@ -13,9 +13,11 @@ class Command(BaseCommand):
                             help="Port of the telemetry simulator the demo's sources pull (make demo's SIM_PORT).")
 
     def handle(self, *args, **options):
-        def report(text, end):
+        def report(line):
             if options["verbosity"]:
-                self.stdout.write(text, ending=end)
-                self.stdout.flush()  # a step's text shows while it runs, not once it is done
+                self.stdout.write(line)
+                self.stdout.flush()  # each step's line shows as it finishes, not with the summary
 
+        if options["verbosity"]:
+            self.stdout.write("Seeding the demo data (under a minute on a first run; a line per step as it is done):")
         self.stdout.write(seed_demo(report, options["simulator_port"]))
