@@ -67,8 +67,9 @@ def test_a_partition_left_from_another_site_is_dropped_on_the_page(viewer_client
 def test_the_api_answers_400_for_a_partition_the_site_has_not(viewer_api, fleet):
     answer = viewer_api.get(API, {"site": fleet["beta"].pk, "partition": "train"})
     assert answer.status_code == 400
-    assert answer.json() == {"partition": [f"No node of site {fleet['beta'].pk} is in partition 'train'; its "
-                                           "partitions: infer."]}
+    assert answer.json() == {
+        "partition": [f"No node of site {fleet['beta'].pk} is in partition 'train'; its partitions: infer."]
+    }
     answer = viewer_api.get(API, {"site": fleet["beta"].pk, "partition": "Infer"})
     assert answer.status_code == 200 and [n["hostname"] for n in answer.json()["results"]] == ["b-infer"]
     answer = viewer_api.get(API, {"partition": "train"})

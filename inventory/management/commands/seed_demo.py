@@ -9,8 +9,12 @@ class Command(BaseCommand):
     help = "Create (or bring back) the demo fleet: 2 sites, 40 GPU nodes, fabrics, storage and demo accounts."
 
     def add_arguments(self, parser):
-        parser.add_argument("--simulator-port", type=int, default=SIMULATOR_PORT,
-                            help="Port of the telemetry simulator the demo's sources pull (make demo's SIM_PORT).")
+        parser.add_argument(
+            "--simulator-port",
+            type=int,
+            default=SIMULATOR_PORT,
+            help="Port of the telemetry simulator the demo's sources pull (make demo's SIM_PORT).",
+        )
 
     def handle(self, *args, **options):
         def report(line):
