@@ -1,10 +1,12 @@
 # Two commands do all the set-up on a fresh machine with Python 3.11:
-#   make demo   the portal with a demo fleet, a Celery worker and beat, on http://127.0.0.1:8000
+#   make demo   the portal with a demo fleet, a Celery worker and beat, on http://127.0.0.1:8000 (PORT=, SIM_PORT=)
 #   make test   every test, against a throwaway PostgreSQL the run starts itself
 PYTHON ?= python3.11
 VENV := .venv
 BIN := $(VENV)/bin
 PORT ?= 8000
+# The port of the demo's telemetry simulator (the demo's telemetry sources pull it).
+SIM_PORT ?= 9400
 # The demo's telemetry simulator listens on loopback, which the outbound policy refuses unless allowed.
 DEMO_OUTBOUND := OUTBOUND_ALLOWED_NETWORKS=127.0.0.1/32
 
@@ -30,15 +32,16 @@ install: $(VENV)/.installed
 install-test: $(VENV)/.installed-test
 
 demo: install
-	DEBUG=1 $(BIN)/python manage.py migrate --noinput
-	DEBUG=1 $(DEMO_OUTBOUND) $(BIN)/python manage.py seed_demo
+	@echo "Migrating the database (var/portal.sqlite3) …"
+	@DEBUG=1 $(BIN)/python manage.py migrate --noinput -v 0
+	@DEBUG=1 $(DEMO_OUTBOUND) $(BIN)/python manage.py seed_demo --simulator-port $(SIM_PORT)
 	@echo ""
-	@echo "Cluster Portal: http://127.0.0.1:$(PORT)/"
-	@echo "  manager login: manager / demo-manager   viewer login: viewer / demo-viewer"
-	@echo "  (a Celery worker with beat and the telemetry simulator run alongside; Ctrl-C stops everything)"
+	@echo "Open the portal at http://127.0.0.1:$(PORT)/ and log in with one of the demo logins above."
+	@echo "A Celery worker with beat and the telemetry simulator (port $(SIM_PORT)) run alongside."
+	@echo "Ctrl-C stops everything."
 	@echo ""
 	@trap 'kill 0' INT TERM EXIT; \
-	DEBUG=1 $(BIN)/python manage.py simulate_telemetry --port 9400 & \
+	DEBUG=1 $(BIN)/python manage.py simulate_telemetry --port $(SIM_PORT) & \
 	DEBUG=1 $(DEMO_OUTBOUND) $(BIN)/celery -A portal worker --beat --loglevel=WARNING --concurrency=2 & \
 	DEBUG=1 $(DEMO_OUTBOUND) $(BIN)/python manage.py runserver 127.0.0.1:$(PORT)
 

@@ -16,8 +16,10 @@ give the demand forecast of capacity plans a history to fit; written once. The s
 through the same write path: the planning demo's finished workloads calibrate on them.
 """
 
+import time
 import uuid
 from collections import Counter
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import date, timedelta
 from decimal import Decimal as D
@@ -163,16 +165,23 @@ INCIDENTS = [
     ("lys-h100-004", 1, [(S.DEGRADED, "XID 94: contained ECC error; row remapping pending")]),
 ]
 
-# The simulator that ``manage.py simulate_telemetry`` (started by ``make demo``) serves, as two ordinary
-# sources: the portal pulls the demo's live data through the same code as a real site's.
-SIMULATOR = "http://127.0.0.1:9400"
-TELEMETRY_SOURCES = [
-    {"name": "Demo DCGM exporter (simulator)", "kind": TelemetrySource.Kind.EXPORTER, "url": f"{SIMULATOR}/metrics",
-     "interval_seconds": 60, "timeout_seconds": 5, "backfill_hours": 168, "enabled": True},
-    {"name": "Demo Slurm accounting (simulator)", "kind": TelemetrySource.Kind.SLURM,
-     "url": f"{SIMULATOR}/slurmdb/v0.0.40/jobs", "interval_seconds": 300, "timeout_seconds": 5,
-     "backfill_hours": 168, "enabled": True},
-]
+# The simulator that ``manage.py simulate_telemetry`` (started by ``make demo``, on ``SIM_PORT``) serves, as two
+# ordinary sources: the portal pulls the demo's live data through the same code as a real site's.
+SIMULATOR_PORT = 9400
+
+
+def telemetry_sources(port=SIMULATOR_PORT):
+    simulator_url = f"http://127.0.0.1:{port}"
+    return [
+        {"name": "Demo DCGM exporter (simulator)", "kind": TelemetrySource.Kind.EXPORTER,
+         "url": f"{simulator_url}/metrics", "interval_seconds": 60, "timeout_seconds": 5, "backfill_hours": 168,
+         "enabled": True},
+        {"name": "Demo Slurm accounting (simulator)", "kind": TelemetrySource.Kind.SLURM,
+         "url": f"{simulator_url}/slurmdb/v0.0.40/jobs", "interval_seconds": 300, "timeout_seconds": 5,
+         "backfill_hours": 168, "enabled": True},
+    ]
+
+
 BACKFILL = timedelta(days=7)
 HISTORY_MONTHS = 25  # two years and a bit: enough for the forecast to fit a yearly season
 JOB_HISTORY_MONTHS = 2  # whole calendar months of Slurm jobs before the backfilled week: runs to calibrate on
@@ -207,11 +216,25 @@ def expand(pairs):
 
 
 class Seeder:
-    """Creates or updates rows by natural key and counts what it did."""
+    """Creates or updates rows by natural key and counts what it did; reports each step's time through ``report``
+    (a callable taking a line, e.g. the command's output) and collects the demo logins the apps create."""
 
-    def __init__(self):
+    def __init__(self, report=None):
         self.created, self.updated = Counter(), Counter()
         self.new = {}  # model → the objects created by this run
+        self.report = report or (lambda line: None)
+        self.logins = []  # (username, password, role) of every demo account, in the order they were synced
+
+    @contextmanager
+    def step(self, what):
+        """``Seeding <what> … 12.3 s``, once the step is done: a whole line, which what the step itself prints (the
+        console e-mail of the renewal alerts, log lines) cannot cut in two."""
+        started = time.monotonic()
+        yield
+        self.report(f"Seeding {what} … {time.monotonic() - started:.1f} s")
+
+    def login(self, username, password, role):
+        self.logins.append((username, password, role))
 
     def sync(self, model, key, rows, create_only=(), update=True):
         """Make ``rows`` (dicts of field name → value; objects for foreign keys) exist, matched on ``key``.
@@ -263,10 +286,31 @@ class Seeder:
 
 
 @transaction.atomic
-def seed_demo():
-    """Create (or bring back) the demo fleet, then the other apps' demos; returns a summary for the command."""
-    seeder = Seeder()
-    users = sync_accounts()
+def seed_demo(report=None, simulator_port=SIMULATOR_PORT):
+    """Create (or bring back) the demo fleet, then the other apps' demos; returns a summary for the command.
+    ``report(line)`` gets a line per step, with its time (``Seeder.step``)."""
+    seeder = Seeder(report)
+    nodes = sum(group.count for group in NODE_GROUPS)
+    with seeder.step(f"the fleet: {len(SITES)} sites, {nodes} nodes, {nodes * 8} GPUs, network, storage, accounts"):
+        users = seed_fleet(seeder)
+    with seeder.step("telemetry sources"):
+        sources = seeder.sync(TelemetrySource, ("name",), telemetry_sources(simulator_port))
+        exporter, jobs_source = (sources[(row["name"],)] for row in telemetry_sources(simulator_port))
+    gpus = GPU.objects.count()
+    with seeder.step(f"Slurm job history: {JOB_HISTORY_MONTHS} months × {Node.objects.count()} nodes"):
+        history_jobs = job_history(jobs_source)  # before the week: the week's pull then completes the jobs it cut
+    with seeder.step(f"telemetry: {BACKFILL.days} days hourly × {gpus} GPUs, and Slurm jobs"):
+        backfilled = backfill(exporter, jobs_source)
+    with seeder.step(f"daily history: {HISTORY_MONTHS} months × {gpus} GPUs"):
+        backfilled = (backfilled[0], backfilled[1] + history_jobs, daily_history())
+        analyze(Node, GPU, GPUHourly, NodeHourly, GPUDaily, SlurmJob, SlurmJobNode)  # the analyses below read them
+    seed_other_apps(seeder, users)
+    return summary(seeder, backfilled)
+
+
+def seed_fleet(seeder):
+    """Accounts, sites, racks, network, storage, nodes and GPUs with their lifecycle events; returns the users."""
+    users = sync_accounts(seeder)
     gpu_models = seeder.sync(GPUModel, ("name",), GPU_MODELS, update=False)
     node_models = seeder.sync(NodeModel, ("name",), NODE_MODELS, update=False)
     sites = seeder.sync(Site, ("name",), SITES)
@@ -313,33 +357,30 @@ def seed_demo():
 
     record_creation(seeder.new[Node] + seeder.new[GPU])
     apply_events({obj.hostname for obj in seeder.new[Node]}, node, users["manager"])
-    sources = seeder.sync(TelemetrySource, ("name",), TELEMETRY_SOURCES)
-    exporter, jobs_source = (sources[(row["name"],)] for row in TELEMETRY_SOURCES)
-    history_jobs = job_history(jobs_source)  # before the week: the week's pull then completes the jobs it cut
-    backfilled = backfill(exporter, jobs_source)
-    backfilled = (backfilled[0], backfilled[1] + history_jobs, daily_history())
-    analyze(Node, GPU, GPUHourly, NodeHourly, GPUDaily, SlurmJob, SlurmJobNode)  # the analyses below read them
-    seed_other_apps(seeder, users)
-    return summary(seeder, backfilled)
+    return users
 
 
 def seed_other_apps(seeder, users):
     """Apps that build on the inventory seed their demo data in ``<app>/demo.py`` (``seed(seeder, users)``),
     e.g. planning's contracts, in app order; then each app's optional ``finish()`` runs, once every app has
     seeded (planning's analysis reads support's tickets). The inventory does not import them."""
-    demos = [import_module(f"{config.name}.demo") for config in apps.get_app_configs()
+    demos = [(config.verbose_name, import_module(f"{config.name}.demo")) for config in apps.get_app_configs()
              if config.name != "inventory" and module_has_submodule(config.module, "demo")]
-    for demo in demos:
-        demo.seed(seeder, users)
-    for demo in demos:
+    for name, demo in demos:
+        # SEEDS / FINISHES: what the app's steps write, for the progress lines.
+        with seeder.step(f"{name.lower()}: {getattr(demo, 'SEEDS', 'demo data')}"):
+            demo.seed(seeder, users)
+    for name, demo in demos:
         if hasattr(demo, "finish"):
-            demo.finish()
+            with seeder.step(f"{name.lower()}: {getattr(demo, 'FINISHES', 'analyses')}"):
+                demo.finish()
 
 
 # --- accounts ----------------------------------------------------------------------------------
-def sync_accounts():
+def sync_accounts(seeder):
     users = {}
     for username, password, role, is_admin in ACCOUNTS:
+        seeder.login(username, password, role)
         user, created = User.objects.get_or_create(
             username=username, defaults={"email": f"{username}@demo.example.org"}
         )
@@ -538,7 +579,14 @@ def summary(seeder, backfilled):
         f"Created: {created}.\nUpdated: {updated}.\n"
         f"Telemetry from the simulator: {backfilled[0]} GPU hours and {backfilled[1]} Slurm jobs backfilled, "
         f"{backfilled[2]} daily GPU rows of history "
-        "(live data: manage.py simulate_telemetry, started by make demo).\n"
-        "Accounts: admin / demo-admin, manager / demo-manager, viewer / demo-viewer, support / demo-support, "
-        "researcher / demo-researcher."
+        "(live data: manage.py simulate_telemetry, started by make demo).\n\n"
+        + logins_table(seeder.logins)
     )
+
+
+def logins_table(logins):
+    """The demo logins the seed created (every app's), one a line: user, password, role."""
+    width = max(len(username) for username, _password, _role in logins)
+    pw_width = max(len(password) for _username, password, _role in logins)
+    lines = [f"  {username:<{width}}  {password:<{pw_width}}  {role}" for username, password, role in logins]
+    return f"Demo logins ({len(logins)}, user / password / role):\n" + "\n".join(lines)

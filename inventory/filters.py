@@ -1,5 +1,7 @@
 """Filter sets shared by the list pages and the API (``?state=in_service&site=2&q=gpu-a``)."""
 
+from functools import cached_property
+
 import django_filters
 from django import forms
 from django.db.models import Q
@@ -7,6 +9,7 @@ from django.utils import timezone
 
 from portal.db import without_timestamps
 from portal.filters import STATE_WIDGET, SearchFilterSet, yes_no_filter
+from portal.forms import Select
 
 from .models import (
     GPU,
@@ -21,7 +24,7 @@ from .models import (
     StorageSystem,
     Switch,
 )
-from .queries import fleet_gpu_models, in_state_longer_than
+from .queries import chosen_site, fleet_gpu_models, in_state_longer_than, partitions, unknown_partition
 
 
 class GPUModelFilterSet(SearchFilterSet):
@@ -66,10 +69,16 @@ def node_id_filter():
 
 
 class NodeFilterSet(SearchFilterSet):
+    """The partition select offers the chosen site's partitions (the list page redraws it when the site changes,
+    as the utilization dashboard does); a partition no node of the chosen site is in is an error (the API's 400),
+    or, with ``drop_unknown_partition`` (the list page), dropped: it is what is left in the URL when the site
+    changed."""
+
     search_fields = ("hostname", "serial", "asset_tag", "partition", "owner_team")
     rack = django_filters.ModelChoiceFilter(queryset=racks)
     state = django_filters.MultipleChoiceFilter(choices=LifecycleState.choices, widget=STATE_WIDGET)
-    partition = django_filters.CharFilter(lookup_expr="iexact")
+    partition = django_filters.CharFilter(lookup_expr="iexact", widget=Select)
+    drop_unknown_partition = False
     owner_team = django_filters.CharFilter(lookup_expr="iexact")
     warranty_expired = yes_no_filter(method="filter_warranty_expired", label="Warranty expired")
     in_state_days = django_filters.NumberFilter(
@@ -81,12 +90,42 @@ class NodeFilterSet(SearchFilterSet):
         model = Node
         fields = ["site", "rack", "node_model", "state", "partition", "owner_team"]
 
+    def __init__(self, data=None, *args, **kwargs):
+        super().__init__(data, *args, **kwargs)
+        if self.drop_unknown_partition and self.unknown_partition():
+            self.data = self.data.copy()
+            self.data.pop("partition")
+
+    @cached_property
+    def partitions(self):
+        return partitions(chosen_site(self.data))
+
+    def unknown_partition(self):
+        """The error for the chosen partition, None if the chosen site has it (any case) or no site is chosen."""
+        site, partition = chosen_site(self.data), self.data.get("partition")
+        if site and partition and partition.lower() not in {p.lower() for p in self.partitions}:
+            return unknown_partition(site, partition, self.partitions)
+        return None
+
+    @property
+    def form(self):
+        if not hasattr(self, "_form"):
+            field = super().form.fields["partition"]
+            field.widget.choices = [("", "All partitions"), *((p, p) for p in self.partitions)]
+            if error := self.unknown_partition():
+                self._form.add_error("partition", error)
+        return self._form
+
     def filter_warranty_expired(self, queryset, name, value):
         expired = Q(warranty_end__lt=timezone.localdate())
         return queryset.filter(expired) if value else queryset.exclude(expired)
 
     def filter_in_state_days(self, queryset, name, value):
         return in_state_longer_than(queryset, int(value))
+
+
+class NodeListFilterSet(NodeFilterSet):
+    drop_unknown_partition = True
 
 
 class GPUFilterSet(SearchFilterSet):

@@ -124,6 +124,18 @@ def partitions(site=None):
     return list(nodes.order_by("partition").values_list("partition", flat=True).distinct())
 
 
+def chosen_site(data):
+    """The site id a filter's query string chooses (``?site=2``), or None: the partitions to offer follow it."""
+    site = data.get("site")
+    return site if str(site or "").isdigit() else None
+
+
+def unknown_partition(site, partition, known):
+    """What a filter answers for a partition that no node of the chosen site is in (``known``: the site's): the
+    list would be empty with no word why."""
+    return f"No node of site {site} is in partition '{partition}'; its partitions: {', '.join(known) or 'none'}."
+
+
 def fleet_gpu_models():
     """The GPU models of which the fleet has a GPU (the catalog lists many more): what a GPU model filter offers."""
     return GPUModel.objects.filter(Exists(GPU.objects.filter(gpu_model=OuterRef("pk")))).order_by("name")

@@ -37,6 +37,9 @@ from .procurement.models import Delivery, OrderLine, PurchaseOrder
 from .procurement.orders import ItemIn, receive_delivery
 from .recommendations import store as recommendations
 
+# The progress lines of ``seed_demo``: what ``seed`` and ``finish`` write.
+SEEDS = "contracts, the expansion order and its delivery, capacity plans"
+FINISHES = "recommendations and the capacity plans' analyses"
 PRICE_PER_NODE = D("300000")  # a DGX H100 class server, list price
 SLA = [("P1", 4, 24), ("P2", 8, 48), ("P3", 24, 120), ("P4", 72, 240)]
 SITE_PURCHASES = {  # site: (reference, start)

@@ -76,11 +76,12 @@ class ObjectListView(ModelPermissionMixin, ExportMixin, SingleTableMixin, Filter
             return refuse_format(self.request, export_format)
         return super().render_to_response(context, **kwargs)
 
-    def get_template_names(self):
+    def table_only(self):
         htmx = getattr(self.request, "htmx", None)
-        if htmx and not htmx.history_restore_request and htmx.target == "object-table":
-            return [self.table_template_name]
-        return [self.template_name]
+        return bool(htmx and not htmx.history_restore_request and htmx.target == "object-table")
+
+    def get_template_names(self):
+        return [self.table_template_name] if self.table_only() else [self.template_name]
 
     def get_export_filename(self, export_format):
         return f"{self.get_queryset().model._meta.verbose_name_plural.replace(' ', '-')}.{export_format}"
@@ -119,6 +120,7 @@ class ObjectListView(ModelPermissionMixin, ExportMixin, SingleTableMixin, Filter
             export_url=f"?{query.urlencode()}",
             export_links=export_links(self.request),
             active_filters=active_filters(context.get("filter")),
+            fragment=self.table_only(),  # a table template may redraw a filter out of band with it
         )
         if self.choosing_columns():
             context["column_menu"] = self.get_table_class().column_menu(self.saved_columns,

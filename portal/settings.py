@@ -364,6 +364,15 @@ COST_CURRENCY = os.environ.get("COST_CURRENCY", "USD")
 # node stuck there.
 UTILIZATION_TARGET = float(os.environ.get("UTILIZATION_TARGET", "70"))
 STUCK_NODE_DAYS = int(os.environ.get("STUCK_NODE_DAYS", "14"))
+# GPU health badges (node and GPU pages, inventory.telemetry.gpu_health): "hot" from this GPU temperature (°C; H100 /
+# A100 slow their clocks from about 85 °C) or memory temperature (HBM's limit is about 95 °C); a warning from this
+# many single-bit ECC errors, NVLink errors or PCIe replays in the range shown (1: any). Double-bit ECC errors and
+# hardware XID events are always flagged.
+GPU_HOT_C = float(os.environ.get("GPU_HOT_C", "85"))
+GPU_MEMORY_HOT_C = float(os.environ.get("GPU_MEMORY_HOT_C", "95"))
+GPU_SBE_ECC_WARN = int(os.environ.get("GPU_SBE_ECC_WARN", "1"))
+GPU_NVLINK_ERRORS_WARN = int(os.environ.get("GPU_NVLINK_ERRORS_WARN", "1"))
+GPU_PCIE_REPLAYS_WARN = int(os.environ.get("GPU_PCIE_REPLAYS_WARN", "1"))
 
 # --- Contracts ---------------------------------------------------------------------------------
 RENEWAL_ALERT_DAYS = int(os.environ.get("RENEWAL_ALERT_DAYS", "30"))  # alert this many days before a notice deadline

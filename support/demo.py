@@ -20,14 +20,16 @@ from . import faults, workflow
 from .models import Team, Ticket
 
 ACCOUNTS = [("support", "demo-support", SUPPORT), ("researcher", "demo-researcher", RESEARCHER)]
+SEEDS = "accounts, teams and tickets"  # the progress line of ``seed_demo``
 TEAMS = {"llm-pretrain": ["researcher"], "Support L1": ["support"]}
 S = Ticket.Status
 H = timedelta(hours=1)
 
 
-def sync_accounts():
+def sync_accounts(seeder):
     users = {}
     for username, password, role in ACCOUNTS:
+        seeder.login(username, password, role)
         user, created = User.objects.get_or_create(username=username,
                                                    defaults={"email": f"{username}@demo.example.org"})
         if created or not user.check_password(password) or not user.is_active:
@@ -114,7 +116,7 @@ def play(ticket, steps, users):
 
 def seed(seeder, users):
     """Create the support demo; returns the tickets by title."""
-    users = {**users, **sync_accounts()}
+    users = {**users, **sync_accounts(seeder)}
     teams = sync_teams(users)
     now = timezone.now()
     existing = set(Ticket.objects.values_list("title", flat=True))

@@ -3,7 +3,7 @@
 from django import forms
 
 from inventory.models import GPUModel, Node, Site
-from inventory.queries import fleet_gpu_models, partitions
+from inventory.queries import chosen_site, fleet_gpu_models, partitions
 from portal.forms import Select
 
 from .models import TelemetrySource
@@ -64,8 +64,8 @@ class UtilizationFilterForm(forms.Form):
         super().__init__(*args, **kwargs)
         # A site narrows the partitions to its own (htmx redraws this select with the dashboard); a partition of
         # another site left in the URL is then invalid and ignored by ``choices``.
-        site = self.data.get("site") if str(self.data.get("site", "")).isdigit() else None
-        self.fields["partition"].choices = [("", "All partitions"), *((p, p) for p in partitions(site))]
+        site_partitions = partitions(chosen_site(self.data))
+        self.fields["partition"].choices = [("", "All partitions"), *((p, p) for p in site_partitions)]
         self.fields["gpu_model"].queryset = fleet_gpu_models()
         self.fields["team"].choices = [("", "All teams"), *distinct_node_values("owner_team")]
 

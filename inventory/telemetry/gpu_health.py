@@ -10,6 +10,7 @@ from collections import defaultdict
 from dataclasses import dataclass
 from datetime import date, timedelta
 
+from django.conf import settings
 from django.db.models import F
 from django.utils import timezone
 
@@ -38,8 +39,9 @@ RANGES = {"24h": ("24 hours", timedelta(hours=24)), "7d": ("7 days", timedelta(d
 DEFAULT_RANGE = "7d"
 HOURLY_DAYS = 14  # longer custom ranges read daily rows
 MAX_DAYS = 366
-HOT_C = 85  # GPU temperature at which data-centre GPUs start to slow their clocks (H100 / A100: 85–87 °C)
-MEMORY_HOT_C = 95  # HBM's limit is about 95 °C
+# The badges' thresholds are settings (portal/settings.py: GPU_HOT_C, GPU_MEMORY_HOT_C, GPU_SBE_ECC_WARN,
+# GPU_NVLINK_ERRORS_WARN, GPU_PCIE_REPLAYS_WARN), read when a badge is drawn. Double-bit ECC errors and hardware
+# XID events are always flagged.
 
 
 @dataclass(frozen=True)
@@ -146,24 +148,28 @@ def badges(values):
     """What a GPU's figures over the range flag: hot, ECC errors, XID events, NVLink / PCIe errors, remapped rows;
     "healthy" when it reported and nothing is flagged; "no health data" when it reported nothing."""
     found = []
+    hot_c, memory_hot_c = settings.GPU_HOT_C, settings.GPU_MEMORY_HOT_C
     hottest, memory = highest(values["gpu_temp_max_c"]), highest(values["memory_temp_max_c"])
-    if hottest is not None and hottest >= HOT_C:
+    if hottest is not None and hottest >= hot_c:
         found.append(Badge("hot", f"hot {hottest:.0f} °C", "bad", f"GPU temperature reached {hottest:.0f} °C "
-                           f"(at {HOT_C} °C and above it slows its clocks)"))
-    elif memory is not None and memory >= MEMORY_HOT_C:
-        found.append(Badge("hot", f"memory hot {memory:.0f} °C", "bad", f"memory reached {memory:.0f} °C"))
+                           f"(at {hot_c:g} °C and above it slows its clocks)"))
+    elif memory is not None and memory >= memory_hot_c:
+        found.append(Badge("hot", f"memory hot {memory:.0f} °C", "bad", f"memory reached {memory:.0f} °C "
+                           f"(flagged at {memory_hot_c:g} °C)"))
     sbe, dbe = total(values["ecc_sbe_errors"]) or 0, total(values["ecc_dbe_errors"]) or 0
     if dbe:
         found.append(Badge("ecc", f"ECC {dbe:g} double-bit", "bad", f"{dbe:g} uncorrectable and {sbe:g} corrected "
                            "ECC errors in the range"))
-    elif sbe:
+    elif sbe and sbe >= settings.GPU_SBE_ECC_WARN:
         found.append(Badge("ecc", f"ECC {sbe:g} single-bit", "warn", f"{sbe:g} corrected ECC errors in the range"))
     xid_events = total(values["xid_errors"]) or 0
     if xid_events:
         found.append(Badge("xid", f"XID ×{xid_events}", "bad", f"{xid_events} hardware XID event(s) in the range"))
-    for metric, key, words in (("nvlink_errors", "nvlink", "NVLink errors"), ("pcie_replays", "pcie", "PCIe replays")):
+    for metric, key, words, warn_at in (
+            ("nvlink_errors", "nvlink", "NVLink errors", settings.GPU_NVLINK_ERRORS_WARN),
+            ("pcie_replays", "pcie", "PCIe replays", settings.GPU_PCIE_REPLAYS_WARN)):
         count = total(values[metric])
-        if count:
+        if count and count >= warn_at:
             found.append(Badge(key, f"{words} {count:g}", "warn", f"{count:g} {words} in the range"))
     rows = highest(values["remapped_rows"])
     if rows:

@@ -203,6 +203,26 @@ def test_accounts(seeded):
     assert User.objects.get(username="viewer").has_perm("inventory.view_node")
 
 
+def test_output_shows_progress_and_every_demo_login(seeded):
+    """A line per step with its time, then every account the seed made with its password and role."""
+    steps = re.findall(r"^Seeding (.+) … (\d+\.\d) s$", seeded, re.M)
+    assert [what.split(":")[0] for what, _seconds in steps] == [
+        "the fleet", "telemetry sources", "Slurm job history", "telemetry", "daily history", "planning", "support",
+        "planning"]
+    assert "daily history: 25 months × 320 GPUs" in seeded
+    logins = re.findall(r"^  (\S+) +(\S+) +(\S+)$", seeded.split("Demo logins (5, user / password / role):\n")[1], re.M)
+    assert {username for username, _password, _role in logins} == set(User.objects.values_list("username", flat=True))
+    for username, password, role in logins:
+        user = authenticate(username=username, password=password)
+        assert user is not None and list(user.groups.values_list("name", flat=True)) == [role], username
+
+
+def test_simulator_port(db):
+    call_command("seed_demo", "--simulator-port", "9411", verbosity=0)
+    assert set(TelemetrySource.objects.values_list("url", flat=True)) == {
+        "http://127.0.0.1:9411/metrics", "http://127.0.0.1:9411/slurmdb/v0.0.40/jobs"}
+
+
 def test_second_run_changes_nothing(seeded):
     before = counts()
     from planning.models import CapacityPlan

@@ -10,6 +10,7 @@ import pytest
 from portal.roles import MANAGER, VIEWER
 from tests.factories import make_capacity_recommendation
 from tests.helpers.accounts import make_user
+from tests.helpers.browser_steps import log_in
 
 pytestmark = pytest.mark.django_db(transaction=True)
 pytest_plugins = ["tests.helpers.browser"]  # the browser_page fixture
@@ -22,14 +23,6 @@ def capacity_rec():
     """A capacity-bound finding for partition train-h200, written as the analysis writes it: 20 GPUs wait on
     average and 32 GPUs run at 91 % against an 80 % target, so 4 nodes of 8 GPUs."""
     return make_capacity_recommendation(START)
-
-
-def log_in(page, user, password, next_url):
-    page.goto(f"/accounts/login/?next={next_url}")
-    page.fill("#id_username", user.username)
-    page.fill("#id_password", password)
-    with page.expect_navigation(url=re.compile(re.escape(next_url) + "$")):
-        page.get_by_role("button", name="Log in").click()
 
 
 def test_manager_turns_a_capacity_bound_recommendation_into_a_draft_plan(capacity_rec, browser_page):

@@ -3,7 +3,7 @@ and answers of the utilization and allocations reports."""
 
 from rest_framework import serializers
 
-from inventory.queries import partitions
+from inventory.queries import partitions, unknown_partition
 from portal.api.serializers import COMMON, TIMESTAMPS, OutboundErrorsMixin, PortalModelSerializer
 
 from .. import queries as telemetry_queries
@@ -132,9 +132,7 @@ class UtilizationQuerySerializer(ReportQuerySerializer):
         with no word why."""
         site, partition = data.get("site"), data.get("partition")
         if site and partition and partition not in (known := partitions(site)):
-            raise serializers.ValidationError({"partition": [
-                f"No node of site {site} is in partition '{partition}'; its partitions: {', '.join(known) or 'none'}."
-            ]})
+            raise serializers.ValidationError({"partition": [unknown_partition(site, partition, known)]})
         return data
 
 

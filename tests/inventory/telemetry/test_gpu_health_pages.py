@@ -77,6 +77,31 @@ def test_node_page_badges_and_one_chart_per_gpu(viewer_client, node):
     assert set(charts["gpu7"]["series"][0]["y"]) == {None}
 
 
+def test_the_badge_thresholds_are_settings(viewer_client, node, settings):
+    """gpu0 reached 91 °C (memory 66 °C), gpu1 counted 3 single-bit ECC errors: raising the thresholds above
+    them clears those badges, lowering the memory one flags the healthy GPUs."""
+    node, gpus = node
+    url = reverse("inventory:node_detail", args=[node.pk])
+    settings.GPU_HOT_C, settings.GPU_SBE_ECC_WARN = 92, 4
+    response = viewer_client.get(url)
+    assert [badges_of(response, f"gpu{slot}") for slot in range(8)] == [
+        ["ok"], ["ok"], ["xid"], ["ecc"], ["ok"], ["ok"], ["ok"], ["no-data"]]
+    settings.GPU_HOT_C, settings.GPU_SBE_ECC_WARN, settings.GPU_MEMORY_HOT_C = 90, 3, 66
+    response = viewer_client.get(url)
+    assert [badges_of(response, f"gpu{slot}") for slot in range(8)] == [
+        ["hot"], ["hot", "ecc"], ["hot", "xid"], ["hot", "ecc"], ["hot"], ["hot"], ["hot"], ["no-data"]]
+    html = response.content.decode()
+    assert "hot 91 °C" in html and "memory hot 66 °C" in html and "at 90 °C and above" in html
+
+
+def test_pcie_and_nvlink_warnings_have_thresholds(settings):
+    values = {metric: [None] for metric in gpu_health.METRICS}
+    values.update(pcie_replays=[5], nvlink_errors=[2], util_mean=[50])
+    assert [b.key for b in gpu_health.badges(values)] == ["nvlink", "pcie"]
+    settings.GPU_PCIE_REPLAYS_WARN, settings.GPU_NVLINK_ERRORS_WARN = 6, 2
+    assert [b.key for b in gpu_health.badges(values)] == ["nvlink"]
+
+
 def test_node_page_metric_and_range_choice(viewer_client, node):
     node, gpus = node
     url = reverse("inventory:node_detail", args=[node.pk])
