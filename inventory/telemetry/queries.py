@@ -262,15 +262,14 @@ def usage(range_key, filters=None, now=None, per_gpu=False):
         cursor.execute(sql, params)
         rows = cursor.fetchall()
     costs = gpu_hour_costs() if rows else {}
-    usage_rows = []
-    for *values, gpus, gpu_hours, util_hours in rows:
-        row = dict(zip(columns, values, strict=True))
-        # PostgreSQL sums integers (the hourly ranges' GPU-hours) as numeric: floats, as the figures use them.
-        # ``priced``: a contract gives the node's cost; else it is the default IDLE_GPU_HOUR_COST.
-        row.update(gpus=gpus, gpu_hours=float(gpu_hours), util_hours=float(util_hours),
-                   hour_cost=costs.get(row["node_id"], settings.IDLE_GPU_HOUR_COST), priced=row["node_id"] in costs)
-        usage_rows.append(row)
-    return usage_rows
+    default_cost = settings.IDLE_GPU_HOUR_COST  # read once: a lazy settings lookup per row costs more than the row
+    names = (*columns, "gpus", "gpu_hours", "util_hours", "hour_cost", "priced")
+    node = list(columns).index("node_id")  # where a row's node is
+    # PostgreSQL sums integers (the hourly ranges' GPU-hours) as numeric: floats, as the figures use them.
+    # ``priced``: a contract gives the node's cost; else it is the default IDLE_GPU_HOUR_COST.
+    return [dict(zip(names, (*values, gpus, float(gpu_hours), float(util_hours),
+                             costs.get(values[node], default_cost), values[node] in costs)))
+            for *values, gpus, gpu_hours, util_hours in rows]
 
 
 def _group(rows, key_field, name_field):
