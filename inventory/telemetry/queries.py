@@ -262,30 +262,35 @@ def usage(range_key, filters=None, now=None, per_gpu=False):
         cursor.execute(sql, params)
         rows = cursor.fetchall()
     costs = gpu_hour_costs() if rows else {}
-    usage_rows = []
-    for *values, gpus, gpu_hours, util_hours in rows:
-        row = dict(zip(columns, values, strict=True))
-        # PostgreSQL sums integers (the hourly ranges' GPU-hours) as numeric: floats, as the figures use them.
-        # ``priced``: a contract gives the node's cost; else it is the default IDLE_GPU_HOUR_COST.
-        row.update(gpus=gpus, gpu_hours=float(gpu_hours), util_hours=float(util_hours),
-                   hour_cost=costs.get(row["node_id"], settings.IDLE_GPU_HOUR_COST), priced=row["node_id"] in costs)
-        usage_rows.append(row)
-    return usage_rows
+    default_cost = settings.IDLE_GPU_HOUR_COST  # read once: a lazy settings lookup per row costs more than the row
+    names = (*columns, "gpus", "gpu_hours", "util_hours", "hour_cost", "priced")
+    node = list(columns).index("node_id")  # where a row's node is
+    # PostgreSQL sums integers (the hourly ranges' GPU-hours) as numeric: floats, as the figures use them.
+    # ``priced``: a contract gives the node's cost; else it is the default IDLE_GPU_HOUR_COST.
+    return [dict(zip(names, (*values, gpus, float(gpu_hours), float(util_hours),
+                             costs.get(values[node], default_cost), values[node] in costs), strict=True))
+            for *values, gpus, gpu_hours, util_hours in rows]
 
 
 def _group(rows, key_field, name_field):
     """{key: {"name", "gpus", "gpu_hours", "util_hours", "first": first row}} over ``usage`` rows."""
     groups = {}
     for row in rows:
-        group = groups.setdefault(row[key_field], {"name": row[name_field] or NONE_LABEL, "gpus": 0,
-                                                   "gpu_hours": 0.0, "util_hours": 0.0, "idle_cost": 0.0,
-                                                   "idle_at_default": 0.0, "first": row})
-        idle = row["gpu_hours"] - row["util_hours"] / 100
+        gpu_hours, util_hours = row["gpu_hours"], row["util_hours"]
+        idle = gpu_hours - util_hours / 100
+        group = groups.get(row[key_field])
+        if group is None:  # not setdefault: it would build a group per row (the dashboard groups 1,250 rows 6 times)
+            groups[row[key_field]] = {"name": row[name_field] or NONE_LABEL, "gpus": row["gpus"],
+                                      "gpu_hours": gpu_hours, "util_hours": util_hours,
+                                      "idle_cost": idle * row["hour_cost"],
+                                      "idle_at_default": 0.0 if row["priced"] else idle, "first": row}
+            continue
         group["gpus"] += row["gpus"]
-        group["gpu_hours"] += row["gpu_hours"]
-        group["util_hours"] += row["util_hours"]
+        group["gpu_hours"] += gpu_hours
+        group["util_hours"] += util_hours
         group["idle_cost"] += idle * row["hour_cost"]
-        group["idle_at_default"] += 0.0 if row["priced"] else idle
+        if not row["priced"]:
+            group["idle_at_default"] += idle
     return groups
 
 
