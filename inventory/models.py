@@ -456,3 +456,4 @@ from .telemetry.models import (  # noqa: E402,F401
     XidEvent,
     XidReading,
 )
+from .goodput.models import Interruption  # noqa: E402,F401
