@@ -2,7 +2,6 @@
 GPU-hours worked out by hand, the goodput figures per group, ``/api/inventory/goodput/`` and
 ``/api/inventory/interruptions/`` (filters, 400s, permissions, constant queries)."""
 
-from datetime import timedelta
 
 import pytest
 from django.db import connection
@@ -13,7 +12,7 @@ from inventory.goodput import hooks, queries, recording
 from inventory.goodput.models import Interruption
 from inventory.goodput.tasks import record_interruptions
 from inventory.models import GPU
-from tests.helpers.goodput import H, MIN, add_job, degrade, make_goodput_fleet, xid
+from tests.helpers.goodput import MIN, H, add_job, degrade, make_goodput_fleet, xid
 from tests.helpers.telemetry import freeze_now
 
 GOODPUT = "/api/inventory/goodput/"
