@@ -87,11 +87,11 @@ def estimate(job, minutes, now):
     lost_wait = None if wait_hours is None else job.gpus * wait_hours
     return {
         "checkpoint_minutes": minutes,
-        "lost_run_gpu_hours": round(lost_run, 4),
+        "lost_run_gpu_hours": lost_run,  # unrounded: sums of them stay within the allocation
         "next_start": job.next_start if job.next_start and job.next_start - job.end_time <= cap else None,
-        "restart_wait_hours": None if wait_hours is None else round(wait_hours, 4),
-        "lost_wait_gpu_hours": None if lost_wait is None else round(lost_wait, 4),
-        "lost_gpu_hours": round(lost_run + (lost_wait or 0), 4),
+        "restart_wait_hours": wait_hours,
+        "lost_wait_gpu_hours": lost_wait,
+        "lost_gpu_hours": lost_run + (lost_wait or 0),
         "assumptions": (f"Estimate: a checkpoint every {minutes} min from the job's start (work since the last one "
                         f"lost), plus the wait until the team's next job on the partition started, at most "
                         f"{settings.GOODPUT_RESTART_WAIT_CAP_HOURS:g} h" + ("" if wait_hours is not None

@@ -238,3 +238,49 @@ def test_constant_queries(fleet, now, viewer_api, path, params):
     assert large == small
     # The answer grew: 12 more teams' interruptions (the list's first page holds them all).
     assert len(body.get("groups") or body["results"]) >= (2 if "gpu_model" in str(params) else 14)
+
+
+STATES = ["COMPLETED", "FAILED", "NODE_FAIL", "OUT_OF_MEMORY", "CANCELLED", "TIMEOUT", "REQUEUED", "RUNNING"]
+
+
+def test_lost_work_never_exceeds_the_interrupted_jobs_allocation_on_random_fleets(fleet, now):
+    from hypothesis import HealthCheck, given, settings
+    from hypothesis import strategies as st
+
+    from inventory.models import SlurmJob, XidEvent
+
+    nodes = [fleet["nodes"]["n1"], fleet["nodes"]["n2"], fleet["nodes"]["n3"]]
+    gpus = {node.pk: list(GPU.objects.filter(node=node)) for node in nodes}
+    job = st.tuples(st.integers(0, 2), st.integers(0, 8), st.integers(0, 60 * 60), st.integers(0, 30 * 60),
+                    st.sampled_from(STATES), st.sampled_from(["a", "b"]), st.integers(0, 30))
+    fault = st.tuples(st.integers(0, 2), st.integers(0, 7), st.integers(0, 62 * 60), st.sampled_from([79, 48, 31]))
+    faults_ = st.lists(fault, max_size=6, unique_by=lambda f: f[:3])
+
+    @settings(max_examples=12, derandomize=True, database=None, deadline=None,
+              suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+    @given(st.lists(job, max_size=10), faults_, st.sampled_from([0, 17, 60]))
+    def check(jobs, faults, checkpoint):
+        SlurmJob.objects.all().delete()
+        XidEvent.objects.all().delete()
+        for number, (node, count, start, minutes, state, team, wait) in enumerate(jobs):
+            begin = now - 62 * H + start * MIN
+            end = None if state == "RUNNING" else min(begin + minutes * MIN, now)
+            add_job(fleet["source"], f"r{number}", nodes[node], count, begin - wait * MIN, begin, end, state, team)
+        for node, slot, minutes, code in faults:
+            xid(gpus[nodes[node].pk][slot], now - 62 * H + minutes * MIN, code,
+                kind="application" if code == 31 else "hardware")
+        with override_settings(GOODPUT_CHECKPOINT_MINUTES=checkpoint):
+            record(now)
+        for row in Interruption.objects.select_related("job"):
+            if row.cause == "infrastructure":
+                assert 0 <= row.lost_run_gpu_hours <= row.job.gpu_hours(now) + 1e-6
+        for group_by in ("team", "partition", "site", "gpu_model", "node"):
+            for range_key in ("24h",):  # starts inside the jobs' 62 hours: lost work is clipped to it
+                for group in queries.goodput_by(group_by, range_key, now=now):
+                    assert group["goodput_ratio"] is None or 0.0 <= group["goodput_ratio"] <= 1.0
+                    assert (group["goodput_ratio"] is None) == (not group["allocated_gpu_hours"])
+                    assert group["lost_run_gpu_hours"] <= group["allocated_gpu_hours"] + 0.02
+                    share = group["queue_wait_share"]
+                    assert share is None or 0.0 <= share <= 1.0
+
+    check()
