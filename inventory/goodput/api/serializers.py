@@ -73,10 +73,10 @@ class InterruptionSerializer(serializers.ModelSerializer):
 
     job = serializers.HyperlinkedRelatedField(view_name="inventory-api:slurmjob-detail", read_only=True)
     job_id = serializers.CharField(source="job.job_id", read_only=True, help_text="Slurm's job id.")
-    node = serializers.HyperlinkedRelatedField(view_name="inventory-api:node-detail", read_only=True)
+    node = serializers.HyperlinkedRelatedField(view_name="inventory-api:node-detail", read_only=True, allow_null=True)
     node_id = serializers.IntegerField(read_only=True, allow_null=True)
     hostname = serializers.CharField(source="node.hostname", read_only=True, allow_null=True)
-    gpu = serializers.HyperlinkedRelatedField(view_name="inventory-api:gpu-detail", read_only=True)
+    gpu = serializers.HyperlinkedRelatedField(view_name="inventory-api:gpu-detail", read_only=True, allow_null=True)
     gpu_id = serializers.IntegerField(read_only=True, allow_null=True)
     fault = serializers.SerializerMethodField(help_text="The fault near the end: an XID event, an hour with "
                                               "double-bit ECC errors, or a move to degraded; null when none.")
