@@ -51,7 +51,11 @@ def faults_near(jobs, start, end):
     lag): hardware XID events, hours with double-bit ECC errors, moves of the nodes or their GPUs to degraded."""
     window, lag, _ = settings_window()
     since, until = start - window, end + lag
-    node_ids = SlurmJobNode.objects.filter(job__in=jobs, node__isnull=False).values("node_id")
+    # The nodes as a list (a few thousand at most): as a nested subquery PostgreSQL may plan the XID join badly.
+    node_ids = list(SlurmJobNode.objects.filter(job__in=jobs, node__isnull=False).order_by()
+                    .values_list("node_id", flat=True).distinct())
+    if not node_ids:
+        return []
     faults = [
         attribution.Fault(attribution.xid_reason(code), ts, node_id, gpu_id, xid_event_id=pk)
         for pk, ts, code, gpu_id, node_id in XidEvent.objects.filter(
