@@ -29,12 +29,13 @@ from django.apps import apps
 from django.contrib.auth.models import Group, User
 from django.contrib.contenttypes.models import ContentType
 from django.db import transaction
-from django.db.models import Count
+from django.db.models import Count, Min
 from django.utils import timezone
 from django.utils.module_loading import module_has_submodule
 from simple_history.utils import bulk_create_with_history
 
 from inventory.catalog import GPU_MODELS, NODE_MODELS
+from inventory.goodput.recording import record_interruptions
 from inventory.lifecycle import bulk_transition, transition
 from inventory.models import (
     GPU,
@@ -50,8 +51,16 @@ from inventory.models import (
     StorageSystem,
     Switch,
 )
-from inventory.telemetry import simulator, slurm
-from inventory.telemetry.models import GPUDaily, GPUHourly, NodeHourly, SlurmJob, SlurmJobNode, TelemetrySource
+from inventory.telemetry import simulator, slurm, xid
+from inventory.telemetry.models import (
+    GPUDaily,
+    GPUHourly,
+    NodeHourly,
+    SlurmJob,
+    SlurmJobNode,
+    TelemetrySource,
+    XidEvent,
+)
 from inventory.telemetry.pull import store
 from inventory.telemetry.records import Collected
 from inventory.telemetry.rollups import floor_hour, rollup_usage
@@ -301,6 +310,7 @@ def seed_demo(report=None, simulator_port=SIMULATOR_PORT):
         history_jobs = job_history(jobs_source)  # before the week: the week's pull then completes the jobs it cut
     with seeder.step(f"telemetry: {BACKFILL.days} days hourly × {gpus} GPUs, and Slurm jobs"):
         backfilled = backfill(exporter, jobs_source)
+        job_faults(exporter)
     with seeder.step(f"daily history: {HISTORY_MONTHS} months × {gpus} GPUs"):
         backfilled = (backfilled[0], backfilled[1] + history_jobs, daily_history())
         analyze(Node, GPU, GPUHourly, NodeHourly, GPUDaily, SlurmJob, SlurmJobNode)  # the analyses below read them
@@ -544,6 +554,25 @@ def job_history(jobs_source, now=None):
     jobs = slurm.parse_jobs(simulator.jobs(simulator.nodes_of(simulator.fleet()), first, end))
     store(jobs_source, Collected(jobs=jobs), end)
     return len(jobs)
+
+
+def job_faults(exporter, now=None):
+    """The XID 79 events of the simulator's jobs that hardware faults killed, from the job history's first day to
+    now (as a scrape read them: at the minute; the hourly backfill reads the gauge only at each hour's end), then
+    the interruptions of every job since then (``inventory.goodput``). Both are idempotent: events are unique per
+    GPU, time and code, interruptions per job and end. Returns the events written."""
+    now = now or timezone.now()
+    first = SlurmJob.objects.aggregate(first=Min("end_time"))["first"]
+    if first is None:
+        return 0
+    gpu_ids = {(hostname, slot): pk for hostname, slot, pk in GPU.objects.values_list("node__hostname", "slot", "pk")}
+    events = [XidEvent(gpu_id=gpu_ids[(hostname, slot)], source=exporter, ts=ts, hour=floor_hour(ts), code=code,
+                       kind=xid.kind_of(code))
+              for hostname, slot, ts, code in simulator.job_faults(simulator.nodes_of(simulator.fleet()), first, now)
+              if (hostname, slot) in gpu_ids]
+    written = XidEvent.objects.bulk_create(events, ignore_conflicts=True, batch_size=2000)
+    record_interruptions(first, now + timedelta(seconds=1), now)
+    return len(written)
 
 
 def daily_history(today=None):

@@ -339,6 +339,8 @@ CELERY_BEAT_SCHEDULE = {
     "webhook-requeue": {"task": "planning.webhooks.requeue_pending_webhooks", "schedule": 300.0},
     "recommendations": {"task": "planning.tasks.analyse_recommendations", "schedule": 24 * 3600.0},
     "support-fault-tickets": {"task": "support.tasks.open_fault_tickets", "schedule": 600.0},
+    # Interruptions of the jobs the Slurm pulls brought (every 10 minutes, over the last GOODPUT_LOOKBACK_HOURS).
+    "goodput-interruptions": {"task": "inventory.tasks.record_interruptions", "schedule": 600.0},
 }
 
 # --- Telemetry ---------------------------------------------------------------------------------
@@ -360,6 +362,16 @@ TELEMETRY_PULL_REPORTS_KEPT = int(os.environ.get("TELEMETRY_PULL_REPORTS_KEPT", 
 # What an idle GPU-hour costs when no contract says (the contracts work replaces it per node and site).
 IDLE_GPU_HOUR_COST = float(os.environ.get("IDLE_GPU_HOUR_COST", "2.50"))
 COST_CURRENCY = os.environ.get("COST_CURRENCY", "USD")
+# Goodput (inventory/goodput/attribution.py): a job that failed from GOODPUT_FAULT_WINDOW_MINUTES before to
+# GOODPUT_FAULT_LAG_MINUTES after a hardware fault on its nodes was interrupted by the infrastructure; the lost
+# GPU-hours assume a checkpoint every GOODPUT_CHECKPOINT_MINUTES (unless planning gives the plan's) and count the
+# team's wait for its next job up to GOODPUT_RESTART_WAIT_CAP_HOURS; MTBI is given for a job of GOODPUT_MTBI_GPUS.
+GOODPUT_FAULT_WINDOW_MINUTES = int(os.environ.get("GOODPUT_FAULT_WINDOW_MINUTES", "10"))
+GOODPUT_FAULT_LAG_MINUTES = int(os.environ.get("GOODPUT_FAULT_LAG_MINUTES", "5"))
+GOODPUT_CHECKPOINT_MINUTES = int(os.environ.get("GOODPUT_CHECKPOINT_MINUTES", "60"))
+GOODPUT_RESTART_WAIT_CAP_HOURS = float(os.environ.get("GOODPUT_RESTART_WAIT_CAP_HOURS", "24"))
+GOODPUT_MTBI_GPUS = int(os.environ.get("GOODPUT_MTBI_GPUS", "8"))
+GOODPUT_LOOKBACK_HOURS = int(os.environ.get("GOODPUT_LOOKBACK_HOURS", "48"))
 # The home dashboard: the fleet's mean GPU utilization aimed at (%), and how many days in delivered or burn-in make a
 # node stuck there.
 UTILIZATION_TARGET = float(os.environ.get("UTILIZATION_TARGET", "70"))

@@ -31,9 +31,12 @@ class SupportConfig(AppConfig):
             ("Support metrics", "support:metrics", "support.read_every_ticket"),
         ])
 
+        from inventory.goodput.hooks import register_ticket_finder
         from planning.recommendations import gather
 
-        from .queries import hardware_ticket_days
+        from .queries import hardware_ticket_days, interruption_tickets
+
+        register_ticket_finder(interruption_tickets)  # the interruptions list links each fault's ticket
 
         if hardware_ticket_days not in gather.FAULT_DAY_SOURCES:
             gather.FAULT_DAY_SOURCES.append(hardware_ticket_days)

@@ -2,6 +2,7 @@
 
 from django.db.models import Case, Count, F, Q, When
 from django.db.models.functions import Coalesce, TruncDate
+from django.urls import reverse
 from django.utils import timezone
 
 from portal.search import any_field, search_group
@@ -58,3 +59,30 @@ def search(term, user):
     tickets = Ticket.objects.visible_to(user).filter(any_field(TICKET_TEXT_FIELDS, "icontains", term) | exact)
     group = search_group("Tickets", tickets, exact)
     return [group] if group else []
+
+
+def interruption_tickets(interruptions, within=None):
+    """``{interruption pk: {"id", "url"}}``: the telemetry ticket opened for each interruption's fault — the first
+    one against its GPU (else its node) opened from its fault's time to ``within`` (a day) after. Registered as
+    goodput's ticket finder (``inventory.goodput.hooks``); one query for a whole page."""
+    from datetime import timedelta
+
+    within = within or timedelta(days=1)
+    faulty = [row for row in interruptions if row.fault_ts and (row.gpu_id or row.node_id)]
+    if not faulty:
+        return {}
+    since = min(row.fault_ts for row in faulty)
+    tickets = list(Ticket.objects.filter(source=Ticket.Source.TELEMETRY, opened__gte=since - timedelta(hours=1),
+                                         opened__lte=max(row.fault_ts for row in faulty) + within)
+                   .filter(Q(gpu_id__in={row.gpu_id for row in faulty if row.gpu_id})
+                           | Q(node_id__in={row.node_id for row in faulty}, gpu__isnull=True))
+                   .order_by("opened", "pk").values_list("pk", "gpu_id", "node_id", "opened"))
+    found = {}
+    for row in faulty:
+        # The ticket is opened from the hourly rollups: up to an hour's rounding before the event's own time.
+        for pk, gpu_id, node_id, opened in tickets:
+            same = gpu_id == row.gpu_id if row.gpu_id else node_id == row.node_id and gpu_id is None
+            if same and row.fault_ts - timedelta(hours=1) <= opened <= row.fault_ts + within:
+                found[row.pk] = {"id": pk, "url": reverse("support:ticket_detail", args=[pk])}
+                break
+    return found

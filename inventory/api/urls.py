@@ -2,13 +2,14 @@
 
 Route basenames are the model names (``node``, ``gpumodel``, ...): serializers link to
 ``inventory-api:<model_name>-detail``. ``utilization/`` (over the telemetry rollups) and ``allocations/`` (over
-the Slurm jobs) are reports, not models.
+the Slurm jobs) and ``goodput/`` (over the jobs and their interruptions) are reports, not models.
 """
 
 from django.urls import path
 
 from portal.api.routers import PortalRouter
 
+from ..goodput.api import views as goodput_views
 from ..telemetry.api import views as telemetry_views
 from . import views
 
@@ -27,9 +28,11 @@ router.register("telemetry-sources", telemetry_views.TelemetrySourceViewSet)
 router.register("unknown-series", telemetry_views.UnknownSeriesViewSet)
 router.register("slurm-jobs", telemetry_views.SlurmJobViewSet)
 router.register("gpu-hourly", telemetry_views.GPUHourlyViewSet)
+router.register("interruptions", goodput_views.InterruptionViewSet)
 
 urlpatterns = [
     *router.urls,
     path("utilization/", telemetry_views.UtilizationView.as_view(), name="utilization"),
     path("allocations/", telemetry_views.AllocationsView.as_view(), name="allocations"),
+    path("goodput/", goodput_views.GoodputView.as_view(), name="goodput"),
 ]

@@ -186,18 +186,20 @@ def fleet_figures(range_key, filters=None, now=None):
     return _figures(sums["gpu_hours"], sums["util_hours"] or 0)
 
 
-def idle_cost_basis(figures, currency=None, default_cost=None):
+def idle_cost_basis(figures, currency=None, default_cost=None, priced="idle_gpu_hours", noun="idle GPU-hours"):
     """What the idle cost of ``figures`` (of ``_figures``, ``totals``) priced, in words for its label: each node's
-    cost from its contracts, the default cost per GPU-hour, or both (how many idle GPU-hours at the default)."""
+    cost from its contracts, the default cost per GPU-hour, or both (how many idle GPU-hours at the default).
+    ``priced``/``noun``: another figure priced the same way (goodput's lost GPU-hours: the figures' ``priced`` and
+    ``priced_at_default_cost``), and its name in the words."""
     currency = currency or settings.COST_CURRENCY
     default_cost = settings.IDLE_GPU_HOUR_COST if default_cost is None else default_cost
-    idle, at_default = figures["idle_gpu_hours"], figures["idle_gpu_hours_at_default_cost"]
+    idle, at_default = figures[priced], figures[f"{priced}_at_default_cost"]
     default = f"{default_cost:g} {currency} per GPU-hour"
     if idle and not at_default:
         return "at each node's cost per GPU-hour from its contracts"
     if at_default and at_default < idle:
-        return (f"at each node's cost per GPU-hour from its contracts; {at_default:,.1f} of {idle:,.1f} idle "
-                f"GPU-hours (nodes without a contract cost) at {default}")
+        return (f"at each node's cost per GPU-hour from its contracts; {at_default:,.1f} of {idle:,.1f} {noun} "
+                f"(nodes without a contract cost) at {default}")
     return f"at {default} (no node in these figures has a cost from its contracts)"
 
 

@@ -56,6 +56,12 @@ IDLE_NODES = {"zrh-h100-015", "zrh-h100-016", "lys-h100-004"}
 REPORTING = {"in_service", "degraded", "burn_in"}  # node states in which its exporter answers
 SILENT_GPUS = {"ordered", "in_repair", "retired"}
 XID_CODES = (63, 94)  # row remapping pending, contained ECC error: what the demo's degraded GPUs suffer
+# How jobs end early: (cumulative share of all jobs, (state, earliest cut as a share of the run)). The user's
+# (FAILED, OUT_OF_MEMORY, CANCELLED, TIMEOUT) and the infrastructure's: killed by an XID 79 (FAILED_XID: FAILED
+# 1–5 minutes after it, on one of its GPUs), NODE_FAIL, and REQUEUED after an XID 79 (goodput, issue 20).
+FATES = ((0.04, ("FAILED", 0.1)), (0.055, ("OUT_OF_MEMORY", 0.05)), (0.075, ("CANCELLED", 0.2)),
+         (0.095, ("TIMEOUT", 1.0)), (0.105, ("FAILED_XID", 0.1)), (0.113, ("NODE_FAIL", 0.1)),
+         (0.12, ("REQUEUED", 0.1)))
 
 # dcgm-exporter's modelName is the driver's product name.
 PRODUCT_NAMES = {"H100 SXM 80GB": "NVIDIA H100 80GB HBM3", "H200 SXM 141GB": "NVIDIA H200",
@@ -239,6 +245,8 @@ class Job:
     state: str  # the state it ends in
     level: float  # GPU utilization while it runs
     memory: float  # share of GPU memory it uses
+    # A hardware fault that ends it: (position in ``positions``, GPU slot, when, XID code); None for most jobs.
+    fault: tuple | None = None
 
 
 def node_index(hostname):
@@ -286,13 +294,14 @@ def slot_jobs(block, start):
         begin = start + 60 + u(3) * 10 * 60
         finish = start + length - 60 - u(4) * 10 * 60
         fate = u(5)
-        state = "COMPLETED"
-        if fate < 0.06:
-            state, finish = "FAILED", begin + (finish - begin) * (0.1 + 0.8 * u(6))
-        elif fate < 0.09:
-            state, finish = "CANCELLED", begin + (finish - begin) * (0.2 + 0.7 * u(6))
-        elif fate < 0.12:
-            state = "TIMEOUT"
+        state, fault = "COMPLETED", None
+        if fate < 0.12:  # the job ends early (TIMEOUT: at its limit)
+            state, cut = FATES[next(i for i, (share, _) in enumerate(FATES) if fate < share)][1]
+            if state != "TIMEOUT":
+                finish = begin + (finish - begin) * (cut + (1 - cut - 0.1) * u(6))
+            if state in ("FAILED_XID", "REQUEUED"):  # an XID 79 on one of its GPUs 1 to 5 minutes before
+                state = "FAILED" if state == "FAILED_XID" else state
+                fault = (int(u(12) * len(group)), int(u(13) * 8), finish - 60 * (1 + 4 * u(14)), 79)
         wait = between(scenario.wait_minutes, u(7) ** 2) * 60  # most waits short, a few long
         jobs.append(Job(
             # Unique without a registry (for up to 100 nodes per hostname prefix): hours since the epoch
@@ -301,7 +310,7 @@ def slot_jobs(block, start):
             + (block.number * block.width + first) % 100,
             positions=group, submit=begin - wait, start=begin, end=finish, state=state,
             level=between(scenario.util, u(8)) * (1 - scenario.scaling_loss) ** math.log2(len(group)),
-            memory=between(scenario.memory, u(9)),
+            memory=between(scenario.memory, u(9)), fault=fault,
         ))
     return tuple(jobs)
 
@@ -611,16 +620,14 @@ def hostlist(hostnames):
     return ",".join(parts + singles)
 
 
-def jobs(nodes, start, end):
-    """The Slurm jobs of ``nodes`` active in [start, end) as ``sacct --json`` (data_parser v0.0.40) prints
-    them, seen at ``end``: jobs not started yet are PENDING, jobs still running are RUNNING."""
-    first, now = start.timestamp(), end.timestamp()
+def active_jobs(nodes, first, now):
+    """``(Job, the nodes it runs on)`` for the jobs of ``nodes`` submitted by ``now`` (unix seconds) and running
+    after ``first``."""
     blocks = defaultdict(dict)  # block → position → node
     for node in nodes:
         if node.state == "in_service" and node.hostname not in IDLE_NODES:
             block = block_of(node)
             blocks[block][block.position(node.hostname)] = node
-    documents = []
     for block, members in blocks.items():
         length = block.scenario.slot_hours * HOUR
         t = block.slot_start(first - length)
@@ -628,8 +635,28 @@ def jobs(nodes, start, end):
             for job in slot_jobs(block, t):
                 running_on = [members[p] for p in job.positions if p in members]
                 if running_on and job.submit <= now and job.end > first:
-                    documents.append(sacct_job(job, running_on, now))
+                    yield job, running_on
             t += length
+
+
+def job_faults(nodes, start, end):
+    """The XID events of the hardware faults that ended jobs of ``nodes`` in [start, end): ``(hostname, GPU slot,
+    when, code)``, as an exporter scraping every few seconds would have read them."""
+    first, now = start.timestamp(), end.timestamp()
+    found = []
+    for job, running_on in active_jobs(nodes, first, now):
+        if job.fault and first <= job.fault[2] < now:
+            position, slot, moment, code = job.fault
+            node = running_on[min(position, len(running_on) - 1)]
+            found.append((node.hostname, slot, datetime.fromtimestamp(int(moment), UTC), code))
+    return found
+
+
+def jobs(nodes, start, end):
+    """The Slurm jobs of ``nodes`` active in [start, end) as ``sacct --json`` (data_parser v0.0.40) prints
+    them, seen at ``end``: jobs not started yet are PENDING, jobs still running are RUNNING."""
+    first, now = start.timestamp(), end.timestamp()
+    documents = [sacct_job(job, running_on, now) for job, running_on in active_jobs(nodes, first, now)]
     return {
         "meta": {
             "plugin": {"type": "openapi/slurmdbd", "name": "Slurm OpenAPI slurmdbd",

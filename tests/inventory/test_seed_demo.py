@@ -501,3 +501,22 @@ def test_the_demo_calibrates_teams_on_their_slurm_jobs(seeded, client):
     seed()
     assert SlurmJob.objects.filter(start_time__lt=week - timedelta(days=1)).count() == history
     assert {team.team: team.ratio for team in calibrate().teams} == pytest.approx(ratios)
+
+
+def test_the_demo_shows_interruptions_and_what_they_cost(seeded):
+    """The simulator's jobs end by hardware faults (killed 1–5 minutes after an XID 79 on one of their GPUs,
+    NODE_FAIL, requeued after an XID 79) and by their users (failed, out of memory, cancelled, time limit), and
+    ``seed_demo`` records their interruptions (issue 20)."""
+    from inventory.goodput import queries
+    from inventory.goodput.models import Interruption
+
+    reasons = dict(Interruption.objects.values_list("reason").annotate(n=Count("pk")).order_by())
+    assert {"xid_79", "node_fail", "failed", "oom", "cancelled", "timeout"} <= set(reasons)
+    assert Interruption.objects.filter(state="REQUEUED", cause="infrastructure").exists()
+    for row in Interruption.objects.filter(reason="xid_79").select_related("xid_event", "job"):
+        assert row.xid_event.code == 79 and row.gpu_id == row.xid_event.gpu_id
+        assert timedelta(minutes=1) <= row.ended_at - row.fault_ts <= timedelta(minutes=5, seconds=1)
+        assert row.lost_run_gpu_hours <= row.job.gpus * (row.ended_at - row.started_at).total_seconds() / 3600
+    teams = queries.goodput_by("team", "30d")
+    assert any(team["interruptions"] for team in teams)
+    assert all(0 <= team["goodput_ratio"] <= 1 for team in teams if team["goodput_ratio"] is not None)

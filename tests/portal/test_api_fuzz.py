@@ -35,6 +35,7 @@ from schemathesis.specs.openapi.checks import (
     status_code_conformance,
 )
 
+from inventory.goodput.models import Interruption
 from inventory.telemetry.models import GPUHourly, NodeHourly, SlurmJob, TelemetrySource, UnknownSeries
 from planning.models import (
     CapacityPlan,
@@ -123,9 +124,12 @@ def seed_fleet():
     hour = now.replace(minute=0, second=0, microsecond=0) - timedelta(hours=1)
     GPUHourly.objects.create(gpu=nodes[0].gpus.first(), hour=hour, util_mean=42.0, samples=60)
     NodeHourly.objects.create(node=nodes[0], hour=hour, util_mean=42.0, samples=60, gpus_reporting=1)
-    SlurmJob.objects.create(source=source, job_id="42", partition="train", submit_time=now - timedelta(hours=3),
-                            start_time=now - timedelta(hours=2), end_time=now, nodes=nodes[0].hostname,
-                            node_count=1, gpus=1)
+    job = SlurmJob.objects.create(source=source, job_id="42", partition="train", submit_time=now - timedelta(hours=3),
+                                  start_time=now - timedelta(hours=2), end_time=now, nodes=nodes[0].hostname,
+                                  node_count=1, gpus=1, state="NODE_FAIL")
+    Interruption.objects.create(job=job, state="NODE_FAIL", started_at=job.start_time, ended_at=now, gpus=1,
+                                partition="train", cause="infrastructure", reason="node_fail", node=nodes[0],
+                                lost_run_gpu_hours=1.0, lost_gpu_hours=1.0)
     purchase = Contract.objects.create(kind=Contract.Kind.PURCHASE, vendor="Supermicro", reference="C-1",
                                        start=date(2025, 1, 1))
     support = Contract.objects.create(kind=Contract.Kind.SUPPORT, vendor="NVIDIA", reference="S-1",

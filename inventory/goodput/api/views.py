@@ -1,0 +1,116 @@
+"""The goodput API: the goodput report and the interruptions list. Registered by ``inventory/api/urls.py`` under
+``/api/inventory/``."""
+
+import django_filters
+from django.conf import settings
+from django.utils import timezone
+from drf_spectacular.utils import OpenApiResponse, extend_schema
+from rest_framework import viewsets
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from inventory.telemetry import queries as telemetry_queries
+from inventory.telemetry.api.views import ID_GROUPS, CanViewTelemetry
+from inventory.telemetry.models import TelemetrySource
+
+from .. import hooks, queries
+from ..models import Interruption
+from . import serializers as api
+
+ASSUMPTIONS = (
+    "Estimate. Lost work: GPUs × the run since its last checkpoint, checkpoints every {minutes} min from the job's "
+    "start unless the team's plan says otherwise (run time mod interval). Restart wait: GPUs × the time until the "
+    "team's next job on the partition started, at most {cap:g} h. An interruption is the infrastructure's when "
+    "Slurm says NODE_FAIL or BOOT_FAIL, or the job failed or was requeued from {window} min before to {lag} min "
+    "after a hardware XID, double-bit ECC errors or a move to degraded on one of its nodes."
+)
+
+
+def assumptions():
+    return ASSUMPTIONS.format(minutes=settings.GOODPUT_CHECKPOINT_MINUTES, cap=settings.GOODPUT_RESTART_WAIT_CAP_HOURS,
+                              window=settings.GOODPUT_FAULT_WINDOW_MINUTES, lag=settings.GOODPUT_FAULT_LAG_MINUTES)
+
+
+class GoodputView(APIView):
+    """Goodput per team, partition, site, GPU model or node over a range: infrastructure interruptions, their rate,
+    the mean time between them for an N-GPU job, the GPU-hours they lost and their cost, the queue-wait share and
+    the goodput ratio."""
+
+    permission_classes = [CanViewTelemetry]
+
+    @extend_schema(
+        summary="Goodput, interruptions and lost GPU-hours per group",
+        description="Figures of `inventory.goodput.queries.goodput_by`. Lost GPU-hours are an estimate: "
+                    "`assumptions` says under what assumptions. Groups without allocation have null rates.",
+        parameters=[api.GoodputQuerySerializer],
+        responses={200: api.GoodputSerializer,
+                   400: OpenApiResponse(description='Unknown parameter, e.g. `{"range": ["Unknown range ..."]}`.')},
+        filters=False,
+    )
+    def get(self, request):
+        params = api.GoodputQuerySerializer(data=request.query_params)
+        params.is_valid(raise_exception=True)
+        data = params.validated_data
+        now = timezone.now()
+        gpus = data.get("gpus") or settings.GOODPUT_MTBI_GPUS
+        groups = queries.goodput_by(data["group_by"], data["range"], params.filters(), now=now, gpus=gpus,
+                                    job_hours=data["job_hours"])
+        answer = {
+            "group_by": data["group_by"], "range": data["range"],
+            "start": telemetry_queries.get_range(data["range"]).start(now), "end": now,
+            "gpus": gpus, "job_hours": data["job_hours"],
+            "currency": settings.COST_CURRENCY, "idle_gpu_hour_cost": settings.IDLE_GPU_HOUR_COST,
+            "cost_basis": queries.cost_basis(groups), "assumptions": assumptions(),
+            "groups": [{**g, "id": g["key"] if data["group_by"] in ID_GROUPS else None} for g in groups],
+            "stale_sources": [source for source in telemetry_queries.stale_sources()
+                              if source.kind == TelemetrySource.Kind.SLURM],
+        }
+        return Response(api.GoodputSerializer(answer, context={"request": request}).data)
+
+
+class InterruptionFilterSet(django_filters.FilterSet):
+    """Interruptions by cause, reason, team (Slurm account), partition, node, site, GPU model (of the fault's node)
+    and range (ended since the range's start)."""
+
+    cause = django_filters.ChoiceFilter(choices=Interruption.Cause.choices)
+    reason = django_filters.ChoiceFilter(choices=Interruption.Reason.choices)
+    team = django_filters.CharFilter(field_name="account")
+    partition = django_filters.CharFilter()
+    node = django_filters.NumberFilter(field_name="node")
+    site = django_filters.NumberFilter(method="by_nodes")
+    gpu_model = django_filters.NumberFilter(method="by_nodes")
+    range = django_filters.ChoiceFilter(choices=[(key, r.label) for key, r in telemetry_queries.RANGES.items()],
+                                        method="in_range")
+
+    class Meta:
+        model = Interruption
+        fields = ["cause", "reason", "team", "partition", "node", "site", "gpu_model", "range"]
+
+    def by_nodes(self, rows, name, value):
+        return rows.filter(node__in=queries.matching_nodes({name: value}))
+
+    def in_range(self, rows, name, value):
+        return rows.filter(ended_at__gte=telemetry_queries.get_range(value).start(timezone.now()))
+
+
+class InterruptionViewSet(viewsets.ReadOnlyModelViewSet):
+    """Jobs that ended in anything but COMPLETED, newest first: cause (infrastructure, user, scheduler), reason, the
+    job, node, GPU, fault (XID event, ECC hour, move to degraded) and ticket, and for the infrastructure's the
+    estimate of the GPU-hours lost (with its assumptions)."""
+
+    permission_classes = [CanViewTelemetry]
+    queryset = Interruption.objects.select_related("job", "node", "gpu", "xid_event", "transition")
+    serializer_class = api.InterruptionSerializer
+    filterset_class = InterruptionFilterSet
+    ordering = ["-ended_at", "-pk"]
+    ordering_fields = ["ended_at", "lost_gpu_hours", "gpus"]
+
+    def list(self, request, *args, **kwargs):
+        page = self.paginate_queryset(self.filter_queryset(self.get_queryset()))
+        context = {**self.get_serializer_context(), "tickets": hooks.tickets(page)}
+        return self.get_paginated_response(self.serializer_class(page, many=True, context=context).data)
+
+    def retrieve(self, request, *args, **kwargs):
+        row = self.get_object()
+        context = {**self.get_serializer_context(), "tickets": hooks.tickets([row])}
+        return Response(self.serializer_class(row, context=context).data)

@@ -1,0 +1,292 @@
+"""The goodput figures behind ``/api/inventory/goodput/`` (and, next, the goodput dashboard and pages): plain
+functions over the Slurm jobs and the recorded interruptions, each a fixed number of set-based queries per call
+whatever the number of jobs or groups.
+
+Ranges, groups and filters are the utilization report's (``inventory.telemetry.queries``: ``RANGES``, ``GROUPS``,
+``FILTER_LOOKUPS``), read for jobs:
+
+- ``team`` is the job's Slurm account, ``partition`` its Slurm partition;
+- ``site``, ``node`` and ``gpu_model`` are those of the nodes the job ran on (its ``SlurmJobNode`` rows; a node's
+  GPU model is that of its GPUs). Allocated GPU-hours of a job on several nodes are split by node; a job that
+  spans two sites counts in full under a ``site`` (or ``gpu_model``) *filter* when it touched that site, and only
+  its part there when *grouped* by site. Jobs on hosts the inventory does not know have no site, node or model.
+
+What the figures mean (per group, over the range from its start until now)
+    - ``allocated_gpu_hours``: allocated GPUs × the part of the jobs' runs inside the range, clipped per node to its
+      GPUs (``inventory.telemetry.allocation``: the same figure as ``/api/inventory/allocations/``).
+    - ``interruptions``: the infrastructure's interruptions that ended in the range (``attribution.py``); for node,
+      site and model groups, counted on the node of the fault (jobs ended by a NODE_FAIL on several nodes without a
+      fault on record: on no node). ``user_interruptions`` and ``scheduler_interruptions``: the others.
+    - ``interruptions_per_1000_gpu_days``: interruptions / (allocated GPU-hours / 24) × 1,000.
+    - ``mtbi_hours``: mean time between infrastructure interruptions for a job of N GPUs (``gpus`` argument):
+      allocated GPU-hours per interruption / N; ``expected_restarts``: for such a job of ``job_hours`` hours,
+      ``job_hours / mtbi_hours``. Both null without an interruption (no failure seen, not "never fails").
+    - ``lost_gpu_hours``: the estimate of each interruption (work since the last checkpoint, inside the range, plus
+      the restart wait; ``attribution.py``), split over the job's nodes for node, site and model groups;
+      ``lost_cost`` prices it at each node's cost per GPU-hour from its contracts (``inventory.costs``), else at
+      ``settings.IDLE_GPU_HOUR_COST``, as the idle cost is priced (``cost_basis`` words it).
+    - ``queue_wait_share``: of the jobs that started in the range, GPUs × queue wait / GPUs × (queue wait + run).
+    - ``goodput_ratio``: (allocated − lost work) / allocated GPU-hours, where lost work is the part since the last
+      checkpoint (the restart wait lies outside the allocation).
+    A group without allocated GPU-hours shows null ratios and rates, never 0 % or an error.
+"""
+
+from collections import defaultdict
+from datetime import timedelta
+
+from django.conf import settings
+from django.db.models import DurationField, Exists, ExpressionWrapper, F, IntegerField, OuterRef, Sum, Value
+from django.db.models.functions import Cast, Greatest
+from django.utils import timezone
+
+from inventory.costs import gpu_hour_costs
+from inventory.models import GPU, GPUModel, Node, Site
+from inventory.telemetry import allocation, jobstats
+from inventory.telemetry.models import SlurmJob, SlurmJobNode
+from inventory.telemetry.queries import GROUPS, NONE_LABEL, UnknownParameter, get_range, idle_cost_basis
+
+from . import attribution
+from .models import Interruption
+
+# group_by -> what ``allocation.clipped_gpu_time`` groups jobs by (site, gpu_model: by node, then the node's).
+ALLOCATION_BY = {"team": "account", "partition": "partition", "site": "node", "node": "node", "gpu_model": "node"}
+JOB_FIELDS = {"team": "account", "partition": "partition"}  # groups and filters that are fields of a job
+NODE_GROUPS = ("site", "node", "gpu_model")
+
+
+def check_group(group_by):
+    if group_by not in GROUPS:
+        raise UnknownParameter(f"Unknown group_by '{group_by}'; use one of {', '.join(GROUPS)}.")
+
+
+def matching_nodes(filters):
+    """The nodes the site and GPU model filters select (a queryset), or None when neither is set."""
+    site, model = (filters or {}).get("site"), (filters or {}).get("gpu_model")
+    if not site and not model:
+        return None
+    nodes = Node.objects.all()
+    if site:
+        nodes = nodes.filter(site=site)
+    if model:
+        nodes = nodes.filter(Exists(GPU.objects.filter(node=OuterRef("pk"), gpu_model=model)))
+    return nodes
+
+
+def jobs(filters=None):
+    """The Slurm jobs the filters select: team and partition by the job's fields, site and GPU model by the nodes it
+    ran on."""
+    selected = SlurmJob.objects.all()
+    for name, field in JOB_FIELDS.items():
+        if (filters or {}).get(name) not in (None, ""):
+            selected = selected.filter(**{field: filters[name]})
+    nodes = matching_nodes(filters)
+    if nodes is not None:
+        selected = selected.filter(Exists(SlurmJobNode.objects.filter(job=OuterRef("pk"), node__in=nodes)))
+    return selected
+
+
+def interruptions(filters=None, start=None, end=None):
+    """The recorded interruptions that the filters select (team and partition: the run's; site and GPU model: its
+    node's), that ended in [start, end] when given. Filters also take ``cause``, ``reason`` and ``node`` (id)."""
+    filters = filters or {}
+    rows = Interruption.objects.all()
+    for name, field in {**JOB_FIELDS, "cause": "cause", "reason": "reason", "node": "node"}.items():
+        if filters.get(name) not in (None, ""):
+            rows = rows.filter(**{field: filters[name]})
+    nodes = matching_nodes(filters)
+    if nodes is not None:
+        rows = rows.filter(node__in=nodes)
+    if start is not None:
+        rows = rows.filter(ended_at__gte=start)
+    if end is not None:
+        rows = rows.filter(ended_at__lte=end)
+    return rows
+
+
+def node_models(node_ids):
+    """{node id: GPU model id of its GPUs} (the lowest id when a node mixes models); one query."""
+    models = {}
+    for node_id, model_id in (GPU.objects.filter(node_id__in=node_ids).order_by("node_id", "gpu_model_id")
+                              .values_list("node_id", "gpu_model_id")):
+        models.setdefault(node_id, model_id)
+    return models
+
+
+class Regrouper:
+    """Maps a node id to its group (site, node or model) and a group's key to its shown name, reading what it needs
+    once per call."""
+
+    def __init__(self, group_by, node_ids):
+        self.group_by = group_by
+        node_ids = {pk for pk in node_ids if pk is not None}
+        self.sites = dict(Node.objects.filter(pk__in=node_ids).values_list("pk", "site_id")) \
+            if group_by == "site" else {}
+        self.models = node_models(node_ids) if group_by == "gpu_model" else {}
+
+    def of_node(self, node_id):
+        if node_id is None:
+            return None
+        if self.group_by == "site":
+            return self.sites.get(node_id)
+        return self.models.get(node_id) if self.group_by == "gpu_model" else node_id
+
+    def names(self, keys):
+        table = {"site": (Site, "name"), "node": (Node, "hostname"), "gpu_model": (GPUModel, "name")}.get(
+            self.group_by)
+        found = dict(table[0].objects.filter(pk__in=[k for k in keys if k is not None])
+                     .values_list("pk", table[1])) if table else {}
+        return {key: found.get(key) or (key if table is None and key else NONE_LABEL) for key in keys}
+
+
+def allocated(group_by, start, now, filters):
+    """{team or partition (node id for the node groups): allocated GPU-hours} (``allocation.clipped_gpu_time``,
+    three queries)."""
+    totals = allocation.clipped_gpu_time(jobs(filters), start, now, now, ALLOCATION_BY[group_by])
+    return {key: row["gpu_hours"] for key, row in totals.items()}
+
+
+def queue_wait_sums(group_by, start, now, filters):
+    """{group key (node id for node groups): (GPUs × queue wait, GPUs × run) in hours} of the jobs that started in
+    [start, now] (one query)."""
+    started = jobs(filters).filter(start_time__gte=start, start_time__lte=now)
+    if group_by in JOB_FIELDS:
+        rows, key, prefix, gpus = started, JOB_FIELDS[group_by], "", "gpus"
+    else:
+        rows, key, prefix, gpus = SlurmJobNode.objects.filter(job__in=started), "node_id", "job__", "gpus"
+    wait = ExpressionWrapper(Cast(gpus, IntegerField()) * jobstats_wait(prefix), output_field=DurationField())
+    run = allocation.gpu_time_in_window(start, now, now, prefix, gpus)
+    return {group: (allocation.hours(waited), allocation.hours(ran)) for group, waited, ran in (
+        rows.values_list(key).annotate(waited=Sum(wait), ran=Sum(run)).order_by())}
+
+
+def jobstats_wait(prefix):
+    """A job's queue wait (``jobstats.queue_wait``), never negative, reached through ``prefix``."""
+    if not prefix:
+        return jobstats.queue_wait()
+    return Greatest(ExpressionWrapper(F(f"{prefix}start_time") - F(f"{prefix}submit_time"),
+                                      output_field=DurationField()), Value(timedelta(0)))
+
+
+def lost_pieces(rows):
+    """Each infrastructure interruption of ``rows`` as ``(row, node id, share)`` pieces: split over the job's nodes
+    by their GPUs (one query), or one piece on the row's node when the job lists none."""
+    shares = defaultdict(list)
+    for job_id, node_id, gpus in (SlurmJobNode.objects.filter(job__in=[row["job_id"] for row in rows])
+                                  .values_list("job_id", "node_id", "gpus")):
+        shares[job_id].append((node_id, gpus))
+    for row in rows:
+        parts = shares.get(row["job_id"]) or [(row["node_id"], 1)]
+        total = sum(gpus for _, gpus in parts) or 1
+        for node_id, gpus in parts:
+            yield row, node_id, gpus / total
+
+
+def lost_in_range(row, start):
+    """The row's lost work (GPU-hours since the last checkpoint) inside the range starting at ``start``."""
+    lost = row["lost_run_gpu_hours"] or 0.0
+    if not lost or not row["gpus"]:
+        return lost
+    in_range = max(row["ended_at"] - start, timedelta(0)).total_seconds() / 3600 * row["gpus"]
+    return min(lost, in_range)
+
+
+def goodput_by(group_by, range_key, filters=None, now=None, gpus=None, job_hours=24.0):
+    """The goodput figures (module docstring) per group of ``group_by`` (team, partition, site, gpu_model, node)
+    over ``range_key``: ``[{"key", "name", "allocated_gpu_hours", "interruptions", "user_interruptions",
+    "scheduler_interruptions", "interruptions_per_1000_gpu_days", "mtbi_hours", "expected_restarts",
+    "lost_gpu_hours", "lost_run_gpu_hours", "lost_wait_gpu_hours", "lost_cost", "lost_gpu_hours_at_default_cost",
+    "queue_wait_share", "goodput_ratio"}]``, most lost GPU-hours first. ``gpus``: the N of the MTBI
+    (``settings.GOODPUT_MTBI_GPUS``). About ten queries whatever the fleet."""
+    check_group(group_by)
+    now = now or timezone.now()
+    gpus = gpus or settings.GOODPUT_MTBI_GPUS
+    start = get_range(range_key).start(now)
+    node_group = group_by in NODE_GROUPS
+    allocated_hours = allocated(group_by, start, now, filters)
+    waits = queue_wait_sums(group_by, start, now, filters)
+    selected = matching_nodes(filters)
+    if node_group and selected is not None:  # a job's other nodes, outside the filters, are no group of theirs
+        kept = set(selected.values_list("pk", flat=True))
+        allocated_hours = {key: value for key, value in allocated_hours.items() if key in kept}
+        waits = {key: value for key, value in waits.items() if key in kept}
+    else:
+        kept = None
+    rows = list(interruptions(filters, start, now).values(
+        "job_id", "cause", "node_id", "account", "partition", "gpus", "ended_at", "lost_run_gpu_hours",
+        "lost_wait_gpu_hours"))
+    infrastructure = [row for row in rows if row["cause"] == attribution.INFRASTRUCTURE]
+    pieces = [piece for piece in lost_pieces(infrastructure) if kept is None or piece[1] in kept]
+    node_ids = {*(k for k in allocated_hours if node_group), *(k for k in waits if node_group),
+                *(row["node_id"] for row in rows), *(node_id for _, node_id, _ in pieces)}
+    regroup = Regrouper(group_by, node_ids)
+
+    def key_of(row=None, node_id=None):
+        if node_group:
+            return regroup.of_node(node_id if row is None else row["node_id"])
+        return row[JOB_FIELDS[group_by]]
+
+    groups = defaultdict(lambda: defaultdict(float))
+    for key, hours in allocated_hours.items():
+        groups[regroup.of_node(key) if node_group else key]["allocated"] += hours
+    for key, (waited, ran) in waits.items():
+        group = groups[regroup.of_node(key) if node_group else key]
+        group["waited"] += waited
+        group["ran"] += ran
+    for row in rows:
+        groups[key_of(row)][row["cause"]] += 1
+    costs = gpu_hour_costs() if pieces else {}
+    for row, node_id, share in pieces:
+        group = groups[key_of(node_id=node_id) if node_group else key_of(row)]
+        lost_run, lost_wait = lost_in_range(row, start) * share, (row["lost_wait_gpu_hours"] or 0.0) * share
+        group["lost_run"] += lost_run
+        group["lost_wait"] += lost_wait
+        group["lost_cost"] += (lost_run + lost_wait) * costs.get(node_id, settings.IDLE_GPU_HOUR_COST)
+        if node_id not in costs:
+            group["lost_at_default"] += lost_run + lost_wait
+    names = regroup.names(list(groups)) if node_group else {key: key or NONE_LABEL for key in groups}
+    result = [figures(key, names[key], group, gpus, job_hours) for key, group in groups.items()]
+    result.sort(key=lambda g: (-g["lost_gpu_hours"], str(g["name"])))
+    return result
+
+
+def figures(key, name, group, gpus, job_hours):
+    """One group's figures from its sums."""
+    allocated_hours, count = group["allocated"], int(group[attribution.INFRASTRUCTURE])
+    lost = group["lost_run"] + group["lost_wait"]
+    mtbi = attribution.mtbi_hours(allocated_hours, count, gpus)
+    waited_and_ran = group["waited"] + group["ran"]
+    return {
+        "key": key, "name": name,
+        "allocated_gpu_hours": round(allocated_hours, 2),
+        "interruptions": count,
+        "user_interruptions": int(group[attribution.USER]),
+        "scheduler_interruptions": int(group[attribution.SCHEDULER]),
+        "interruptions_per_1000_gpu_days": rounded(attribution.per_1000_gpu_days(count, allocated_hours)),
+        "mtbi_hours": rounded(mtbi),
+        "expected_restarts": rounded(attribution.expected_restarts(job_hours, mtbi), 4),
+        "lost_gpu_hours": round(lost, 2),
+        "lost_run_gpu_hours": round(group["lost_run"], 2),
+        "lost_wait_gpu_hours": round(group["lost_wait"], 2),
+        "lost_cost": round(group["lost_cost"], 2),
+        "lost_gpu_hours_at_default_cost": round(group["lost_at_default"], 2),
+        "queue_wait_share": rounded(group["waited"] / waited_and_ran if waited_and_ran else None, 4),
+        "goodput_ratio": rounded(attribution.goodput_ratio(allocated_hours, group["lost_run"]), 4),
+    }
+
+
+def rounded(value, digits=2):
+    return None if value is None else round(value, digits)
+
+
+def totals(groups):
+    """The lost GPU-hours and their pricing over the groups of one grouping, for ``cost_basis``."""
+    return {"lost_gpu_hours": sum(g["lost_gpu_hours"] for g in groups),
+            "lost_gpu_hours_at_default_cost": sum(g["lost_gpu_hours_at_default_cost"] for g in groups)}
+
+
+def cost_basis(groups):
+    """What the lost cost priced, in words (``telemetry.queries.idle_cost_basis``'s, for lost GPU-hours)."""
+    figures_ = totals(groups)
+    if not figures_["lost_gpu_hours"]:
+        return "no lost GPU-hours to price"
+    return idle_cost_basis(figures_, priced="lost_gpu_hours", noun="lost GPU-hours")
