@@ -11,6 +11,8 @@ from django.urls import reverse
 from django.utils import timezone
 from django.views import View
 
+from inventory import lifecycle
+from inventory.models import LifecycleState
 from inventory.telemetry import queries as telemetry_queries
 from inventory.telemetry.models import TelemetrySource
 from inventory.telemetry.views import VIEW_TELEMETRY
@@ -106,6 +108,10 @@ def percent(ratio):
     return None if ratio is None else ratio * 100
 
 
+def dashboard_url(**params):
+    return f"{reverse('inventory:goodput')}?{urlencode(params)}"
+
+
 def with_links(group, group_by, range_key):
     """A group's figures, its ratios in %, and the link to its interruptions (the list filters by each grouping,
     under the same name)."""
@@ -175,3 +181,67 @@ class InterruptionListView(TelemetryPermissionMixin, ObjectListView):
         # The ticket finder reads the tickets of the shown rows at once (one query a page).
         table.tickets = hooks.tickets([row.record for row in table.paginated_rows])
         return table
+
+
+class GoodputSectionMixin:
+    """The goodput section of a node's or a GPU model's page: its row of ``queries.goodput_by`` over 30 days (the
+    dashboard's figures, for the site or model only: a fixed number of queries) and links to the filtered
+    dashboard and interruptions."""
+
+    goodput_range = "30d"
+
+    def get_context_data(self, **kwargs):
+        context = super().get_context_data(**kwargs)
+        if self.request.user.has_perm(VIEW_TELEMETRY):
+            group_by, filters = self.goodput_grouping()
+            groups = queries.goodput_by(group_by, self.goodput_range, filters, job_hours=JOB_HOURS)
+            row = next((g for g in groups if g["key"] == self.object.pk), None)
+            context["goodput"] = {
+                "range": telemetry_queries.get_range(self.goodput_range),
+                "row": row,
+                "goodput_pct": percent(row["goodput_ratio"]) if row else None,
+                "gpus": settings.GOODPUT_MTBI_GPUS,
+                "currency": settings.COST_CURRENCY,
+                "dashboard_url": dashboard_url(range=self.goodput_range, **self.dashboard_params()),
+                "interruptions_url": interruptions_url(self.goodput_range, **filters | self.list_filters()),
+                **self.goodput_extra(),
+            }
+        return context
+
+    def goodput_extra(self):
+        return {}
+
+
+class NodeGoodputMixin(GoodputSectionMixin):
+    def goodput_grouping(self):
+        return "node", {"site": self.object.site_id} if self.object.site_id else {}
+
+    def dashboard_params(self):
+        return {"group_by": "node", "site": self.object.site_id or ""}
+
+    def list_filters(self):
+        return {"site": None, "node": self.object.pk}
+
+    def goodput_extra(self):
+        """Time in repair over the range, from the node's lifecycle records (one query)."""
+        now = timezone.now()
+        start = telemetry_queries.get_range(self.goodput_range).start(now)
+        moves = list(
+            self.object.transitions.filter(created__gte=start)
+            .order_by("created", "pk")
+            .values_list("created", "from_state", "to_state")
+        )
+        return {
+            "repair_hours": lifecycle.hours_in_state(moves, LifecycleState.IN_REPAIR, self.object.state, start, now)
+        }
+
+
+class GPUModelGoodputMixin(GoodputSectionMixin):
+    def goodput_grouping(self):
+        return "gpu_model", {"gpu_model": self.object.pk}
+
+    def dashboard_params(self):
+        return {"group_by": "node", "gpu_model": self.object.pk}
+
+    def list_filters(self):
+        return {}

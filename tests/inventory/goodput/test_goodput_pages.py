@@ -1,12 +1,16 @@
 """The goodput pages on the hand-built fleet (``tests.helpers.goodput``): the dashboard's figures, its CSV, the
 interruptions list and its links, logins and constant queries."""
 
+from datetime import UTC, datetime
+
 import pytest
+from django.contrib.contenttypes.models import ContentType
 from django.db import connection
 from django.test.utils import CaptureQueriesContext, override_settings
 
 from inventory.goodput import hooks, recording
-from inventory.models import GPU, Node
+from inventory.lifecycle import hours_in_state
+from inventory.models import GPU, Node, StateTransition
 from tests.helpers.goodput import MIN, H, add_job, make_goodput_fleet
 from tests.helpers.telemetry import HTMX, freeze_now, read_csv
 
@@ -141,3 +145,69 @@ def test_interruptions_list_filters_and_csv(viewer_client, fleet):
         "Failed, no fault nearby",
     }
     assert {row[header.index("Job")] for row in rows[1:]} == {"3", "4"}  # the Slurm id, no markup
+
+
+def move(obj, ts, from_state, to_state):
+    return StateTransition.objects.create(
+        content_type=ContentType.objects.get_for_model(obj),
+        object_id=obj.pk,
+        from_state=from_state,
+        to_state=to_state,
+        created=ts,
+    )
+
+
+def section(page):
+    start = page.index('id="goodput"')
+    return page[start : page.index("</section>", start)]
+
+
+def test_node_page_goodput_section(viewer_client, fleet, now):
+    n2 = fleet["nodes"]["n2"]
+    move(n2, now - 5 * H, "in_service", "in_repair")
+    move(n2, now - 2 * H, "in_repair", "in_service")
+    shown = section(viewer_client.get(n2.get_absolute_url()).content.decode())
+    # n2: J2 interrupted (10 GPU-hours lost, 2 of its work); 62 allocated GPU-hours → 1 / (62 / 24) × 1,000 =
+    # 387.1 per 1,000 GPU-days, goodput (62 − 2) / 62 = 96.8 %; 3 hours in repair.
+    for figure in ("<b>1</b>", "387.1", "<b>10.0</b>", "96.8 %", "3.0 h"):
+        assert figure in shown, figure
+    assert f"/inventory/interruptions/?cause=infrastructure&amp;node={n2.pk}&amp;range=30d" in shown
+    assert f"/inventory/goodput/?range=30d&amp;group_by=node&amp;site={n2.site_id}" in shown
+
+
+def test_gpu_model_page_goodput_section(viewer_client, fleet):
+    m1, m2 = fleet["models"]
+    shown = section(viewer_client.get(m1.get_absolute_url()).content.decode())
+    # M1 (n1, n2): 2 interruptions over 130 allocated GPU-hours: 369.2 per 1,000 GPU-days, 22 GPU-hours lost.
+    for figure in ("<b>2</b>", "369.2", "<b>22.0</b>", "95.4 %"):
+        assert figure in shown, figure
+    assert f"gpu_model={m1.pk}" in shown
+    quiet = section(viewer_client.get(m2.get_absolute_url()).content.decode())
+    assert "<b>0</b>" in quiet and "100.0 %" in quiet
+
+
+def test_node_and_model_pages_keep_their_query_count(viewer_client, fleet, now):
+    n1, m1 = fleet["nodes"]["n1"], fleet["models"][0]
+
+    def count():
+        counts = []
+        for url in (n1.get_absolute_url(), m1.get_absolute_url()):
+            with CaptureQueriesContext(connection) as ctx:
+                assert viewer_client.get(url).status_code == 200
+            counts.append(len(ctx))
+        return counts
+
+    small = count()
+    grow(fleet, now, 10)
+    for i in range(6):
+        move(n1, now - (20 - i) * H, "in_service" if i % 2 else "in_repair", "in_repair" if i % 2 else "in_service")
+    assert count() == small
+
+
+def test_hours_in_state():
+    t0 = datetime(2026, 1, 1, tzinfo=UTC)
+    moves = [(t0 + 2 * H, "in_repair", "in_service"), (t0 + 5 * H, "in_service", "in_repair")]
+    # In repair from the start to +2 h, and again from +5 h to the end (+8 h): 5 hours.
+    assert hours_in_state(moves, "in_repair", "in_repair", t0, t0 + 8 * H) == 5.0
+    assert hours_in_state([], "in_repair", "in_repair", t0, t0 + 8 * H) == 8.0
+    assert hours_in_state([], "in_repair", "in_service", t0, t0 + 8 * H) == 0.0
