@@ -3,9 +3,10 @@
 from django import forms
 
 from inventory.telemetry.forms import UtilizationFilterForm
-from inventory.telemetry.queries import DEFAULT_RANGE, GROUPS
+from inventory.telemetry.queries import DEFAULT_RANGE
 from portal.forms import Select
 
+# The groupings of ``queries.goodput_by`` (the utilization report's), team first: the default.
 GROUP_LABELS = {
     "team": "team (Slurm account)",
     "partition": "partition",
@@ -20,7 +21,10 @@ class GoodputFilterForm(UtilizationFilterForm):
     (narrowed by site) and GPU model; its team (a node's owner) and heatmap do not apply to jobs."""
 
     group_by = forms.ChoiceField(
-        choices=[(key, f"by {GROUP_LABELS[key]}") for key in GROUPS], required=False, label="Group by", widget=Select
+        choices=[(key, f"by {label}") for key, label in GROUP_LABELS.items()],
+        required=False,
+        label="Group by",
+        widget=Select,
     )
 
     def __init__(self, *args, **kwargs):

@@ -16,7 +16,8 @@ class InterruptionTable(PortalTable):
     job = tables.Column("Job", accessor="job__job_id", order_by="job__job_id")
     node = tables.Column(linkify=True)
     gpu = tables.Column("GPU", linkify=True)
-    fault = tables.Column("Fault", accessor="fault_ts", orderable=False)
+    reason = tables.Column(attrs={"td": {"class": "wrap"}})
+    fault = tables.Column("Fault", accessor="fault_ts", orderable=False, attrs={"td": {"class": "wrap"}})
     ticket = tables.Column("Ticket", accessor="pk", orderable=False)
     lost_gpu_hours = tables.Column("Lost GPU-h", attrs={"td": {"class": "num"}})
 
@@ -27,7 +28,6 @@ class InterruptionTable(PortalTable):
             "job",
             "account",
             "partition",
-            "state",
             "cause",
             "reason",
             "node",

@@ -20,7 +20,8 @@ from portal.exports import delimited
 from portal.generic import ObjectListView
 
 from . import attribution, hooks, queries
-from .api.views import InterruptionFilterSet, assumptions
+from .api.views import assumptions
+from .filters import InterruptionPageFilterSet
 from .forms import GROUP_LABELS, GoodputFilterForm
 from .models import Interruption
 from .tables import InterruptionTable
@@ -80,8 +81,6 @@ class GoodputView(TelemetryPermissionMixin, View):
             "currency": settings.COST_CURRENCY,
             "cost_basis": queries.cost_basis(groups),
             "assumptions": assumptions(),
-            "checkpoint_minutes": settings.GOODPUT_CHECKPOINT_MINUTES,
-            "wait_cap_hours": settings.GOODPUT_RESTART_WAIT_CAP_HOURS,
             "has_slurm_source": telemetry_queries.has_slurm_source(),
             "stale_sources": [
                 source for source in telemetry_queries.stale_sources() if source.kind == TelemetrySource.Kind.SLURM
@@ -170,7 +169,7 @@ class InterruptionListView(TelemetryPermissionMixin, ObjectListView):
     """Jobs that ended in anything but COMPLETED, newest first, with the fault, node, GPU and ticket of each."""
 
     queryset = Interruption.objects.select_related("job", "node", "gpu", "xid_event", "transition")
-    filterset_class = InterruptionFilterSet
+    filterset_class = InterruptionPageFilterSet
     table_class = InterruptionTable
 
     def get_permission_required(self):
