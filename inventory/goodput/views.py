@@ -75,7 +75,7 @@ class GoodputView(TelemetryPermissionMixin, View):
             "range_key": range_key,
             "group_by": group_by,
             "group_label": GROUP_LABELS[group_by],
-            "groups": [with_links(g, group_by, range_key) for g in groups],
+            "groups": [with_links(g, group_by, range_key, filters) for g in groups],
             "gpus": gpus,
             "job_hours": JOB_HOURS,
             "currency": settings.COST_CURRENCY,
@@ -111,12 +111,12 @@ def dashboard_url(**params):
     return f"{reverse('inventory:goodput')}?{urlencode(params)}"
 
 
-def with_links(group, group_by, range_key):
-    """A group's figures, its ratios in %, and the link to its interruptions (the list filters by each grouping,
-    under the same name)."""
+def with_links(group, group_by, range_key, filters):
+    """A group's figures, its ratios in %, and the link to its interruptions under the dashboard's filters (the
+    list filters by each grouping, under the same name)."""
     link = None
     if group["key"] not in (None, "") and group["interruptions"]:
-        link = interruptions_url(range_key, **{group_by: group["key"]})
+        link = interruptions_url(range_key, **{**filters, group_by: group["key"]})
     return {
         **group,
         "goodput_pct": percent(group["goodput_ratio"]),

@@ -85,6 +85,10 @@ def test_filters_and_htmx_fragment(viewer_client, fleet):
     text = page.content.decode()
     assert "<html" not in text and 'id="filter-partition"' in text  # the fragment, and the partitions redrawn
     assert "<td>n3</td>" in text and "<td>n1</td>" not in text
+    # A group's interruptions link keeps the dashboard's filters.
+    n2 = fleet["nodes"]["n2"]
+    text = viewer_client.get(GOODPUT, {"range": "24h", "group_by": "node", "site": alpha.pk}).content.decode()
+    assert f"/inventory/interruptions/?cause=infrastructure&amp;site={alpha.pk}&amp;node={n2.pk}&amp;range=24h" in text
     # An unknown group_by falls back to team, as a stale bookmark should.
     assert "Goodput by team" in viewer_client.get(GOODPUT, {"group_by": "nope"}).content.decode()
 
