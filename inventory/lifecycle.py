@@ -147,3 +147,18 @@ def time_in_state(since, now=None):
     if days:
         return f"{days} day{'s' if days != 1 else ''}"
     return f"{hours} hour{'s' if hours != 1 else ''}" if hours else "under an hour"
+
+
+def hours_in_state(transitions, state, current, start, end):
+    """Hours spent in ``state`` between ``start`` and ``end``, from the object's lifecycle ``transitions`` since
+    ``start`` (``(created, from_state, to_state)``, oldest first) and its ``current`` state: the state at ``start``
+    is the first move's ``from_state`` (the current one when nothing moved since)."""
+    total, since = 0.0, start
+    state_now = transitions[0][1] if transitions else current
+    for created, _, to_state in transitions:
+        if state_now == state:
+            total += (min(created, end) - max(since, start)).total_seconds()
+        state_now, since = to_state, created
+    if state_now == state:
+        total += (end - max(since, start)).total_seconds()
+    return max(total, 0.0) / 3600

@@ -3,6 +3,7 @@ from django.urls import path
 from portal.generic import object_urls
 
 from . import forms, views
+from .goodput import views as goodput_views
 from .models import GPU, Fabric, FabricAttachment, GPUModel, Node, NodeModel, Rack, Site, StorageSystem, Switch
 from .telemetry import forms as telemetry_forms
 from .telemetry import views as telemetry_views
@@ -39,4 +40,7 @@ urlpatterns = [
                  telemetry_forms.TelemetrySourceForm,
                  extra=[("<int:pk>/pull/", telemetry_views.PullNowView.as_view(), "pull")]),
     path("utilization/", telemetry_views.UtilizationView.as_view(), name="utilization"),
+    # Goodput (issue 20): the dashboard and the interruptions list.
+    path("goodput/", goodput_views.GoodputView.as_view(), name="goodput"),
+    path("interruptions/", goodput_views.InterruptionListView.as_view(), name="interruption_list"),
 ]

@@ -22,6 +22,7 @@ from portal.generic import (
 
 from . import filters, lifecycle, querysets, tables
 from . import forms as inventory_forms
+from .goodput.views import GPUModelGoodputMixin, NodeGoodputMixin
 from .models import (
     GPU,
     Fabric,
@@ -135,8 +136,9 @@ class GPUModelListView(ObjectListView):
     table_class = tables.GPUModelTable
 
 
-class GPUModelView(ObjectView):
+class GPUModelView(GPUModelGoodputMixin, ObjectView):
     queryset = GPUModel.objects.all()
+    template_name = "inventory/gpumodel_detail.html"
 
 
 class NodeModelListView(ObjectListView):
@@ -215,7 +217,7 @@ class NodeListView(LifecycleListView):
     importable = True
 
 
-class NodeView(NodeHealthMixin, NodeGPUChartsMixin, LifecycleObjectView):
+class NodeView(NodeGoodputMixin, NodeHealthMixin, NodeGPUChartsMixin, LifecycleObjectView):
     queryset = querysets.nodes()
     template_name = "inventory/telemetry/node_detail.html"
     related_tables = [

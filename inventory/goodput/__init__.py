@@ -25,4 +25,8 @@ The module API, for the dashboard, pages, recommendation and sizing built on it:
     ``register_ticket_finder(finder)`` (support registers ``support.queries.interruption_tickets``).
 ``api``
     ``GET /api/inventory/goodput/`` and ``/api/inventory/interruptions/``.
+``views`` (the pages, over ``queries``)
+    ``GoodputView`` (``/inventory/goodput/``, ``?format=csv``), ``InterruptionListView``
+    (``/inventory/interruptions/``, filters ``filters.InterruptionPageFilterSet``, table ``tables``), and the
+    mixins ``NodeGoodputMixin`` / ``GPUModelGoodputMixin`` of the node and GPU model pages (30 days).
 """

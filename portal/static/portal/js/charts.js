@@ -103,9 +103,10 @@
         hovertemplate: "%{y}: %{x:.1f}<extra>" + s.name + "</extra>" };
     });
     if (!traces.length) { empty(el); return; }
-    var rows = d.labels.length * Math.max(1, traces.length);
+    var barmode = d.barmode || "group";  // "stack": the series are parts of one bar (lost = run + wait)
+    var rows = d.labels.length * (barmode === "stack" ? 1 : Math.max(1, traces.length));
     Plotly.newPlot(el, traces, layout(el, {
-      height: Math.max(140, 70 + rows * 22), barmode: "group", showlegend: traces.length > 1,
+      height: Math.max(140, 70 + rows * 22), barmode: barmode, showlegend: traces.length > 1,
       legend: { orientation: "h", y: -0.35 },
       xaxis: axis(d.x_title, d.x_range ? { range: d.x_range } : { rangemode: "tozero" }),
       yaxis: axis("", { autorange: "reversed", type: "category" }),

@@ -1,0 +1,37 @@
+"""The goodput dashboard's form: the utilization dashboard's range and filters, and what to group by."""
+
+from django import forms
+
+from inventory.telemetry.forms import UtilizationFilterForm
+from inventory.telemetry.queries import DEFAULT_RANGE
+from portal.forms import Select
+
+# The groupings of ``queries.goodput_by`` (the utilization report's), team first: the default.
+GROUP_LABELS = {
+    "team": "team (Slurm account)",
+    "partition": "partition",
+    "site": "site",
+    "gpu_model": "GPU model",
+    "node": "node",
+}
+
+
+class GoodputFilterForm(UtilizationFilterForm):
+    """``?range=30d&site=2&partition=train&gpu_model=1&group_by=team``. The utilization form's site, partition
+    (narrowed by site) and GPU model; its team (a node's owner) and heatmap do not apply to jobs."""
+
+    group_by = forms.ChoiceField(
+        choices=[(key, f"by {label}") for key, label in GROUP_LABELS.items()],
+        required=False,
+        label="Group by",
+        widget=Select,
+    )
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        del self.fields["team"], self.fields["heatmap"]
+
+    def choices(self):
+        """(range key, filters, group_by); an invalid field falls back to its default, as on utilization."""
+        range_key, filters, _ = super().choices()
+        return range_key or DEFAULT_RANGE, filters, self.cleaned_data.get("group_by") or "team"
