@@ -372,6 +372,9 @@ GOODPUT_CHECKPOINT_MINUTES = int(os.environ.get("GOODPUT_CHECKPOINT_MINUTES", "6
 GOODPUT_RESTART_WAIT_CAP_HOURS = float(os.environ.get("GOODPUT_RESTART_WAIT_CAP_HOURS", "24"))
 GOODPUT_MTBI_GPUS = int(os.environ.get("GOODPUT_MTBI_GPUS", "8"))
 GOODPUT_LOOKBACK_HOURS = int(os.environ.get("GOODPUT_LOOKBACK_HOURS", "48"))
+# Recommendations: a partition is reliability-bound when the infrastructure's interruptions lost more than this share
+# of its allocated GPU-hours over the window.
+RELIABILITY_LOST_SHARE = float(os.environ.get("RELIABILITY_LOST_SHARE", "0.05"))
 # The home dashboard: the fleet's mean GPU utilization aimed at (%), and how many days in delivered or burn-in make a
 # node stuck there.
 UTILIZATION_TARGET = float(os.environ.get("UTILIZATION_TARGET", "70"))

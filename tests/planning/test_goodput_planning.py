@@ -1,13 +1,16 @@
 """Planning's side of goodput (issue 20): the checkpoint interval of a plan's workload in the estimate of what an
-interruption lost, ... (hand-built fleet of ``tests.helpers.goodput``)."""
+interruption lost and the reliability-bound recommendation (hand-built fleet of ``tests.helpers.goodput``)."""
 
 import pytest
+from django.test.utils import override_settings
 
 from inventory.goodput import recording
 from inventory.goodput.models import Interruption
 from planning.plans.models import CapacityPlan
+from planning.recommendations import gather, rules, store
+from planning.recommendations.models import Recommendation
 from tests.factories import CapacityPlanFactory, PlanWorkloadFactory
-from tests.helpers.goodput import MIN, H, make_goodput_fleet
+from tests.helpers.goodput import MIN, H, add_job, make_goodput_fleet
 from tests.helpers.telemetry import freeze_now
 
 pytestmark = pytest.mark.django_db
@@ -53,3 +56,65 @@ def test_an_unplanned_account_or_a_plan_without_the_input_gets_the_defaults(flee
     Interruption.objects.all().delete()
     planned("vision", CapacityPlan.Status.APPROVED)  # no interval given: sizing's default, 1 h
     assert lost(now)["1"].checkpoint_minutes == 60
+
+
+# --- reliability-bound ----------------------------------------------------------------------------------------
+
+
+def reliability(now, **thresholds):
+    recording.record_interruptions(now - 48 * H, now + MIN, now)
+    t = rules.Thresholds(**thresholds)
+    return [f for r in gather.reliability(now, t) if (f := rules.reliability_bound(r, t))]
+
+
+@override_settings(IDLE_GPU_HOUR_COST=2.0, RELIABILITY_LOST_SHARE=0.05)
+def test_reliability_bound_on_a_hand_built_partition(fleet, now):
+    # Partition train (team vision) over the 7-day window: 130 allocated GPU-hours; J1's NODE_FAIL on n1 lost 12
+    # GPU-hours (0.5 h × 8 since its last hourly checkpoint + 1 h × 8 of wait), J2's XID 79 on n2 lost 10 (0.25 h ×
+    # 8 + 8): 22 lost, 22 / 130 = 16.9 % > 5 % (high: at least twice the limit), 44 USD at the default 2.0.
+    # Partition infer only had the users' failures: healthy, not raised.
+    [found] = reliability(now)
+    figures = {f["label"]: f for f in found.evidence["figures"]}
+    assert (found.kind, found.key, found.partition, found.severity) == (
+        "reliability_bound", "reliability_bound:partition=train", "train", "high")
+    assert figures["Infrastructure interruptions"]["value"] == 2
+    assert figures["Lost GPU-hours (estimate)"]["value"] == 22.0
+    assert figures["Allocated GPU-hours"]["value"] == 130.0
+    assert (figures["Lost share of the allocated GPU-hours"]["value"],
+            figures["Lost share of the allocated GPU-hours"]["rule"]) == (16.9, "> 5 %")
+    assert figures["Cost of the lost GPU-hours"]["value"] == 44.0
+    assert [(n["hostname"], n["interruptions"], n["lost_gpu_hours"], n["lost_cost"], n["repeat_offender"])
+            for n in figures["Worst nodes"]["rows"]] == [("n1", 1, 12.0, 24.0, False), ("n2", 1, 10.0, 20.0, False)]
+    assert figures["Reasons"]["rows"] == [
+        {"reason": "Node failure (Slurm NODE_FAIL)", "interruptions": 1},
+        {"reason": "GPU fell off the bus (XID 79) near the end", "interruptions": 1}]
+    assert [(m["gpu_model"], m["interruptions"], m["lost_gpu_hours"]) for m in figures["GPU models"]["rows"]] == [
+        ("M1", 2, 22.0)]
+    assert "every 60 min" in found.summary and "16.9 %" in found.summary
+    assert "Burn in" in found.action and "spare nodes" in found.action and "checkpoint interval" in found.action
+    assert "repeat offenders" not in found.action  # one interruption per node: none repeats
+
+
+@override_settings(IDLE_GPU_HOUR_COST=2.0)
+def test_a_repeat_offender_is_named_for_replacement(fleet, now):
+    # A third vision job on n1, −1 → −0.5 h, ended by a NODE_FAIL: n1 has 2 interruptions.
+    at = fleet["h"]
+    add_job(fleet["source"], "9", fleet["nodes"]["n1"], 8, at - H, at - H, at - H / 2, "NODE_FAIL")
+    [found] = reliability(now)
+    rows = {f["label"]: f for f in found.evidence["figures"]}["Worst nodes"]["rows"]
+    assert [(n["hostname"], n["interruptions"], n["repeat_offender"]) for n in rows][0] == ("n1", 2, True)
+    assert "replace or repair the repeat offenders n1" in found.action
+
+
+def test_reliability_bound_is_never_raised_on_a_healthy_partition(fleet, now):
+    # Under the limit (16.9 % ≤ 20 %): no finding for train; infer's only failures are the users'.
+    assert reliability(now, reliability_lost_share=0.2) == []
+
+
+@override_settings(RELIABILITY_LOST_SHARE=0.05)
+def test_the_analysis_writes_the_reliability_recommendation(fleet, now):
+    recording.record_interruptions(now - 48 * H, now + MIN, now)
+    store.run(now)
+    rec = Recommendation.objects.get(kind=Recommendation.Kind.RELIABILITY)
+    assert (rec.partition, rec.status, rec.evidence["measured"]["lost_gpu_hours"]) == ("train", "open", 22.0)
+    assert not Recommendation.objects.filter(kind=Recommendation.Kind.RELIABILITY, partition="infer").exists()
