@@ -1,5 +1,6 @@
 """Planning's side of goodput (issue 20): the checkpoint interval of a plan's workload in the estimate of what an
-interruption lost and the reliability-bound recommendation (hand-built fleet of ``tests.helpers.goodput``)."""
+interruption lost, the reliability-bound recommendation, sizing on the measured interruption rate and a workload's
+time to result (hand-built fleet of ``tests.helpers.goodput``)."""
 
 import pytest
 from django.test.utils import override_settings
@@ -9,6 +10,7 @@ from inventory.goodput.models import Interruption
 from planning.plans.models import CapacityPlan
 from planning.recommendations import gather, rules, store
 from planning.recommendations.models import Recommendation
+from planning.sizing import sizing
 from tests.factories import CapacityPlanFactory, PlanWorkloadFactory
 from tests.helpers.goodput import MIN, H, add_job, make_goodput_fleet
 from tests.helpers.telemetry import freeze_now
@@ -118,3 +120,46 @@ def test_the_analysis_writes_the_reliability_recommendation(fleet, now):
     rec = Recommendation.objects.get(kind=Recommendation.Kind.RELIABILITY)
     assert (rec.partition, rec.status, rec.evidence["measured"]["lost_gpu_hours"]) == ("train", "open", 22.0)
     assert not Recommendation.objects.filter(kind=Recommendation.Kind.RELIABILITY, partition="infer").exists()
+
+
+# --- sizing on the fleet's measured interruption rate ---------------------------------------------------------
+
+SIZING_API = "/api/planning/sizing/"
+BODY = {"params_billion": 1, "tokens_billion": 30, "num_gpus": 64}
+
+
+def test_sizing_uses_a_measured_rate_when_given():
+    gpus = {"G": sizing.GPU("G", 80, 989, 1979, 700, 900)}
+    workload = sizing.Workload(gpu_model="G", **BODY)
+    published = sizing.size(workload, gpus)["goodput"]
+    measured = sizing.size(workload, gpus, rates={"G": sizing.MeasuredRate("G", 2, 130.0)}).figures["goodput"]
+    # 2 interruptions / 130 GPU-hours × 64 GPUs × 0.31 h lost each (the published loss per interruption).
+    lost = 64 * 2 / 130 * sizing.HOURS_LOST_PER_INTERRUPTION
+    assert measured.value == pytest.approx(1 / (1 + lost))
+    assert published == pytest.approx(1 / (1 + 64 * sizing.INTERRUPTIONS_PER_GPU_HOUR
+                                           * sizing.HOURS_LOST_PER_INTERRUPTION))
+    assert measured.explanation.startswith("Measured on your fleet: 0.37 interruptions per GPU-day over 130 "
+                                           "GPU-hours of G")
+    assert measured.source == "measured on your fleet: 2 interruptions over 130 GPU-hours"
+
+
+@override_settings(SIZING_MEASURED_MIN_GPU_HOURS=100)
+def test_sizing_api_uses_the_fleets_rate_for_a_model_with_history(fleet, now, viewer_api):
+    # Over 30 days M1 (n1, n2) held 130 allocated GPU-hours with 2 infrastructure interruptions: history enough
+    # (≥ 100 here); M2 (n3) held 8: the published rate.
+    recording.record_interruptions(now - 48 * H, now + MIN, now)
+    m1 = viewer_api.post(SIZING_API, {"gpu_model": "M1", **BODY}, format="json").json()["figures"]["goodput"]
+    assert m1["source"] == "measured on your fleet: 2 interruptions over 130 GPU-hours"
+    assert "0.37 interruptions per GPU-day over 130 GPU-hours of M1" in m1["explanation"]
+    assert m1["value"] == pytest.approx(1 / (1 + 64 * 2 / 130 * sizing.HOURS_LOST_PER_INTERRUPTION), abs=1e-4)
+    m2 = viewer_api.post(SIZING_API, {"gpu_model": "M2", **BODY}, format="json").json()["figures"]["goodput"]
+    assert m2["source"] == sizing.GOODPUT_SOURCE and m2["explanation"].startswith("Published runs")
+
+
+def test_sizing_keeps_the_published_rate_without_enough_history(fleet, now, viewer_api, viewer_client):
+    # 130 GPU-hours is far below the default 10,000: the published rate, on the API and on the page.
+    recording.record_interruptions(now - 48 * H, now + MIN, now)
+    m1 = viewer_api.post(SIZING_API, {"gpu_model": "M1", **BODY}, format="json").json()["figures"]["goodput"]
+    assert m1["source"] == sizing.GOODPUT_SOURCE
+    page = viewer_client.get("/planning/sizing/", {"gpu_model": "M1", **BODY}).content.decode()
+    assert "Published runs: " in page and "Measured on your fleet" not in page

@@ -6,6 +6,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from ...calibration.calibration import calibrate
+from ...goodput import measured_rates
 from .. import sizing
 from . import serializers as api
 
@@ -37,12 +38,12 @@ class SizingView(APIView):
                                                     'SXM has no FP8 tensor cores; size it in bf16."]}`.')},
     )
     def post(self, request):
-        gpus, factors = sizing.catalog_gpus(), calibrate().factors
+        gpus, factors, rates = sizing.catalog_gpus(), calibrate().factors, measured_rates()
         params = api.SizingInputSerializer(data=request.data, context={"gpus": gpus, "factors": factors})
         params.is_valid(raise_exception=True)
         workload = sizing.Workload(**params.validated_data)
-        result = sizing.size(workload, gpus, factors)
+        result = sizing.size(workload, gpus, factors, rates)
         answer = {"gpu": result.gpu, "figures": result.figures,
                   "costs": sizing.run_costs(result["gpu_hours"], workload.gpu_model),
-                  "comparison": sizing.compare_all(workload, gpus, factors)}
+                  "comparison": sizing.compare_all(workload, gpus, factors, rates)}
         return Response(api.SizingSerializer(answer).data)
