@@ -2,11 +2,14 @@
 interruption lost, the reliability-bound recommendation, sizing on the measured interruption rate and a workload's
 time to result (hand-built fleet of ``tests.helpers.goodput``)."""
 
+import re
+
 import pytest
 from django.test.utils import override_settings
 
 from inventory.goodput import recording
 from inventory.goodput.models import Interruption
+from planning.plans.forecast import add_months
 from planning.plans.models import CapacityPlan
 from planning.recommendations import gather, rules, store
 from planning.recommendations.models import Recommendation
@@ -163,3 +166,63 @@ def test_sizing_keeps_the_published_rate_without_enough_history(fleet, now, view
     assert m1["source"] == sizing.GOODPUT_SOURCE
     page = viewer_client.get("/planning/sizing/", {"gpu_model": "M1", **BODY}).content.decode()
     assert "Published runs: " in page and "Measured on your fleet" not in page
+
+
+# --- time to result -----------------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def timed_plan(fleet, now):
+    """A plan from the month of the fleet's first job: vision (J1, J2, J5 ended; J6 running), speech (J3, J4
+    ended), a workload without an account, and one of vision starting next month (no jobs yet)."""
+    month = (fleet["h"] - 12 * H).date().replace(day=1)
+    plan = CapacityPlanFactory(first_month=month, horizon_months=3)
+    make = lambda name, account, start=month: PlanWorkloadFactory(  # noqa: E731
+        plan=plan, name=name, slurm_account=account, start=start, gpu_model=fleet["models"][0])
+    return plan, {"vision": make("vision run", "vision"), "speech": make("speech run", "speech"),
+                  "none": make("no account", ""), "later": make("later", "vision", add_months(month, 1))}
+
+
+def estimate_days(workload):
+    return sizing.size(workload.workload(), sizing.catalog_gpus())["wall_clock_days"]
+
+
+def test_time_to_result_on_the_plan_page_and_api(timed_plan, fleet, now, viewer_client, viewer_api):
+    plan, w = timed_plan
+    h = fleet["h"]
+    # speech: first submit h − 4 (J3), last end h − 2 (J4): 2 h = 0.0833 days. vision: first submit h − 11 (J1),
+    # J6 still runs: to now (h + 0.5), 11.5 h = 0.4792 days so far.
+    speech_days, vision_days = 2 / 24, 11.5 / 24
+    body = {row["name"]: row["time_to_result"]
+            for row in viewer_api.get(f"/api/planning/plans/{plan.pk}/").json()["workloads"]}
+    speech = body["speech run"]
+    assert (speech["jobs"], speech["running"], speech["days"]) == (2, 0, round(speech_days, 3))
+    assert speech["first_submit"].startswith((h - 4 * H).strftime("%Y-%m-%dT%H:%M"))
+    assert speech["last_end"].startswith((h - 2 * H).strftime("%Y-%m-%dT%H:%M"))
+    assert speech["estimate_days"] == pytest.approx(estimate_days(w["speech"]), abs=1e-3)
+    assert speech["ratio"] == pytest.approx(speech_days / estimate_days(w["speech"]), abs=1e-4)  # 4 decimals
+    vision = body["vision run"]
+    assert (vision["jobs"], vision["running"], vision["days"], vision["last_end"]) == (
+        4, 1, round(vision_days, 3), None)
+    assert body["no account"] is None
+    assert (body["later"]["jobs"], body["later"]["days"], body["later"]["ratio"]) == (0, None, None)
+    html = viewer_client.get(plan.get_absolute_url()).content.decode()
+    shown = re.search(rf'id="time-to-result-{w["speech"].pk}">([^<]*)<', html).group(1)
+    assert shown == (f"Time to result: 0.1 days, first submit to last end of 2 jobs under speech against the "
+                     f"plan&#x27;s {estimate_days(w['speech']):,.1f} days "
+                     f"({speech_days / estimate_days(w['speech']):.2f}×).")
+    assert "0.5 days so far (1 still running)" in re.search(
+        rf'id="time-to-result-{w["vision"].pk}">([^<]*)<', html).group(1)
+    assert f'id="time-to-result-{w["none"].pk}"' not in html
+
+
+def test_time_to_result_reads_the_jobs_once_for_a_list_of_plans(timed_plan, viewer_api, django_assert_max_num_queries):
+    viewer_api.get("/api/planning/plans/")
+    for _ in range(3):
+        PlanWorkloadFactory(plan=CapacityPlanFactory(), slurm_account="vision")
+    with django_assert_max_num_queries(20) as few:
+        viewer_api.get("/api/planning/plans/")
+    for _ in range(3):  # three more plans with workloads: no more queries
+        PlanWorkloadFactory(plan=CapacityPlanFactory(), slurm_account="speech")
+    with django_assert_max_num_queries(len(few.captured_queries)):
+        viewer_api.get("/api/planning/plans/")
