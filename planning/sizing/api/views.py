@@ -30,7 +30,10 @@ class SizingView(APIView):
             "the GPU model (from the contracts) and at the rental rate, with their sources (null: not known). "
             "`team` (a Slurm account) applies that team's sizing factor from `GET /api/planning/calibration/`, "
             "`calibration_factor` a factor of your own: GPU-hours, days, energy and cost × the factor, "
-            "`figures.calibration_factor` says which and where from."
+            "`figures.calibration_factor` says which and where from. The default goodput uses the fleet's measured "
+            "infrastructure interruption rate of the GPU model (`inventory.goodput`) where its jobs held at least "
+            "`SIZING_MEASURED_MIN_GPU_HOURS` GPU-hours over `SIZING_MEASURED_RANGE`, else the published rate; "
+            "`figures.goodput` says which."
         ),
         request=api.SizingInputSerializer,
         responses={200: api.SizingSerializer,
