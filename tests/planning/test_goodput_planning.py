@@ -226,3 +226,14 @@ def test_time_to_result_reads_the_jobs_once_for_a_list_of_plans(timed_plan, view
         PlanWorkloadFactory(plan=CapacityPlanFactory(), slurm_account="speech")
     with django_assert_max_num_queries(len(few.captured_queries)):
         viewer_api.get("/api/planning/plans/")
+
+
+@override_settings(RELIABILITY_LOST_SHARE=0.05)
+def test_the_reliability_recommendations_page_shows_its_tables(fleet, now, viewer_client):
+    recording.record_interruptions(now - 48 * H, now + MIN, now)
+    store.run(now)
+    rec = Recommendation.objects.get(kind=Recommendation.Kind.RELIABILITY)
+    html = viewer_client.get(rec.get_absolute_url()).content.decode()
+    assert "<h2>Nodes <span" in html and "<td>n1</td>" in html
+    assert "<h2>Reasons <span" in html and "<td>Node failure (Slurm NODE_FAIL)</td>" in html
+    assert "<h2>GPU models <span" in html and "<td>M1</td>" in html
