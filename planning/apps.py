@@ -7,6 +7,7 @@ class PlanningConfig(AppConfig):
 
     def ready(self):
         from inventory.costs import register_cost_provider
+        from inventory.goodput.hooks import register_checkpoint_provider
         from portal import events
         from portal.files import delete_file_with_row
         from portal.registry import (
@@ -20,11 +21,13 @@ class PlanningConfig(AppConfig):
         from . import policy  # noqa: F401  (registers planning's rules)
         from .contracts.costs import node_gpu_hour_costs
         from .dashboard import contract_tiles, recommendations_panel, renewals_panel
+        from .goodput import checkpoint_minutes
         from .plans import tasks as plans_tasks  # noqa: F401  (a plan's changes queue its summary's refresh)
         from .queries import SEARCH_LOOKS_AT, search
         from .webhooks import delivery  # also registers the send_webhook Celery task in workers
 
         register_cost_provider(node_gpu_hour_costs)
+        register_checkpoint_provider(checkpoint_minutes)  # an interruption's lost work: its plan's checkpoints
         register_search_provider(search, looks_at=SEARCH_LOOKS_AT)
         events.subscribe(delivery.emit)  # business events go out to the subscribed webhooks
         register_menu("Planning", order=30, items=[

@@ -37,6 +37,7 @@ from portal.generic import (
 )
 
 from ..calibration.calibration import calibrate, times
+from ..goodput import time_to_result
 from ..policy import decides_plan
 from ..sizing import sizing
 from ..sizing.views import display
@@ -80,6 +81,7 @@ class WorkloadRow:
     problem: str  # why it cannot be sized
     sizing_url: str  # the sizing page for this workload, every figure and the comparison of GPU models
     calibration: Any = None  # calibration.Run: what its Slurm account's jobs show; None without an account
+    time_to_result: Any = None  # goodput.TimeToResult of its account's jobs; None without an account
 
     @property
     def gpu_hours(self):
@@ -104,8 +106,8 @@ class WorkloadRow:
 
 
 def workload_rows(plan):
-    """A ``WorkloadRow`` for each of the plan's workloads, with what its jobs realized (``calibration``): seven queries
-    however many workloads and jobs there are."""
+    """A ``WorkloadRow`` for each of the plan's workloads, with what its jobs realized (``calibration``) and their
+    time to result: eight queries however many workloads and jobs there are."""
     rows, gpus, page = [], None, reverse("planning:sizing")
     runs = calibrate(plan.workloads.all()).runs
     for workload in plan.workloads.select_related("gpu_model"):
@@ -120,6 +122,10 @@ def workload_rows(plan):
         except (ValueError, TypeError) as error:  # SizingError, or a text where a number belongs
             rows.append(WorkloadRow(workload, None, str(error) or "The inputs cannot be sized.", url,
                                     runs.get(workload.pk)))
+    found = time_to_result([row.workload for row in rows],
+                           {row.workload.pk: row.sizing["wall_clock_days"] for row in rows if row.sizing})
+    for row in rows:
+        row.time_to_result = found.get(row.workload.pk)
     return rows
 
 

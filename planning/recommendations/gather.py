@@ -22,11 +22,14 @@ from django.db.models.functions import Cast, Coalesce, Greatest, TruncDate
 from django.utils import timezone
 
 from inventory.costs import gpu_hour_costs
+from inventory.goodput import attribution
+from inventory.goodput import queries as goodput
 from inventory.lifecycle import state_since
 from inventory.models import GPU, Fabric, FabricAttachment, LifecycleState, Node, StateTransition
 from inventory.telemetry import allocation, jobstats, slurm
 from inventory.telemetry.matching import NodeMatcher
 from inventory.telemetry.models import GPUDaily, GPUHourly, SlurmJob, SlurmJobNode
+from inventory.telemetry.queries import RANGES
 from inventory.telemetry.rollups import floor_hour
 from portal.db import related_count
 
@@ -37,9 +40,12 @@ from .rules import (
     IdleNode,
     NodeHealth,
     PartitionStats,
+    Reliability,
     StuckNode,
     TeamUse,
     Width,
+    lost_share,
+    lost_share_limit,
     width_of,
 )
 
@@ -432,3 +438,44 @@ def stuck_nodes(now, costs, t=THRESHOLDS):
         nodes.append(StuckNode(pk, hostname, LifecycleState(state).label, site_id, site_name, since,
                                (now - since).days, gpus, cost, by_contract))
     return nodes
+
+
+# --- Reliability-bound: inventory.goodput's figures, per partition ---------------------------------------------
+
+
+def goodput_range(t=THRESHOLDS):
+    """The goodput range that covers the window: the shortest of ``RANGES`` at least ``window_days`` long."""
+    fitting = [r for r in RANGES.values() if r.periods * (24 if r.daily else 1) >= t.window_days * 24]
+    return min(fitting, key=lambda r: r.periods * (24 if r.daily else 1)).key if fitting else "1y"
+
+
+def reliability(now, t=THRESHOLDS):
+    """A ``Reliability`` per partition whose infrastructure interruptions lost more than the limit's share: its
+    goodput figures, and per node and GPU model (``goodput_by`` again, filtered to it), its reasons. About ten
+    queries, plus about twenty per partition over the limit."""
+    range_key = goodput_range(t)
+    start = RANGES[range_key].start(now)
+    over = [g for g in goodput.goodput_by("partition", range_key, now=now)
+            if g["interruptions"] and (lost_share(g) or 0) > lost_share_limit(t)]
+    if not over:
+        return []
+    reasons, minutes = defaultdict(Counter), defaultdict(set)
+    for partition, reason, code, checkpoint, count in (
+            goodput.interruptions({"cause": attribution.INFRASTRUCTURE}, start, now)
+            .filter(partition__in=[g["key"] for g in over])
+            .values_list("partition", "reason", "xid_event__code", "checkpoint_minutes")
+            .annotate(n=Count("pk")).order_by()):
+        words = attribution.REASONS.get(reason, reason)
+        if code is not None and reason in (attribution.XID, attribution.ECC):
+            words = f"{words} (XID {code})"
+        reasons[partition][words] += count
+        if checkpoint:
+            minutes[partition].add(checkpoint)
+    found = []
+    for g in over:
+        only = {"partition": g["key"]}
+        nodes = [n for n in goodput.goodput_by("node", range_key, only, now) if n["interruptions"]]
+        models = [m for m in goodput.goodput_by("gpu_model", range_key, only, now) if m["interruptions"]]
+        found.append(Reliability(g["key"], g, nodes, models, dict(reasons[g["key"]].most_common()),
+                                 goodput.cost_basis([g]), sorted(minutes[g["key"]])))
+    return found

@@ -18,6 +18,7 @@ class RecommendationKind(models.TextChoices):
     MEMORY = "memory_bound", "Memory-bound"
     AGEING = "ageing", "Ageing hardware"
     UNDER_USED = "under_used", "Under-used"
+    RELIABILITY = "reliability_bound", "Reliability-bound"
 
 
 class RecommendationStatus(models.TextChoices):

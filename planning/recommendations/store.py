@@ -27,7 +27,8 @@ def run(now=None, t=rules.THRESHOLDS):
     no rule finds any more; skip keys accepted or dismissed within ``snooze_days``. Returns the counts."""
     now = now or timezone.now()
     partitions, nodes = gather.gather(now, t)
-    findings = rules.analyse(partitions, nodes, timezone.localdate(now), t, gather.under_used(now, t))
+    findings = rules.analyse(partitions, nodes, timezone.localdate(now), t, gather.under_used(now, t),
+                             gather.reliability(now, t))
     return write(findings, now, t)
 
 

@@ -75,6 +75,9 @@ class RecommendationView(ModelPermissionMixin, DetailView):
             # Ageing has its own columns; other kinds' rows show their own keys (hostname, idle days, cost…).
             node_columns=[key.replace("_", " ").capitalize() for key in node_rows[0]]
             if node_rows and rec.kind != R.Kind.AGEING else None,
+            # Further tables of the evidence (reliability-bound: its reasons and GPU models), each under its label.
+            more_tables=[(f["label"], [key.replace("_", " ").capitalize() for key in f["rows"][0]], f["rows"])
+                         for f in [f for f in figures if "rows" in f][1:] if f["rows"]],
             chart=evidence.get("chart"),
             can_decide=rec.is_open and self.request.user.has_perm("planning.change_recommendation"),
             makes_bom=rec.kind in (R.Kind.CAPACITY, R.Kind.AGEING) and rec.node_model_id and rec.node_count,

@@ -259,13 +259,36 @@ def default_mfu(active_params, gpu, gpus, precision="bf16"):
     return mfu, why + "."
 
 
-def default_goodput(gpus):
-    """(goodput, explanation): the share of wall-clock time spent training on ``gpus`` GPUs; the rest is lost to
-    interruptions (their number grows with GPUs × hours, each costs the whole run the same time)."""
-    lost_share = gpus * INTERRUPTIONS_PER_GPU_HOUR * HOURS_LOST_PER_INTERRUPTION
+@dataclass(frozen=True)
+class MeasuredRate:
+    """The fleet's infrastructure interruptions of a GPU model's jobs over ``gpu_hours`` allocated GPU-hours
+    (``planning.goodput.measured_rates``, from ``inventory.goodput``), where the history is long enough to trust."""
+
+    gpu_model: str
+    interruptions: int
+    gpu_hours: float
+
+    @property
+    def per_gpu_hour(self):
+        return self.interruptions / self.gpu_hours
+
+    @property
+    def source(self):
+        return f"measured on your fleet: {self.interruptions:,} interruptions over {self.gpu_hours:,.0f} GPU-hours"
+
+
+def default_goodput(gpus, measured=None):
+    """(goodput, explanation, source): the share of wall-clock time spent training on ``gpus`` GPUs; the rest is
+    lost to interruptions (their number grows with GPUs × hours, each costs the whole run the same time). The rate
+    is the fleet's ``measured`` one (:class:`MeasuredRate`) when given, else the published runs'."""
+    rate = measured.per_gpu_hour if measured else INTERRUPTIONS_PER_GPU_HOUR
+    lost_share = gpus * rate * HOURS_LOST_PER_INTERRUPTION
+    where = (f"Measured on your fleet: {rate * 24:.2g} interruptions per GPU-day over {measured.gpu_hours:,.0f} "
+             f"GPU-hours of {measured.gpu_model}" if measured else "Published runs")
     return 1 / (1 + lost_share), (
-        f"{INTERRUPTIONS_PER_GPU_HOUR * 24:.2g} interruptions per GPU-day × {gpus:,} GPUs, "
-        f"{HOURS_LOST_PER_INTERRUPTION * 60:.0f} minutes lost each: {lost_share:.1%} more time.")
+        f"{where}: {rate * 24:.2g} interruptions per GPU-day × {gpus:,} GPUs, "
+        f"{HOURS_LOST_PER_INTERRUPTION * 60:.0f} minutes lost each: {lost_share:.1%} more time."), \
+        measured.source if measured else GOODPUT_SOURCE
 
 
 class SizingError(ValueError):
@@ -368,9 +391,10 @@ def model_shape(active_params):
     return hidden / ASPECT_RATIO, hidden
 
 
-def size(workload, gpus, factors=None):
+def size(workload, gpus, factors=None, rates=None):
     """Size ``workload`` on its GPU model; ``gpus`` maps catalog names to :class:`GPU`, ``factors`` teams to their
-    :class:`TeamFactor` (None: teams are not checked). Raises SizingError."""
+    :class:`TeamFactor` (None: teams are not checked), ``rates`` GPU model names to the fleet's
+    :class:`MeasuredRate` of interruptions (the default goodput's; else the published rate). Raises SizingError."""
     errors = validate(workload, gpus, factors)
     if errors:
         raise SizingError(errors)
@@ -403,11 +427,13 @@ def size(workload, gpus, factors=None):
     factor, factor_why, factor_source = sizing_factor(w, factors)
 
     def run_on(n):
-        """(MFU, its explanation, goodput, its explanation, GPU-hours) on n GPUs; the user's MFU and goodput win.
-        The sizing factor scales the GPU-hours (what the team's runs took), not the hardware's throughput."""
+        """(MFU, its explanation, goodput, its explanation and source, GPU-hours) on n GPUs; the user's MFU and
+        goodput win. The sizing factor scales the GPU-hours (what the team's runs took), not the hardware's
+        throughput."""
         mfu, mfu_why = (w.mfu, "") if w.mfu else default_mfu(n_active, gpu, n, w.precision)
-        goodput, goodput_why = (w.goodput, "") if w.goodput else default_goodput(n)
-        return mfu, mfu_why, goodput, goodput_why, flops / (peak * mfu) / 3600 / goodput * factor
+        goodput, goodput_why, goodput_source = (w.goodput, "", YOUR_INPUT) if w.goodput else default_goodput(
+            n, (rates or {}).get(w.gpu_model))
+        return mfu, mfu_why, goodput, goodput_why, goodput_source, flops / (peak * mfu) / 3600 / goodput * factor
 
     deadline_gpus = None
     if w.deadline_days:
@@ -434,9 +460,9 @@ def size(workload, gpus, factors=None):
     n, why = ((w.num_gpus, "the GPUs given") if w.num_gpus else (deadline_gpus, "the GPUs for the deadline")
               if deadline_gpus else (min_gpus or 1, "the fewest GPUs that fit training"))
     put("gpus", n, f"The figures below that depend on a GPU count use {why}.")
-    mfu, mfu_why, goodput, goodput_why, gpu_hours = run_on(n)
+    mfu, mfu_why, goodput, goodput_why, goodput_source, gpu_hours = run_on(n)
     put("mfu", mfu, mfu_why or "Given.", None if mfu_why else YOUR_INPUT)
-    put("goodput", goodput, goodput_why or "Given.", None if goodput_why else YOUR_INPUT)
+    put("goodput", goodput, goodput_why or "Given.", goodput_source)
     put("calibration_factor", factor, factor_why + " It multiplies the GPU-hours, days and energy; step time, "
         "memory and bandwidths are the hardware's.", factor_source)
     put("gpu_hours", gpu_hours, f"FLOPs / ({PRECISIONS[w.precision]} peak {peak / 1e12:,.1f} TFLOP/s × MFU "
@@ -539,12 +565,12 @@ class ComparisonRow:
         return {key: self.sizing[key] if self.sizing else None for key in COMPARISON_FIGURES}
 
 
-def compare_all(workload, gpus, factors=None):
+def compare_all(workload, gpus, factors=None, rates=None):
     """The same workload on every GPU model of ``gpus`` (name → GPU), in its order."""
     rows = []
     for gpu in gpus.values():
         try:
-            rows.append(ComparisonRow(gpu, size(replace(workload, gpu_model=gpu.name), gpus, factors)))
+            rows.append(ComparisonRow(gpu, size(replace(workload, gpu_model=gpu.name), gpus, factors, rates)))
         except SizingError as error:
             rows.append(ComparisonRow(gpu, None, " ".join(m for msgs in error.errors.values() for m in msgs)))
     return rows

@@ -13,6 +13,7 @@ from inventory.models import GPUModel
 from inventory.queries import most_common_gpu_model
 
 from ..calibration.calibration import calibrate
+from ..goodput import measured_rates
 from ..plans.forms import AddToPlanForm
 from ..plans.models import NOT_INPUTS
 from . import sizing
@@ -59,7 +60,7 @@ class SizingView(TemplateView):
 
     def get_context_data(self, **kwargs):
         context = super().get_context_data(**kwargs)
-        gpus, factors = sizing.catalog_gpus(), calibrate().factors
+        gpus, factors, rates = sizing.catalog_gpus(), calibrate().factors, measured_rates()
         # The fleet's most common model is the default, preselected on a blank form and taken when a URL leaves
         # the model out (a filled form that names one says its own).
         default_gpu, data = most_common_gpu_model(), self.request.GET
@@ -72,8 +73,8 @@ class SizingView(TemplateView):
             workload = form.workload()
             if may_add_to_plans(self.request.user):
                 context["add_form"] = self.add_form(form)
-            rows = sizing.compare_all(workload, gpus, factors)
-            result = sizing.size(workload, gpus, factors)
+            rows = sizing.compare_all(workload, gpus, factors, rates)
+            result = sizing.size(workload, gpus, factors, rates)
             context.update(
                 figures=[(figure, display(figure.value)) for figure in result.figures.values()],
                 costs=[(figure, display(figure.value)) for figure in

@@ -191,7 +191,7 @@ def test_add_edit_delete_workload_with_plain_forms(manager_client, manager):
     row = next(r for r in detail.context["workloads"] if r.workload == added)
     # blank MFU and goodput: the calibrated defaults for 39B active parameters on 768 GPUs
     mfu, _ = sizing.default_mfu(39e9, sizing.GPU.of(gpu), 768)
-    goodput, _ = sizing.default_goodput(768)
+    goodput, _, _ = sizing.default_goodput(768)
     assert row.gpu_hours == pytest.approx(6 * 39e9 * 4000e9 / (float(gpu.bf16_tflops) * 1e12 * mfu) / 3600 / goodput)
     assert row.summary[2] == "768" and row.summary[3] == "multi node"
     assert f'id="workload-{added.pk}"' in page and "multi node" in page and ">Days</th>" in page

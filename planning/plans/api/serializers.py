@@ -3,12 +3,14 @@ in one transaction), the workflow's events, the bill of materials and, for the s
 ``GET /api/planning/plans/{id}/analysis/`` (``planning.plans.analysis.as_dict``)."""
 
 from django.core.exceptions import ValidationError as DjangoValidationError
+from django.db.models import QuerySet
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from portal.api.serializers import COMMON, TIMESTAMPS, EnumChoiceField, PortalModelSerializer
 
 from ...common import NestedListMixin
+from ...goodput import time_to_result
 from ...sizing import sizing
 from .. import months, scenarios, scope, workflow
 from ..models import SCENARIO_FIELDS, SCOPE_FIELDS, CapacityPlan, PlanEvent, PlanItem, PlanWorkload
@@ -16,26 +18,63 @@ from ..summary import is_stale
 from .fields import MonthField
 
 
+class TimeToResultSerializer(serializers.Serializer):
+    """A workload's time to result (``planning.goodput.TimeToResult``)."""
+
+    account = serializers.CharField()
+    jobs = serializers.IntegerField()
+    running = serializers.IntegerField(help_text="Of them, still running.")
+    first_submit = serializers.DateTimeField(allow_null=True)
+    last_end = serializers.DateTimeField(allow_null=True, help_text="Null while a job runs.")
+    days = serializers.FloatField(allow_null=True, help_text="First submit to last end (to now while jobs run).")
+    estimate_days = serializers.FloatField(allow_null=True, help_text="The sized wall-clock days.")
+    ratio = serializers.FloatField(allow_null=True, help_text="days / estimate_days.")
+
+
 class PlanWorkloadSerializer(PortalModelSerializer):
     start = MonthField(help_text="YYYY-MM: the month it starts, one of the plan's months (first_month to last_month).")
     gpu_hours = serializers.SerializerMethodField(help_text="GPU-hours of the run (planning.sizing).")
+    time_to_result = serializers.SerializerMethodField(help_text=(
+        "The Slurm account's jobs submitted since the workload's start month: first submit to last end (to now "
+        "while jobs run) in days, against the sized wall-clock days (ratio); null without an account."))
 
     class Meta:
         model = PlanWorkload
-        fields = ["id", "name", "start", "gpu_model", "slurm_account", "inputs", "gpu_hours"]
+        fields = ["id", "name", "start", "gpu_model", "slurm_account", "inputs", "gpu_hours", "time_to_result"]
 
     def validate(self, attrs):
         if "plan" in self.context:  # a workload added on its own (POST plans/{id}/workloads/): checked with its plan
             attrs = {**attrs, "plan": self.context["plan"]}
         return super().validate(attrs)
 
-    def get_gpu_hours(self, workload) -> float | None:
+    def sized(self, workload):
+        """Its sizing (None: cannot be sized), once per workload for both fields."""
         if "gpus" not in self.context:
-            self.context["gpus"] = sizing.catalog_gpus()
-        try:
-            return sizing.size(workload.workload(), self.context["gpus"])["gpu_hours"]
-        except (ValueError, DjangoValidationError):
+            self.context["gpus"], self.context["sized"] = sizing.catalog_gpus(), {}
+        if workload.pk not in self.context["sized"] or workload.pk is None:
+            try:
+                self.context["sized"][workload.pk] = sizing.size(workload.workload(), self.context["gpus"])
+            except (ValueError, DjangoValidationError):
+                self.context["sized"][workload.pk] = None
+        return self.context["sized"][workload.pk]
+
+    def get_gpu_hours(self, workload) -> float | None:
+        return sized["gpu_hours"] if (sized := self.sized(workload)) else None
+
+    @extend_schema_field(TimeToResultSerializer(allow_null=True))
+    def get_time_to_result(self, workload):
+        # Read for every workload of the plans being serialized at once (one query for all their jobs).
+        if workload.pk not in self.context.setdefault("time_to_result", {}):
+            shown = self.root.instance if isinstance(self.root.instance, list | QuerySet) else [self.root.instance]
+            plans = {x.pk for x in shown if isinstance(x, CapacityPlan)} | {workload.plan_id}
+            fetched = list(PlanWorkload.objects.filter(plan__in=plans))
+            found = time_to_result(fetched)
+            self.context["time_to_result"] |= {w.pk: found.get(w.pk) for w in fetched}
+        if (found := self.context["time_to_result"].get(workload.pk)) is None:
             return None
+        sized = self.sized(workload)
+        found.estimate_days = sized["wall_clock_days"] if sized else None
+        return found.as_dict()
 
 
 # Quantity × unit cost: up to 10 + 12 integer digits and 2 decimals; a grand total sums many lines. A narrower

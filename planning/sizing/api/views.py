@@ -6,6 +6,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from ...calibration.calibration import calibrate
+from ...goodput import measured_rates
 from .. import sizing
 from . import serializers as api
 
@@ -29,7 +30,10 @@ class SizingView(APIView):
             "the GPU model (from the contracts) and at the rental rate, with their sources (null: not known). "
             "`team` (a Slurm account) applies that team's sizing factor from `GET /api/planning/calibration/`, "
             "`calibration_factor` a factor of your own: GPU-hours, days, energy and cost × the factor, "
-            "`figures.calibration_factor` says which and where from."
+            "`figures.calibration_factor` says which and where from. The default goodput uses the fleet's measured "
+            "infrastructure interruption rate of the GPU model (`inventory.goodput`) where its jobs held at least "
+            "`SIZING_MEASURED_MIN_GPU_HOURS` GPU-hours over `SIZING_MEASURED_RANGE`, else the published rate; "
+            "`figures.goodput` says which."
         ),
         request=api.SizingInputSerializer,
         responses={200: api.SizingSerializer,
@@ -37,12 +41,12 @@ class SizingView(APIView):
                                                     'SXM has no FP8 tensor cores; size it in bf16."]}`.')},
     )
     def post(self, request):
-        gpus, factors = sizing.catalog_gpus(), calibrate().factors
+        gpus, factors, rates = sizing.catalog_gpus(), calibrate().factors, measured_rates()
         params = api.SizingInputSerializer(data=request.data, context={"gpus": gpus, "factors": factors})
         params.is_valid(raise_exception=True)
         workload = sizing.Workload(**params.validated_data)
-        result = sizing.size(workload, gpus, factors)
+        result = sizing.size(workload, gpus, factors, rates)
         answer = {"gpu": result.gpu, "figures": result.figures,
                   "costs": sizing.run_costs(result["gpu_hours"], workload.gpu_model),
-                  "comparison": sizing.compare_all(workload, gpus, factors)}
+                  "comparison": sizing.compare_all(workload, gpus, factors, rates)}
         return Response(api.SizingSerializer(answer).data)
