@@ -68,6 +68,7 @@ class ObjectListView(ModelPermissionMixin, ExportMixin, SingleTableMixin, Filter
     per_page = 50
     exclude_columns = ("select", "actions")
     importable = False
+    addable = True  # False for rows the portal records itself (no add page)
     export_class = SafeTableExport
 
     def render_to_response(self, context, **kwargs):
@@ -113,7 +114,9 @@ class ObjectListView(ModelPermissionMixin, ExportMixin, SingleTableMixin, Filter
         query["_export"] = "csv"
         context.update(
             opts=model._meta,
-            add_url=reverse(url_name(model, "add")) if user.has_perm(permission_name(model, "add")) else None,
+            add_url=reverse(url_name(model, "add"))
+            if self.addable and user.has_perm(permission_name(model, "add"))
+            else None,
             import_url=reverse(url_name(model, "import"))
             if self.importable and user.has_perm(permission_name(model, "add"))
             else None,

@@ -18,6 +18,7 @@ from django.contrib.auth.models import User
 from django.utils import timezone
 from factory.django import DjangoModelFactory
 
+from inventory.goodput.models import Interruption
 from inventory.models import (
     GPU,
     Fabric,
@@ -284,6 +285,25 @@ class SlurmJobFactory(DjangoModelFactory):
     end_time = factory.LazyAttribute(lambda job: job.start_time + timedelta(hours=1))
     node_count = 1
     gpus = 8
+
+
+class InterruptionFactory(DjangoModelFactory):
+    """A job its node failed under (NODE_FAIL), with the portal's estimate of the work lost."""
+
+    class Meta:
+        model = Interruption
+
+    job = factory.SubFactory(SlurmJobFactory, state="NODE_FAIL", gpus=8)
+    state = "NODE_FAIL"
+    started_at = factory.SelfAttribute("job.start_time")
+    ended_at = factory.SelfAttribute("job.end_time")
+    gpus = 8
+    account = "vision"
+    partition = "train"
+    cause = Interruption.Cause.INFRASTRUCTURE
+    reason = "node_fail"
+    lost_run_gpu_hours = 4.0
+    lost_gpu_hours = 4.0
 
 
 class GPUHourlyFactory(DjangoModelFactory):

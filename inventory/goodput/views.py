@@ -171,6 +171,7 @@ class InterruptionListView(TelemetryPermissionMixin, ObjectListView):
     queryset = Interruption.objects.select_related("job", "node", "gpu", "xid_event", "transition")
     filterset_class = InterruptionPageFilterSet
     table_class = InterruptionTable
+    addable = False  # recorded from the Slurm jobs and faults
 
     def get_permission_required(self):
         return [VIEW_TELEMETRY]

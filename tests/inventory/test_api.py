@@ -87,7 +87,8 @@ def test_inventory_root_lists_every_endpoint(manager_api):
     assert response.status_code == 200
     # the telemetry endpoints: tests/inventory/telemetry/test_telemetry_api.py, tests/portal/test_api_integration.py
     telemetry = {"telemetry-sources", "unknown-series", "slurm-jobs", "gpu-hourly"}
-    assert set(response.json()) == set(INVENTORY_ENDPOINTS) | telemetry
+    goodput = {"interruptions"}  # tests/inventory/goodput/
+    assert set(response.json()) == set(INVENTORY_ENDPOINTS) | telemetry | goodput
     for route, model in INVENTORY_ENDPOINTS.items():
         assert list_url(model) == f"/api/inventory/{route}/"
 

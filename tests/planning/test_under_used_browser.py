@@ -100,10 +100,10 @@ def test_manager_finds_each_under_used_variant_and_reclaims_before_buying(under_
     # Accepting it makes a plan with nothing to buy, whose analysis says to reclaim first.
     with page.expect_navigation(url=re.compile(r"/planning/capacity-plans/\d+/$")):
         page.locator("#accept").click()
-    plan_url = page.url
-    page.goto(plan_url + "analysis/")
-    assert "Reclaim, not buy" in page.locator("body").inner_text()
-    assert "reclaim them first" in page.locator("body").inner_text()
+    # The plan page draws its analysis with htmx: wait for it there (leaving the page would abort that request).
+    analysis = page.locator("#plan-analysis")
+    analysis.get_by_text("Reclaim, not buy").first.wait_for(timeout=30_000)
+    assert "reclaim them first" in analysis.inner_text()
     assert_no_horizontal_overflow(page)
     session.screenshot("under-used-03-plan-analysis")
 

@@ -16,6 +16,7 @@ from django.forms.formsets import BaseFormSet
 from django.test.utils import ContextList
 from django.urls import NoReverseMatch, get_resolver, resolve, reverse
 
+from inventory.goodput.models import Interruption
 from inventory.telemetry.models import GPUHourly, SlurmJob, TelemetrySource, UnknownSeries
 from planning.models import CapacityPlan, Contract, Delivery, PurchaseOrder, Recommendation, Webhook, WebhookDelivery
 from portal.generic import VERSION_FIELD
@@ -63,6 +64,8 @@ MAKERS = {
     UnknownSeries: _shared(f.UnknownSeriesFactory, source=f.TelemetrySourceFactory),
     SlurmJob: _shared(f.SlurmJobFactory, source=lambda: f.TelemetrySourceFactory(kind=TelemetrySource.Kind.SLURM)),
     GPUHourly: _shared(f.GPUHourlyFactory, gpu=f.make_gpu),
+    Interruption: _shared(f.InterruptionFactory, node=f.make_node,
+                          job__source=lambda: f.TelemetrySourceFactory(kind=TelemetrySource.Kind.SLURM)),
     Contract: _each(f.ContractFactory.create_batch, _covering),
     PurchaseOrder: _each(_shared(f.PurchaseOrderFactory, site=f.make_site, created_by=f.UserFactory),
                          lambda order: _delivered(f.DeliveryFactory(order=order))),
@@ -83,6 +86,9 @@ SECRETS = {Webhook: "secret", TelemetrySource: "auth_token"}
 
 # Model fields an API answer leaves out on purpose (besides secrets).
 HIDDEN_FIELDS = {
+    (Interruption, "xid_event"): "shown inside fault (code, meaning, time, GPU)",
+    (Interruption, "transition"): "shown inside fault (the lifecycle change that was the fault)",
+    (Interruption, "fault_ts"): "shown inside fault as its time",
     (SlurmJob, "running_until"): "bookkeeping of the pull; the answer gives gpu_hours and the end time",
     (WebhookDelivery, "sending_until"): "the sender's lease, internal to the retry loop",
     (Ticket, "fault_key"): "the de-duplication key of telemetry-fault tickets, internal",
@@ -93,6 +99,7 @@ HIDDEN_FIELDS = {
 PAGE_EXCEPTIONS = {
     (PurchaseOrder, "add"): "a redirect to the API's form: orders and deliveries are created through the API",
     (Delivery, "add"): "a redirect to the API's form: orders and deliveries are created through the API",
+    (Interruption, "create"): "recorded from Slurm jobs and faults (inventory/goodput/recording.py), never by hand",
     (Ticket, "create"): "the add form differs from the edit form (requester, attachment): support/test_support_pages",
 }
 

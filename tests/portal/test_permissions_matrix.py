@@ -59,6 +59,7 @@ VIEWER_MAY_WRITE = [
     r"^tokens/(?P<pk>[0-9]+)/revoke/$",  # revoke one's own token (someone else's is a 404)
     r"^admin/login/$",
     r"^admin/logout/$",
+    r"^tables/columns/$",  # one's own choice of a list's columns (a personal preference, like a token)
     r"^api/planning/sizing/$",  # sizing a workload: inputs are POSTed, nothing is stored (400 on empty input)
     # "Add" for orders and deliveries is a RedirectView to the API list endpoint (any method): it writes
     # nothing itself, and that endpoint refuses a viewer (checked here under /api/planning/).
