@@ -54,7 +54,7 @@ def test_the_lists_fit_1280_px_and_a_hidden_column_stays_hidden(demo, browser_pa
     expect(header.filter(has_text="Partition")).to_have_count(1)
     page.locator("#column-menu summary").click()
     page.locator("#column-menu").get_by_role("checkbox", name="Partition / pool").uncheck()
-    session.screenshot("table-columns-menu")
+    session.screenshot("table-columns-menu", docs=True)
     with page.expect_navigation():
         page.locator("#column-menu").get_by_role("button", name="Save").click()
     assert page.url.endswith("/inventory/nodes/?sort=-hostname&partition=inference")

@@ -105,12 +105,13 @@
     if (!traces.length) { empty(el); return; }
     var barmode = d.barmode || "group";  // "stack": the series are parts of one bar (lost = run + wait)
     var rows = d.labels.length * (barmode === "stack" ? 1 : Math.max(1, traces.length));
+    var legend = traces.length > 1;  // above the bars: below, a short chart's legend would cover the axis title
     Plotly.newPlot(el, traces, layout(el, {
-      height: Math.max(140, 70 + rows * 22), barmode: barmode, showlegend: traces.length > 1,
-      legend: { orientation: "h", y: -0.35 },
+      height: Math.max(140, 70 + rows * 22) + (legend ? 24 : 0), barmode: barmode, showlegend: legend,
+      legend: { orientation: "h", x: 0, y: 1, yanchor: "bottom" },
       xaxis: axis(d.x_title, d.x_range ? { range: d.x_range } : { rangemode: "tozero" }),
       yaxis: axis("", { autorange: "reversed", type: "category" }),
-      margin: { t: 10, r: 10, b: 50, l: 10 }
+      margin: { t: legend ? 34 : 10, r: 10, b: 50, l: 10 }
     }), CONFIG);
   }
 
