@@ -11,9 +11,10 @@ class Interruption(models.Model):
     """A job that ended in anything but COMPLETED: who ended it (cause and reason), the fault near its end when one
     was found, and for the infrastructure's, the GPU-hours it cost (an estimate: ``attribution.py``).
 
-    The run is copied from the job (start, end, GPUs, team, partition) because a requeued job's row moves on to
-    its next run: the interruption of the earlier run stays as it was. One row per job and end
-    (``ended_at``): recording a window again replaces its rows instead of adding to them."""
+    The run is copied from the job's row (start, end, GPUs, team, partition); each run of a requeued job is a
+    row of its own (``SlurmJob``), so the interrupted run and its interruption stay as they were when the job
+    runs again. One row per job run and end (``ended_at``): recording a window again replaces its rows instead
+    of adding to them."""
 
     class Cause(models.TextChoices):
         INFRASTRUCTURE = attribution.INFRASTRUCTURE, "Infrastructure"

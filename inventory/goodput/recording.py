@@ -4,8 +4,8 @@ faults of their nodes, with the infrastructure's lost GPU-hours estimated, upser
 Set-based: a fixed number of queries per window (jobs, their nodes, XID events, ECC hours, degraded moves, the
 upsert, the clean-up), whatever the number of jobs. Recording a window again gives the same rows: rows are keyed
 by (job, end) and replaced; a row whose job still ends at that time but is no longer an interruption (its state
-was corrected) is deleted. A row whose job has moved on to a later run (requeued, then restarted) is kept: it is
-the earlier run's interruption."""
+was corrected) is deleted. Each run of a requeued job is a ``SlurmJob`` row of its own, so the interrupted run's
+row stays when the job runs again."""
 
 from collections import defaultdict
 from datetime import timedelta

@@ -55,12 +55,12 @@ def spread(gpus, hosts):
 def save_allocations(jobs, hosts_of, quality=None):
     """Replace the per-node rows of ``jobs`` (saved ``SlurmJob`` rows) from their expanded host lists.
 
-    ``hosts_of``: job id → host names. Jobs on hosts the inventory does not know are counted in ``quality``
-    (kind ``job_unknown_host``). Returns the ids of the inventory nodes the jobs ran on."""
+    ``hosts_of``: (job id, submit time) of a run → host names. Jobs on hosts the inventory does not know are
+    counted in ``quality`` (kind ``job_unknown_host``). Returns the ids of the inventory nodes the jobs ran on."""
     matcher = NodeMatcher()
     rows, node_ids = [], set()
     for job in jobs:
-        hosts = hosts_of.get(job.job_id) or []
+        hosts = hosts_of.get((job.job_id, job.submit_time)) or []
         if not hosts or job.start_time is None:
             continue
         unknown = []

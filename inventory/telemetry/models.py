@@ -315,7 +315,11 @@ class MigInstance(models.Model):
 
 
 class SlurmJob(models.Model):
-    """A job from Slurm accounting: when it waited and ran, where, with how many GPUs."""
+    """One run of a job from Slurm accounting: when it waited and ran, where, with how many GPUs.
+
+    A requeued job runs again under the same id, and Slurm gives each run its own submit time (the requeue's):
+    each run is a row, keyed by (source, job id, submit time), so an interrupted run keeps its GPU-hours and its
+    end (REQUEUED, NODE_FAIL…) after the job has moved on."""
 
     source = models.ForeignKey(TelemetrySource, on_delete=models.CASCADE, related_name="jobs")
     job_id = models.CharField(max_length=50)
@@ -336,10 +340,15 @@ class SlurmJob(models.Model):
         help_text="While the job runs: the moment the source last said it was running (start + elapsed, or the "
         "answer's time). It counts up to here, not up to the portal's clock.",
     )
+    restarts = models.PositiveIntegerField(
+        null=True, blank=True,
+        help_text="Slurm's restart count (restart_cnt): times the job was requeued before this run; empty when the "
+        "source does not say.",
+    )
 
     class Meta:
         ordering = ["-submit_time"]
-        constraints = [models.UniqueConstraint(fields=["source", "job_id"], name="slurm_job_unique")]
+        constraints = [models.UniqueConstraint(fields=["source", "job_id", "submit_time"], name="slurm_job_run_unique")]
         indexes = [models.Index(fields=["start_time"]), models.Index(fields=["end_time"])]
 
     def __str__(self):

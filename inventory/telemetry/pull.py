@@ -16,10 +16,12 @@
 """
 
 import logging
+from collections import defaultdict
 from datetime import timedelta
 
 from django.conf import settings
 from django.db import transaction
+from django.db.models import Count
 from django.utils import timezone
 
 from . import allocation, health, slurm
@@ -146,12 +148,13 @@ def sample_fields(record):
 
 
 def save_jobs(source, jobs, now, quality):
-    """Upsert the jobs by (source, job id), then their per-node rows; note the jobs whose run had to be cut
-    (running past the pull's clock, or counted up to the pull) and those on over-allocated nodes."""
+    """Upsert the jobs' runs by (source, job id, submit time), close the runs a requeue replaced, then save their
+    per-node rows; note the jobs whose run had to be cut (running past the pull's clock, or counted up to the pull)
+    and those on over-allocated nodes."""
     if not jobs:
         return
-    fields = ["cluster", "name", "user", "account", "partition", "state", "submit_time", "start_time", "end_time",
-              "nodes", "node_count", "gpus", "running_until"]
+    fields = ["cluster", "name", "user", "account", "partition", "state", "start_time", "end_time",
+              "nodes", "node_count", "gpus", "running_until", "restarts"]
     for job in jobs:
         if job.start_time and job.end_time is None:
             if job.running_until is None:
@@ -164,13 +167,16 @@ def save_jobs(source, jobs, now, quality):
     # those nodes and times are rebalanced too, so no excess is left from a run the answer replaced.
     earlier = allocation.earlier_runs(source, [job.job_id for job in jobs])
     saved = SlurmJob.objects.bulk_create(
-        [SlurmJob(source=source, job_id=job.job_id, **{name: getattr(job, name) for name in fields}) for job in jobs],
-        update_conflicts=True, unique_fields=["source", "job_id"], update_fields=fields, batch_size=2000,
+        [SlurmJob(source=source, job_id=job.job_id, submit_time=job.submit_time,
+                  **{name: getattr(job, name) for name in fields}) for job in jobs],
+        update_conflicts=True, unique_fields=["source", "job_id", "submit_time"], update_fields=fields,
+        batch_size=2000,
     )
+    close_requeued_runs(source, jobs, quality)
     hosts_of = {}
     for job in jobs:
         try:
-            hosts_of[job.job_id] = slurm.expand_hostlist(job.nodes)
+            hosts_of[job.job_id, job.submit_time] = slurm.expand_hostlist(job.nodes)
         except ValueError as error:
             quality.add("warning", f"job {job.job_id}: host list not read ({error})")
     node_ids = allocation.save_allocations(saved, hosts_of, quality) | set(earlier)
@@ -178,6 +184,44 @@ def save_jobs(source, jobs, now, quality):
     if node_ids and started:
         for job_id, host, held, gpus in allocation.rebalance(node_ids, min(started), now).values():
             quality.add("job_overbooked", f"{job_id} on {host}: jobs held {held} GPUs, the node has {gpus}")
+
+
+def close_requeued_runs(source, jobs, quality):
+    """Close the runs a requeue replaced. Without ``sacct --duplicates`` an answer lists only a job's latest run,
+    so a run stored open (seen running or pending at an earlier pull) whose job now shows a later submit time
+    was requeued: Slurm resets the submit time at the requeue, so the run ended then. One that had started is
+    stored REQUEUED, ending at the next run's submit time; one that never started held nothing and is deleted.
+    A job whose restart count says more runs than are on record (requeued and restarted between two pulls) is
+    noted: those runs' GPU-hours and interruptions are missing."""
+    submits = defaultdict(list)
+    for job in jobs:
+        submits[job.job_id].append(job.submit_time)
+    requeued, never_started = [], []
+    ids = list(submits)
+    for first in range(0, len(ids), 2000):
+        open_runs = SlurmJob.objects.filter(source=source, job_id__in=ids[first:first + 2000], end_time__isnull=True)
+        for pk, job_id, submit, start in open_runs.values_list("pk", "job_id", "submit_time", "start_time"):
+            following = min((later for later in submits[job_id] if later > submit), default=None)
+            if following is None:
+                continue
+            if start is None:
+                never_started.append(pk)
+                continue
+            end = max(following, start)
+            requeued.append(SlurmJob(pk=pk, state="REQUEUED", end_time=end))
+            quality.add("job_requeue_inferred", f"{job_id}: run started {start:%Y-%m-%d %H:%M} ended at the "
+                        f"requeue, {end:%Y-%m-%d %H:%M}")
+    SlurmJob.objects.bulk_update(requeued, ["state", "end_time"], batch_size=2000)
+    SlurmJob.objects.filter(pk__in=never_started).delete()
+    latest = {job_id: max(times) for job_id, times in submits.items()}
+    restarted = {job.job_id: job.restarts for job in jobs if job.restarts and job.submit_time == latest[job.job_id]}
+    if restarted:
+        on_record = dict(SlurmJob.objects.filter(source=source, job_id__in=list(restarted)).values_list("job_id")
+                         .annotate(runs=Count("pk")).order_by())
+        for job_id, restarts in restarted.items():
+            if on_record.get(job_id, 0) - 1 < restarts:
+                quality.add("job_runs_missing", f"{job_id}: restarted {restarts} times, "
+                            f"{on_record.get(job_id, 1) - 1} earlier runs on record")
 
 
 def save_unknown(source, series, now):

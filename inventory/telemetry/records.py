@@ -104,6 +104,9 @@ class JobRecord:
     # A job still running counts up to this moment, never up to whenever the answer is read: start + elapsed,
     # or the answer's own time. None when the answer says neither (the pull then uses the time it asked).
     running_until: datetime | None = None
+    # Slurm's restart count (``restart_cnt``): how many times the job was requeued before this run. None when the
+    # answer does not say (sacct before 23.02 and most slurmdbd answers).
+    restarts: int | None = None
 
 
 class Quality:
@@ -115,6 +118,8 @@ class Quality:
         "job_end_inferred": "Ended jobs without an end time (end = start + elapsed)",
         "job_running_at_pull": "Running jobs without elapsed time (counted up to the pull)",
         "job_clock_skew": "Running jobs ahead of the portal's clock (counted up to the pull)",
+        "job_requeue_inferred": "Requeued runs closed when a later run of the job appeared (end = its requeue)",
+        "job_runs_missing": "Requeued jobs with earlier runs never seen (requeued and restarted between pulls)",
         "job_overbooked": "Jobs on over-allocated nodes (allocations clipped to the node's GPUs)",
         "job_unknown_host": "Jobs on hosts not in the inventory (allocations not checked)",
         "unknown_series": "Series that match no GPU",

@@ -38,7 +38,7 @@ import math
 import re
 import zlib
 from collections import defaultdict
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 from functools import lru_cache
 
@@ -247,6 +247,7 @@ class Job:
     memory: float  # share of GPU memory it uses
     # A hardware fault that ends it: (position in ``positions``, GPU slot, when, XID code); None for most jobs.
     fault: tuple | None = None
+    restarts: int = 0  # Slurm's restart_cnt: a requeued job's next run has the same id and 1
 
 
 def node_index(hostname):
@@ -292,7 +293,7 @@ def slot_jobs(block, start):
         if u(2) >= busy:
             continue
         begin = start + 60 + u(3) * 10 * 60
-        finish = start + length - 60 - u(4) * 10 * 60
+        finish = planned_end = start + length - 60 - u(4) * 10 * 60
         fate = u(5)
         state, fault = "COMPLETED", None
         if fate < 0.12:  # the job ends early (TIMEOUT: at its limit)
@@ -303,7 +304,7 @@ def slot_jobs(block, start):
                 state = "FAILED" if state == "FAILED_XID" else state
                 fault = (int(u(12) * len(group)), int(u(13) * 8), finish - 60 * (1 + 4 * u(14)), 79)
         wait = between(scenario.wait_minutes, u(7) ** 2) * 60  # most waits short, a few long
-        jobs.append(Job(
+        job = Job(
             # Unique without a registry (for up to 100 nodes per hostname prefix): hours since the epoch
             # at the slot's start, the host prefix, the job's first node.
             job_id=1_000_000 + (slot - int(EPOCH // HOUR)) * 10_000 + prefix_code * 100
@@ -311,7 +312,14 @@ def slot_jobs(block, start):
             positions=group, submit=begin - wait, start=begin, end=finish, state=state,
             level=between(scenario.util, u(8)) * (1 - scenario.scaling_loss) ** math.log2(len(group)),
             memory=between(scenario.memory, u(9)), fault=fault,
-        ))
+        )
+        jobs.append(job)
+        # A requeued job runs again under its id on the same nodes: submitted at the requeue (Slurm resets the
+        # submit time), started 2–12 minutes later, to the end it was planned for.
+        restart = finish + 120 + u(15) * 600
+        if state == "REQUEUED" and restart < planned_end - 300:
+            jobs.append(replace(job, submit=finish, start=restart, end=planned_end, state="COMPLETED", fault=None,
+                                restarts=1))
     return tuple(jobs)
 
 
@@ -710,5 +718,5 @@ def sacct_job(job, running_on, now):
             "limit": number((job.end - job.start) // 60 + 60), "suspended": 0,
         },
         "tres": {"allocated": tres if started else [], "requested": tres},
-        "user": user, "working_directory": f"/scratch/{team}/{user}",
+        "user": user, "working_directory": f"/scratch/{team}/{user}", "restart_cnt": job.restarts,
     }

@@ -39,6 +39,11 @@ Time a job is counted for, so that the same answer gives the same totals wheneve
   CANCELLED jobs) ends at start + elapsed; where the answer gives no elapsed time it ends at its start
   (0 GPU-hours). Both are counted on the source's data-quality panel, with the jobs' ids.
 
+Requeued jobs: each run is a record, keyed by (job id, submit time): Slurm resets the submit time at a
+requeue, and ``sacct --duplicates`` lists every run with its own state (REQUEUED, NODE_FAIL…) and ``restart_cnt``
+(kept as ``restarts`` when the answer has it). Without ``--duplicates`` only the latest run is listed; the pull
+closes the earlier runs it stored (``pull.close_requeued_runs``).
+
 A job that cannot be read is skipped with a warning; the rest of the pull goes on. A document that is not
 JSON or has no ``"jobs"`` list is a ``SourceError``.
 """
@@ -110,11 +115,9 @@ def parse_jobs(document, warnings=None, quality=None):
             continue
         if record is None:
             continue
-        # A requeued job can be listed once per run (sacct --duplicates): keep its latest run, so the upsert
-        # by (source, job id) sees each job once.
-        earlier = records.get(record.job_id)
-        if earlier is None or earlier.submit_time <= record.submit_time:
-            records[record.job_id] = record
+        # A requeued job is listed once per run by ``sacct --duplicates``, each run with its own submit time (Slurm
+        # resets it at the requeue): every run is kept, one record per (job id, submit time).
+        records[(record.job_id, record.submit_time)] = record
     warnings.extend(skipped[:MAX_WARNINGS])
     if len(skipped) > MAX_WARNINGS:
         warnings.append(f"skipped {len(skipped) - MAX_WARNINGS} more Slurm jobs that could not be read")
@@ -185,7 +188,18 @@ def parse_job(job, answered_at=None, quality=None):
                            or len(expand_hostlist(nodes)), MAX_HOSTS, "node count"),
         gpus=bounded(gpu_count(job, started), MAX_GPUS, "GPU count"),
         running_until=running_until,
+        restarts=restart_count(job),
     )
+
+
+def restart_count(job):
+    """``restart_cnt`` (a plain integer, or a number object in newer answers); None when the answer lacks it."""
+    if "restart_cnt" not in job:
+        return None
+    count = number(job["restart_cnt"])
+    if count is not None and count < 0:
+        raise ValueError(f"restart count {count} is negative")
+    return None if count is None else bounded(count, MAX_HOSTS, "restart count")
 
 
 def job_state(job):

@@ -71,7 +71,7 @@ class SlurmJobTable(tables.Table):
     class Meta:
         model = SlurmJob
         fields = ("job_id", "name", "account", "partition", "state", "submit_time", "start_time", "end_time",
-                  "queue_wait", "node_count", "gpus", "nodes")
+                  "queue_wait", "node_count", "gpus", "nodes", "restarts")
 
     def render_queue_wait(self, record):
         wait = record.queue_wait

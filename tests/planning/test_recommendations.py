@@ -800,7 +800,7 @@ def memory_jobs(source, nodes, minutes, used_gb, hours=10, oom=True):
             for gpu in node.gpus.all() for hour in range(hours))
     if oom:
         SlurmJob.objects.filter(pk=jobs[0].pk).update(state="OUT_OF_MEMORY")
-    allocation.save_allocations(jobs, {j.job_id: [j.nodes] for j in jobs})
+    allocation.save_allocations(jobs, {(j.job_id, j.submit_time): [j.nodes] for j in jobs})
 
 
 @pytest.mark.parametrize(("minutes", "used_gb", "fires"), [
@@ -835,7 +835,7 @@ def test_memory_used_in_an_hour_counts_at_most_the_gpu_hours_jobs_held(db):
     # full hour at 40 GB (1.0 of 2.0 held). Share: (0.5 + 1.0) / (0.5 + 2.0) = 0.6.
     jobs = [job(source, "short", "hnd-001", DAY + timedelta(hours=1), DAY + timedelta(hours=1, minutes=15)),
             job(source, "full", "hnd-001", DAY + timedelta(hours=2), DAY + timedelta(hours=3))]
-    allocation.save_allocations(jobs, {j.job_id: [j.nodes] for j in jobs})
+    allocation.save_allocations(jobs, {(j.job_id, j.submit_time): [j.nodes] for j in jobs})
     GPUHourly.objects.bulk_create(
         GPUHourly(gpu=gpu, hour=DAY + timedelta(hours=hour), util_mean=50, util_max=90, mem_used_mean_gb=used)
         for gpu in nodes[0].gpus.all() for hour, used in ((1, 60), (2, 40)))

@@ -90,7 +90,7 @@ def jobs_on(node, account, utils, job_id):
         source=source, job_id=job_id, partition="hand", account=account, state="COMPLETED",
         submit_time=FIRST_DAY, start_time=FIRST_DAY, end_time=FIRST_DAY + timedelta(days=len(utils)),
         nodes=node.hostname, node_count=1, gpus=2)
-    allocation.save_allocations([job], {job_id: [node.hostname]})
+    allocation.save_allocations([job], {(job_id, FIRST_DAY): [node.hostname]})
 
 
 def test_a_team_holding_gpus_it_barely_uses_is_raised_and_a_healthy_one_never():

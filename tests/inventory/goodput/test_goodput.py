@@ -83,7 +83,8 @@ def test_a_corrected_job_loses_its_row_and_a_requeued_runs_row_stays(fleet, now)
     jobs = fleet["jobs"]
     jobs["J4"].state = "COMPLETED"  # the source corrected it
     jobs["J4"].save()
-    # J2 was requeued and runs again: its row now has the new run; the earlier run's interruption stays.
+    # J2's row now says another run (a source that rewrote the run under the same submit time; a requeue proper
+    # is a new row, test_requeued_runs.py): the interruption recorded for the run that ended stays.
     jobs["J2"].state, jobs["J2"].start_time, jobs["J2"].end_time = "RUNNING", now - 10 * MIN, None
     jobs["J2"].save()
     assert record(now)["deleted"] == 1

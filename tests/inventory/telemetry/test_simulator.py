@@ -166,7 +166,8 @@ def test_jobs_read_like_sacct_json(demo):
     assert isinstance(job["job_id"], int) and isinstance(job["state"]["current"], list)
     assert set(job["time"]["submission"]) == {"set", "infinite", "number"}
     ids = [job["job_id"] for job in document["jobs"]]
-    assert len(ids) == len(set(ids)) and all(0 < i < 2**32 for i in ids)
+    runs = {(job["job_id"], job["time"]["submission"]["number"]) for job in document["jobs"]}
+    assert len(ids) == len(runs) and all(0 < i < 2**32 for i in ids)  # one record per run
     gres = [t for t in job["tres"]["allocated"] if t["type"] == "gres"]
     assert gres == [{"type": "gres", "name": "gpu", "id": 1001, "count": 8 * job["allocation_nodes"]}]
 
@@ -184,6 +185,24 @@ def test_jobs_read_like_sacct_json(demo):
     states = Counter(r.state for r in records)
     assert states["COMPLETED"] > len(records) / 2 and states["RUNNING"] and states["PENDING"] and states["FAILED"]
     assert not [r for r in records if "zrh-h200-003" in r.nodes or "zrh-h100-015" in r.nodes]  # repair, idle
+
+
+def test_a_requeued_job_runs_again_under_its_id(demo):
+    """As ``sacct --duplicates`` lists it: the requeued run (restart count 0) ends, the next run of the same id
+    was submitted at that moment (Slurm resets the submit time), starts minutes later on the same nodes, with
+    restart count 1."""
+    node_list, _, _ = demo
+    records = slurm.parse_jobs(simulator.jobs(node_list, END - WEEK, END))
+    by_id = defaultdict(list)
+    for record in records:
+        by_id[record.job_id].append(record)
+    requeued = [sorted(runs, key=lambda r: r.submit_time) for runs in by_id.values() if len(runs) > 1]
+    assert len(requeued) >= 3
+    for first, second in requeued:
+        assert (first.state, first.restarts, second.restarts) == ("REQUEUED", 0, 1)
+        assert second.submit_time == first.end_time
+        assert timedelta(minutes=2) <= second.start_time - first.end_time <= timedelta(minutes=12)
+        assert second.nodes == first.nodes and second.gpus == first.gpus
 
 
 def test_jobs_and_utilization_agree(demo):

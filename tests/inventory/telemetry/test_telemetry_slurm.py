@@ -174,12 +174,33 @@ def test_many_malformed_jobs_are_counted_not_listed():
     assert warnings[-1] == f"skipped {100 - slurm.MAX_WARNINGS} more Slurm jobs that could not be read"
 
 
-def test_a_job_listed_twice_keeps_its_latest_run():
-    def run(submit, state):
-        return {"job_id": 8, "state": {"current": state}, "time": {"submission": submit, "start": submit + 1}}
-    (record,) = parse_jobs({"jobs": [run(1700000000, "REQUEUED"), run(1700005000, "RUNNING"),
-                                     run(1700000500, "NODE_FAIL")]})
-    assert (record.state, record.submit_time) == ("RUNNING", at(1700005000))
+def test_a_requeued_job_listed_once_per_run_keeps_every_run():
+    """``sacct --duplicates``: one record per run, each with its own submit time (Slurm resets it at a requeue)
+    and restart count; the same run listed twice is one record."""
+    def run(submit, state, restarts):
+        return {"job_id": 8, "state": {"current": state}, "restart_cnt": restarts,
+                "time": {"submission": submit, "start": submit + 1}}
+    records = parse_jobs({"jobs": [run(1700000000, "REQUEUED", 0), run(1700005000, "RUNNING", 2),
+                                   run(1700000500, "NODE_FAIL", 1), run(1700005000, "RUNNING", 2)]})
+    runs = sorted((r.submit_time, r.job_id, r.state, r.restarts) for r in records)
+    assert runs == [(at(1700000000), "8", "REQUEUED", 0), (at(1700000500), "8", "NODE_FAIL", 1),
+                    (at(1700005000), "8", "RUNNING", 2)]
+
+
+@pytest.mark.parametrize("value, expected", [(3, 3), ({"set": True, "infinite": False, "number": 1}, 1),
+                                             ({"set": False, "number": 0}, None), (0, 0)])
+def test_restart_count_in_every_shape(value, expected):
+    job = {"job_id": 9, "state": {"current": "PENDING"}, "time": {"submission": 1700000000}, "restart_cnt": value}
+    (record,) = parse_jobs({"jobs": [job]})
+    assert record.restarts == expected
+
+
+def test_a_job_without_restart_count_has_none_and_a_negative_one_is_skipped():
+    job = {"job_id": 9, "state": {"current": "PENDING"}, "time": {"submission": 1700000000}}
+    assert parse_jobs({"jobs": [job]})[0].restarts is None
+    warnings = []
+    assert parse_jobs({"jobs": [job | {"restart_cnt": -1}]}, warnings) == []
+    assert "restart count -1 is negative" in warnings[0]
 
 
 def test_long_values_are_cut_to_the_columns():
