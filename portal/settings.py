@@ -372,6 +372,8 @@ GOODPUT_CHECKPOINT_MINUTES = int(os.environ.get("GOODPUT_CHECKPOINT_MINUTES", "6
 GOODPUT_RESTART_WAIT_CAP_HOURS = float(os.environ.get("GOODPUT_RESTART_WAIT_CAP_HOURS", "24"))
 GOODPUT_MTBI_GPUS = int(os.environ.get("GOODPUT_MTBI_GPUS", "8"))
 GOODPUT_LOOKBACK_HOURS = int(os.environ.get("GOODPUT_LOOKBACK_HOURS", "48"))
+# A GPU model's page lists its nodes with at least this many infrastructure interruptions in 30 days.
+GOODPUT_REPEAT_OFFENDER_MIN = int(os.environ.get("GOODPUT_REPEAT_OFFENDER_MIN", "2"))
 # Recommendations: a partition is reliability-bound when the infrastructure's interruptions lost more than this share
 # of its allocated GPU-hours over the window.
 RELIABILITY_LOST_SHARE = float(os.environ.get("RELIABILITY_LOST_SHARE", "0.05"))

@@ -39,12 +39,13 @@ from collections import defaultdict
 from datetime import UTC, timedelta
 
 from django.conf import settings
-from django.db.models import DurationField, Exists, ExpressionWrapper, F, IntegerField, OuterRef, Sum, Value
+from django.db.models import Count, DurationField, Exists, ExpressionWrapper, F, IntegerField, OuterRef, Sum, Value
 from django.db.models.functions import Cast, Greatest, TruncMonth
 from django.utils import timezone
 
+from inventory import lifecycle
 from inventory.costs import gpu_hour_costs
-from inventory.models import GPU, GPUModel, Node, Site
+from inventory.models import GPU, GPUModel, LifecycleState, Node, Site
 from inventory.telemetry import allocation, jobstats
 from inventory.telemetry.models import SlurmJob, SlurmJobNode
 from inventory.telemetry.queries import GROUPS, NONE_LABEL, UnknownParameter, get_range, idle_cost_basis
@@ -339,6 +340,36 @@ def figures(key, name, group, gpus, job_hours):
         "queue_wait_share": rounded(group["waited"] / waited_and_ran if waited_and_ran else None, 4),
         "goodput_ratio": rounded(attribution.goodput_ratio(allocated_hours, group["lost_run"]), 4),
     }
+
+
+def repeat_offenders(gpu_model, range_key, minimum, now=None):
+    """The nodes of ``gpu_model`` (id) with at least ``minimum`` infrastructure interruptions in the range, worst first
+    (most interruptions, then most lost GPU-hours): their ``goodput_by("node", …)`` row with ``node`` (the Node),
+    ``main_reason`` (the most frequent reason, with its XID), ``main_reason_count`` and ``repair_hours`` (in repair
+    during the range, from the lifecycle records). A fixed number of queries however many nodes."""
+    now = now or timezone.now()
+    start = get_range(range_key).start(now)
+    filters = {"gpu_model": gpu_model}
+    rows = [g for g in goodput_by("node", range_key, filters, now=now)
+            if g["key"] is not None and g["interruptions"] >= minimum]
+    if not rows:
+        return []
+    nodes = Node.objects.in_bulk([g["key"] for g in rows])
+    reasons = {}
+    for node_id, reason, code, count in (
+            interruptions({**filters, "cause": attribution.INFRASTRUCTURE}, start, now).filter(node_id__in=nodes)
+            .values_list("node_id", "reason", "xid_event__code").annotate(n=Count("pk")).order_by("-n", "reason")):
+        reasons.setdefault(node_id, (reason, code, count))  # the most frequent first
+    repair = lifecycle.hours_in_state_of(list(nodes.values()), LifecycleState.IN_REPAIR, start, now)
+    for row in rows:
+        reason, code, count = reasons.get(row["key"], (None, None, 0))
+        words = attribution.REASONS.get(reason, "")
+        if code is not None and f"XID {code}" not in words:
+            words = f"{words} (XID {code})"
+        row.update(node=nodes[row["key"]], main_reason=words, main_reason_count=count,
+                   repair_hours=repair[row["key"]])
+    rows.sort(key=lambda g: (-g["interruptions"], -g["lost_gpu_hours"], g["name"]))
+    return rows
 
 
 def rounded(value, digits=2):
