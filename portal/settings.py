@@ -378,7 +378,7 @@ GOODPUT_REPEAT_OFFENDER_MIN = int(os.environ.get("GOODPUT_REPEAT_OFFENDER_MIN", 
 # of its allocated GPU-hours over the window.
 RELIABILITY_LOST_SHARE = float(os.environ.get("RELIABILITY_LOST_SHARE", "0.05"))
 # Sizing's goodput allowance uses a GPU model's measured interruption rate (inventory.goodput) when the fleet's jobs
-# held at least SIZING_MEASURED_MIN_GPU_HOURS of it over SIZING_MEASURED_RANGE (a utilization range: 7d, 30d, 1y).
+# held at least SIZING_MEASURED_MIN_GPU_HOURS of it over SIZING_MEASURED_RANGE (a utilization range: 7d, 30d, 90d, 1y).
 SIZING_MEASURED_MIN_GPU_HOURS = float(os.environ.get("SIZING_MEASURED_MIN_GPU_HOURS", "10000"))
 SIZING_MEASURED_RANGE = os.environ.get("SIZING_MEASURED_RANGE", "30d")
 # The home dashboard: the fleet's mean GPU utilization aimed at (%), and how many days in delivered or burn-in make a

@@ -255,3 +255,11 @@ def test_month_grouping_queries_do_not_grow_with_the_fleet(month_fleet, viewer_a
     with django_assert_max_num_queries(len(small)):
         body = viewer_api.get(GOODPUT, params).json()
     assert [g["interruptions"] for g in body["groups"]] == [0, 0, 0, 16]  # Aug., Sep., Oct., Nov.
+
+
+def test_interruptions_page_filters_by_month_and_says_what_is_wrong(month_fleet, viewer_client):
+    page = viewer_client.get("/inventory/interruptions/", {"month": "2026-11"}).content.decode()
+    assert ">B</a>" in page
+    assert ">B</a>" not in viewer_client.get("/inventory/interruptions/", {"month": "2026-10"}).content.decode()
+    refused = viewer_client.get("/inventory/interruptions/", {"month": "November"})
+    assert "Enter a month as YYYY-MM, e.g. 2026-11." in refused.content.decode()
