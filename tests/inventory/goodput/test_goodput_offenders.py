@@ -23,6 +23,10 @@ def now(monkeypatch):
 
 @pytest.fixture
 def fleet(now):
+    return make_offender_fleet(now)
+
+
+def make_offender_fleet(now):
     """The helper's fleet (J1: a NODE_FAIL on n1, 12 GPU-h lost; J2: killed by an XID 79 on n2, 10 lost), and, in
     hours from this hour h, times on 8 GPUs, checkpoints every hour:
 
