@@ -372,11 +372,13 @@ GOODPUT_CHECKPOINT_MINUTES = int(os.environ.get("GOODPUT_CHECKPOINT_MINUTES", "6
 GOODPUT_RESTART_WAIT_CAP_HOURS = float(os.environ.get("GOODPUT_RESTART_WAIT_CAP_HOURS", "24"))
 GOODPUT_MTBI_GPUS = int(os.environ.get("GOODPUT_MTBI_GPUS", "8"))
 GOODPUT_LOOKBACK_HOURS = int(os.environ.get("GOODPUT_LOOKBACK_HOURS", "48"))
+# A GPU model's page lists its nodes with at least this many infrastructure interruptions in 30 days.
+GOODPUT_REPEAT_OFFENDER_MIN = int(os.environ.get("GOODPUT_REPEAT_OFFENDER_MIN", "2"))
 # Recommendations: a partition is reliability-bound when the infrastructure's interruptions lost more than this share
 # of its allocated GPU-hours over the window.
 RELIABILITY_LOST_SHARE = float(os.environ.get("RELIABILITY_LOST_SHARE", "0.05"))
 # Sizing's goodput allowance uses a GPU model's measured interruption rate (inventory.goodput) when the fleet's jobs
-# held at least SIZING_MEASURED_MIN_GPU_HOURS of it over SIZING_MEASURED_RANGE (a utilization range: 7d, 30d, 1y).
+# held at least SIZING_MEASURED_MIN_GPU_HOURS of it over SIZING_MEASURED_RANGE (a utilization range: 7d, 30d, 90d, 1y).
 SIZING_MEASURED_MIN_GPU_HOURS = float(os.environ.get("SIZING_MEASURED_MIN_GPU_HOURS", "10000"))
 SIZING_MEASURED_RANGE = os.environ.get("SIZING_MEASURED_RANGE", "30d")
 # The home dashboard: the fleet's mean GPU utilization aimed at (%), and how many days in delivered or burn-in make a

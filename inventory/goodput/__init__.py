@@ -18,8 +18,10 @@ The module API, for the dashboard, pages, recommendation and sizing built on it:
     runs it every 10 minutes over ``GOODPUT_LOOKBACK_HOURS``.
 ``queries``
     ``goodput_by(group_by, range_key, filters, now, gpus, job_hours)`` → the figures per team, partition, site,
-    gpu_model or node; ``interruptions(filters, start, end)`` → a queryset of rows; ``jobs(filters)`` → the Slurm
-    jobs the filters select; ``cost_basis(groups)`` → what the lost cost priced, in words.
+    gpu_model, node or month (UTC calendar months, oldest first); ``interruptions(filters, start, end)`` → a
+    queryset of rows; ``jobs(filters)`` → the Slurm jobs the filters select; ``cost_basis(groups)`` → what the lost
+    cost priced, in words; ``repeat_offenders(gpu_model, range_key, minimum)`` → a model's nodes with ``minimum``+
+    infrastructure interruptions, worst first (the GPU model page; ``GOODPUT_REPEAT_OFFENDER_MIN``).
 ``hooks``
     ``register_checkpoint_provider(provider)`` (planning: ``provider(accounts) -> {account: minutes}``) and
     ``register_ticket_finder(finder)`` (support registers ``support.queries.interruption_tickets``).

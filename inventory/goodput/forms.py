@@ -13,6 +13,7 @@ GROUP_LABELS = {
     "site": "site",
     "gpu_model": "GPU model",
     "node": "node",
+    "month": "month",
 }
 
 

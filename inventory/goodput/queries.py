@@ -6,6 +6,10 @@ Ranges, groups and filters are the utilization report's (``inventory.telemetry.q
 ``FILTER_LOOKUPS``), read for jobs:
 
 - ``team`` is the job's Slurm account, ``partition`` its Slurm partition;
+- ``month`` (goodput only): one row per calendar month (UTC) of the range, oldest first, named "2026-11": each
+  month's allocated GPU-hours are the part of the runs inside it (and of the range), its lost work the part of the
+  lost run inside it; interruptions, their restart wait and cost count in the month they ended, queue waits in the
+  month the job started. Filters apply to jobs as for a team.
 - ``site``, ``node`` and ``gpu_model`` are those of the nodes the job ran on (its ``SlurmJobNode`` rows; a node's
   GPU model is that of its GPUs). Allocated GPU-hours of a job on several nodes are split by node; a job that
   spans two sites counts in full under a ``site`` (or ``gpu_model``) *filter* when it touched that site, and only
@@ -32,15 +36,16 @@ What the figures mean (per group, over the range from its start until now)
 """
 
 from collections import defaultdict
-from datetime import timedelta
+from datetime import UTC, timedelta
 
 from django.conf import settings
-from django.db.models import DurationField, Exists, ExpressionWrapper, F, IntegerField, OuterRef, Sum, Value
-from django.db.models.functions import Cast, Greatest
+from django.db.models import Count, DurationField, Exists, ExpressionWrapper, F, IntegerField, OuterRef, Sum, Value
+from django.db.models.functions import Cast, Greatest, TruncMonth
 from django.utils import timezone
 
+from inventory import lifecycle
 from inventory.costs import gpu_hour_costs
-from inventory.models import GPU, GPUModel, Node, Site
+from inventory.models import GPU, GPUModel, LifecycleState, Node, Site
 from inventory.telemetry import allocation, jobstats
 from inventory.telemetry.models import SlurmJob, SlurmJobNode
 from inventory.telemetry.queries import GROUPS, NONE_LABEL, UnknownParameter, get_range, idle_cost_basis
@@ -52,11 +57,34 @@ from .models import Interruption
 ALLOCATION_BY = {"team": "account", "partition": "partition", "site": "node", "node": "node", "gpu_model": "node"}
 JOB_FIELDS = {"team": "account", "partition": "partition"}  # groups and filters that are fields of a job
 NODE_GROUPS = ("site", "node", "gpu_model")
+MONTH = "month"
+GOODPUT_GROUPS = (*GROUPS, MONTH)  # the utilization report's groups, and calendar months
 
 
 def check_group(group_by):
-    if group_by not in GROUPS:
-        raise UnknownParameter(f"Unknown group_by '{group_by}'; use one of {', '.join(GROUPS)}.")
+    if group_by not in GOODPUT_GROUPS:
+        raise UnknownParameter(f"Unknown group_by '{group_by}'; use one of {', '.join(GOODPUT_GROUPS)}.")
+
+
+def month_label(moment):
+    return moment.astimezone(UTC).strftime("%Y-%m")
+
+
+def next_month(first):
+    """The first moment of the month after the one that begins at ``first``."""
+    return (first + timedelta(days=32)).replace(day=1)
+
+
+def months(start, now):
+    """``{"2026-11": (begin, end)}``: the calendar months (UTC) from ``start``'s to ``now``'s, oldest first, each
+    clipped to [start, now]."""
+    first = start.astimezone(UTC).replace(day=1, hour=0, minute=0, second=0, microsecond=0)
+    found = {}
+    while first <= now:
+        following = next_month(first)
+        found[month_label(first)] = (max(first, start), min(following, now))
+        first = following
+    return found
 
 
 def matching_nodes(filters):
@@ -149,7 +177,9 @@ def queue_wait_sums(group_by, start, now, filters):
     """{group key (node id for node groups): (GPUs × queue wait, GPUs × run) in hours} of the jobs that started in
     [start, now] (one query)."""
     started = jobs(filters).filter(start_time__gte=start, start_time__lte=now)
-    if group_by in JOB_FIELDS:
+    if group_by == MONTH:  # keyed by the first moment of the month the job started in (UTC)
+        rows, key, prefix, gpus = started, TruncMonth("start_time", tzinfo=UTC), "", "gpus"
+    elif group_by in JOB_FIELDS:
         rows, key, prefix, gpus = started, JOB_FIELDS[group_by], "", "gpus"
     else:
         rows, key, prefix, gpus = SlurmJobNode.objects.filter(job__in=started), "node_id", "job__", "gpus"
@@ -181,17 +211,19 @@ def lost_pieces(rows):
             yield row, node_id, gpus / total
 
 
-def lost_in_range(row, start):
-    """The row's lost work (GPU-hours since the last checkpoint) inside the range starting at ``start``."""
-    lost = row["lost_run_gpu_hours"] or 0.0
-    if not lost or not row["gpus"]:
+def lost_in_range(row, start, end=None):
+    """The row's lost work (GPU-hours since the last checkpoint) inside [start, end] (``end`` None: until it ended):
+    the lost run is the job's last lost / GPUs hours."""
+    lost, gpus, ended = row["lost_run_gpu_hours"] or 0.0, row["gpus"], row["ended_at"]
+    if not lost or not gpus:
         return lost
-    in_range = max(row["ended_at"] - start, timedelta(0)).total_seconds() / 3600 * row["gpus"]
-    return min(lost, in_range)
+    begin, finish = max(ended - timedelta(hours=lost / gpus), start), min(ended, end or ended)
+    return min(lost, max(finish - begin, timedelta(0)).total_seconds() / 3600 * gpus)
 
 
 def goodput_by(group_by, range_key, filters=None, now=None, gpus=None, job_hours=24.0):
-    """The goodput figures (module docstring) per group of ``group_by`` (team, partition, site, gpu_model, node)
+    """The goodput figures (module docstring) per group of ``group_by`` (team, partition, site, gpu_model, node;
+    ``month``: ``goodput_by_month``)
     over ``range_key``: ``[{"key", "name", "allocated_gpu_hours", "interruptions", "user_interruptions",
     "scheduler_interruptions", "interruptions_per_1000_gpu_days", "mtbi_hours", "expected_restarts",
     "lost_gpu_hours", "lost_run_gpu_hours", "lost_wait_gpu_hours", "lost_cost", "lost_gpu_hours_at_default_cost",
@@ -201,6 +233,8 @@ def goodput_by(group_by, range_key, filters=None, now=None, gpus=None, job_hours
     now = now or timezone.now()
     gpus = gpus or settings.GOODPUT_MTBI_GPUS
     start = get_range(range_key).start(now)
+    if group_by == MONTH:
+        return goodput_by_month(start, now, filters, gpus, job_hours)
     node_group = group_by in NODE_GROUPS
     allocated_hours = allocated(group_by, start, now, filters)
     waits = queue_wait_sums(group_by, start, now, filters)
@@ -249,6 +283,40 @@ def goodput_by(group_by, range_key, filters=None, now=None, gpus=None, job_hours
     return result
 
 
+def goodput_by_month(start, now, filters, gpus, job_hours):
+    """``goodput_by`` per calendar month (module docstring), oldest first, every month of the range shown. Six
+    queries and the costs' whatever the fleet: each month's allocation is one filtered sum of the same scan."""
+    windows = months(start, now)
+    selected = jobs(filters)
+    allocated_hours = allocation.clipped_gpu_time_in_windows(
+        selected, {label: (None, begin, end) for label, (begin, end) in windows.items()}, now, by=None)
+    groups = {label: defaultdict(float) for label in windows}
+    for label, row in allocated_hours.items():
+        groups[label]["allocated"] = row["gpu_hours"]
+    for month, (waited, ran) in queue_wait_sums(MONTH, start, now, filters).items():
+        groups[month_label(month)]["waited"] += waited
+        groups[month_label(month)]["ran"] += ran
+    rows = list(interruptions(filters, start, now).values(
+        "job_id", "cause", "node_id", "gpus", "ended_at", "lost_run_gpu_hours", "lost_wait_gpu_hours"))
+    for row in rows:
+        groups[month_label(row["ended_at"])][row["cause"]] += 1
+    pieces = list(lost_pieces([row for row in rows if row["cause"] == attribution.INFRASTRUCTURE]))
+    costs = gpu_hour_costs() if pieces else {}
+    for row, node_id, share in pieces:
+        cost = costs.get(node_id, settings.IDLE_GPU_HOUR_COST)
+        lost_wait = (row["lost_wait_gpu_hours"] or 0.0) * share  # the wait follows the end: its month's
+        ended_in = groups[month_label(row["ended_at"])]
+        ended_in["lost_wait"] += lost_wait
+        for label, (begin, end) in windows.items():
+            lost_run = lost_in_range(row, begin, end) * share if row["gpus"] else 0.0
+            lost = lost_run + (lost_wait if groups[label] is ended_in else 0.0)
+            groups[label]["lost_run"] += lost_run
+            groups[label]["lost_cost"] += lost * cost
+            if node_id not in costs:
+                groups[label]["lost_at_default"] += lost
+    return [figures(label, label, group, gpus, job_hours) for label, group in groups.items()]
+
+
 def figures(key, name, group, gpus, job_hours):
     """One group's figures from its sums."""
     allocated_hours, count = group["allocated"], int(group[attribution.INFRASTRUCTURE])
@@ -272,6 +340,36 @@ def figures(key, name, group, gpus, job_hours):
         "queue_wait_share": rounded(group["waited"] / waited_and_ran if waited_and_ran else None, 4),
         "goodput_ratio": rounded(attribution.goodput_ratio(allocated_hours, group["lost_run"]), 4),
     }
+
+
+def repeat_offenders(gpu_model, range_key, minimum, now=None):
+    """The nodes of ``gpu_model`` (id) with at least ``minimum`` infrastructure interruptions in the range, worst first
+    (most interruptions, then most lost GPU-hours): their ``goodput_by("node", …)`` row with ``node`` (the Node),
+    ``main_reason`` (the most frequent reason, with its XID), ``main_reason_count`` and ``repair_hours`` (in repair
+    during the range, from the lifecycle records). A fixed number of queries however many nodes."""
+    now = now or timezone.now()
+    start = get_range(range_key).start(now)
+    filters = {"gpu_model": gpu_model}
+    rows = [g for g in goodput_by("node", range_key, filters, now=now)
+            if g["key"] is not None and g["interruptions"] >= minimum]
+    if not rows:
+        return []
+    nodes = Node.objects.in_bulk([g["key"] for g in rows])
+    reasons = {}
+    for node_id, reason, code, count in (
+            interruptions({**filters, "cause": attribution.INFRASTRUCTURE}, start, now).filter(node_id__in=nodes)
+            .values_list("node_id", "reason", "xid_event__code").annotate(n=Count("pk")).order_by("-n", "reason")):
+        reasons.setdefault(node_id, (reason, code, count))  # the most frequent first
+    repair = lifecycle.hours_in_state_of(list(nodes.values()), LifecycleState.IN_REPAIR, start, now)
+    for row in rows:
+        reason, code, count = reasons.get(row["key"], (None, None, 0))
+        words = attribution.REASONS.get(reason, "")
+        if code is not None and f"XID {code}" not in words:
+            words = f"{words} (XID {code})"
+        row.update(node=nodes[row["key"]], main_reason=words, main_reason_count=count,
+                   repair_hours=repair[row["key"]])
+    rows.sort(key=lambda g: (-g["interruptions"], -g["lost_gpu_hours"], g["name"]))
+    return rows
 
 
 def rounded(value, digits=2):

@@ -226,14 +226,8 @@ class NodeGoodputMixin(GoodputSectionMixin):
         """Time in repair over the range, from the node's lifecycle records (one query)."""
         now = timezone.now()
         start = telemetry_queries.get_range(self.goodput_range).start(now)
-        moves = list(
-            self.object.transitions.filter(created__gte=start)
-            .order_by("created", "pk")
-            .values_list("created", "from_state", "to_state")
-        )
-        return {
-            "repair_hours": lifecycle.hours_in_state(moves, LifecycleState.IN_REPAIR, self.object.state, start, now)
-        }
+        hours = lifecycle.hours_in_state_of([self.object], LifecycleState.IN_REPAIR, start, now)
+        return {"repair_hours": hours[self.object.pk]}
 
 
 class GPUModelGoodputMixin(GoodputSectionMixin):
@@ -245,3 +239,12 @@ class GPUModelGoodputMixin(GoodputSectionMixin):
 
     def list_filters(self):
         return {}
+
+    def goodput_extra(self):
+        """The model's repeat offenders: its nodes with ``GOODPUT_REPEAT_OFFENDER_MIN`` or more infrastructure
+        interruptions in the range, worst first, each with links to its page and its interruptions."""
+        minimum = settings.GOODPUT_REPEAT_OFFENDER_MIN
+        offenders = queries.repeat_offenders(self.object.pk, self.goodput_range, minimum)
+        for row in offenders:
+            row["interruptions_url"] = interruptions_url(self.goodput_range, node=row["key"])
+        return {"offenders": offenders, "offender_min": minimum}

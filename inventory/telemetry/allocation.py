@@ -179,30 +179,37 @@ def clipped_gpu_time(queryset, start, end, now, by):
 def clipped_gpu_time_in_windows(queryset, windows, now, by="account"):
     """Allocated GPU-hours of the jobs of ``queryset`` in each of many windows, each its own group and time span:
     ``windows`` is ``{key: (value of the job's field by, start, end)}``, the answer ``{key: {"gpu_hours", "jobs"}}``
-    (jobs: those whose run overlaps the window). Counted as ``clipped_gpu_time`` counts one window (per node, less
+    (jobs: those whose run overlaps the window); ``by`` None: every job of ``queryset`` in each window (the value is
+    ignored). Counted as ``clipped_gpu_time`` counts one window (per node, less
     what the nodes could not have given), in three queries however many windows and jobs: each window is one
     filtered sum of the same scan."""
     if not windows:
         return {}
     first, last = min(w[1] for w in windows.values()), max(w[2] for w in windows.values())
-    jobs = in_window(queryset.filter(**{f"{by}__in": {w[0] for w in windows.values()}}), first, last)
+
+    def of(value, prefix=""):
+        return Q(**{f"{prefix}{by}": value}) if by else Q()
+
+    if by:
+        queryset = queryset.filter(**{f"{by}__in": {w[0] for w in windows.values()}})
+    jobs = in_window(queryset, first, last)
     listed = Exists(SlurmJobNode.objects.filter(job=OuterRef("pk")))
     per_job = jobs.annotate(listed=listed).aggregate(**{
         name: aggregate for key, (value, start, end) in enumerate(windows.values()) for name, aggregate in (
-            (f"n{key}", Count("pk", filter=Q(**{by: value}) & overlaps(start, end))),
+            (f"n{key}", Count("pk", filter=of(value) & overlaps(start, end))),
             # jobs without per-node rows count as reported
-            (f"t{key}", Sum(gpu_time_in_window(start, end, now), filter=Q(**{by: value}, listed=False))))})
+            (f"t{key}", Sum(gpu_time_in_window(start, end, now), filter=of(value) & Q(listed=False))))})
     per_node = SlurmJobNode.objects.filter(job__in=jobs).aggregate(**{
-        f"t{key}": Sum(gpu_time_in_window(start, end, now, "job__", "gpus"), filter=Q(**{f"job__{by}": value}))
+        f"t{key}": Sum(gpu_time_in_window(start, end, now, "job__", "gpus"), filter=of(value, "job__"))
         for key, (value, start, end) in enumerate(windows.values())})
     totals = {key: hours(per_job[f"t{i}"]) + hours(per_node[f"t{i}"]) for i, key in enumerate(windows)}
     limit = min(last, now)
     for value, begin, finish, gpus in (  # rare: only where nodes were overbooked
             AllocationExcess.objects.filter(allocation__job__in=jobs, start__lt=limit, end__gt=first)
-            .values_list(f"allocation__job__{by}", "start", "end", "gpus")):
+            .values_list(f"allocation__job__{by or 'pk'}", "start", "end", "gpus")):
         for key, (group, start, end) in windows.items():
             overlap = min(finish, end, now) - max(begin, start)
-            if group == value and overlap > ZERO:
+            if (not by or group == value) and overlap > ZERO:
                 totals[key] -= gpus * hours(overlap)
     return {key: {"gpu_hours": max(0.0, totals[key]), "jobs": per_job[f"n{i}"]} for i, key in enumerate(windows)}
 

@@ -3,7 +3,7 @@ the rollup tables, each a set-based aggregate (``values().annotate()``; ``usage`
 the ORM cannot write), so a figure costs the same few queries for ten GPUs or ten thousand.
 
 Ranges and tables
-    ``24h`` and ``7d`` read the hourly rows (``GPUHourly``, one bucket per hour); ``30d`` and ``1y`` read
+    ``24h`` and ``7d`` read the hourly rows (``GPUHourly``, one bucket per hour); ``30d``, ``90d`` and ``1y`` read
     daily rows, one bucket per day: the usage days (``UsageDaily``, the GPU days summed per node and GPU
     model, a few rows per node) for the series and the groupings, the GPU days (``GPUDaily``) for what is
     per GPU. Each range ends with the current hour or day, so its last bucket may still be filling.
@@ -98,6 +98,7 @@ RANGES = {
     "24h": Range("24h", "24 hours", 24, daily=False),
     "7d": Range("7d", "7 days", 7 * 24, daily=False),
     "30d": Range("30d", "30 days", 30, daily=True),
+    "90d": Range("90d", "90 days", 90, daily=True),
     "1y": Range("1y", "1 year", 365, daily=True),
 }
 DEFAULT_RANGE = "7d"

@@ -2,14 +2,20 @@
 
 from rest_framework import serializers
 
-from inventory.telemetry.api.serializers import StaleSourceSerializer, UtilizationQuerySerializer
+from inventory.telemetry.api.serializers import StaleSourceSerializer, UtilizationQuerySerializer, choices_error
 
 from ..models import Interruption
+from ..queries import GOODPUT_GROUPS
 
 
 class GoodputQuerySerializer(UtilizationQuerySerializer):
     """The query parameters of ``/api/inventory/goodput/``: the utilization report's (same choices, same 400s),
-    read for jobs (``inventory.goodput.queries``), and the MTBI's job size."""
+    read for jobs (``inventory.goodput.queries``), calendar months as a grouping too, and the MTBI's job size."""
+
+    group_by = serializers.ChoiceField(
+        choices=list(GOODPUT_GROUPS), default="site", error_messages=choices_error("group_by", GOODPUT_GROUPS),
+        help_text='What one row of the answer is; `month`: a calendar month of the range (UTC), oldest first, '
+                  'named "2026-11".')
 
     team = serializers.CharField(required=False, help_text="Only jobs of this Slurm account (team).")
     partition = serializers.CharField(required=False, help_text="Only jobs of this Slurm partition.")
@@ -24,9 +30,10 @@ class GoodputQuerySerializer(UtilizationQuerySerializer):
 
 
 class GoodputGroupSerializer(serializers.Serializer):
-    id = serializers.IntegerField(allow_null=True, help_text="Site, GPU model or node id; null for partition and "
-                                  "team, and for jobs on no known node.")
-    name = serializers.CharField(help_text='The group\'s name; "(none)" for jobs without one.')
+    id = serializers.IntegerField(allow_null=True, help_text="Site, GPU model or node id; null for partition, "
+                                  "team and month, and for jobs on no known node.")
+    name = serializers.CharField(help_text='The group\'s name ("2026-11" for a month); "(none)" for jobs without '
+                                 "one.")
     allocated_gpu_hours = serializers.FloatField(help_text="Allocated GPUs × the hours of the jobs' runs in the "
                                                  "range, clipped per node to its GPUs.")
     interruptions = serializers.IntegerField(help_text="Infrastructure interruptions that ended in the range.")

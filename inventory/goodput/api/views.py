@@ -1,8 +1,11 @@
 """The goodput API: the goodput report and the interruptions list. Registered by ``inventory/api/urls.py`` under
 ``/api/inventory/``."""
 
+from datetime import UTC, datetime
+
 import django_filters
 from django.conf import settings
+from django.core.validators import RegexValidator
 from django.utils import timezone
 from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework import viewsets
@@ -69,8 +72,8 @@ class GoodputView(APIView):
 
 
 class InterruptionFilterSet(django_filters.FilterSet):
-    """Interruptions by cause, reason, team (Slurm account), partition, node, site, GPU model (of the fault's node)
-    and range (ended since the range's start)."""
+    """Interruptions by cause, reason, team (Slurm account), partition, node, site, GPU model (of the fault's node),
+    range (ended since the range's start) and month (ended in that calendar month, UTC: the goodput report's)."""
 
     cause = django_filters.ChoiceFilter(choices=Interruption.Cause.choices)
     reason = django_filters.ChoiceFilter(choices=Interruption.Reason.choices)
@@ -81,16 +84,23 @@ class InterruptionFilterSet(django_filters.FilterSet):
     gpu_model = django_filters.NumberFilter(method="by_nodes")
     range = django_filters.ChoiceFilter(choices=[(key, r.label) for key, r in telemetry_queries.RANGES.items()],
                                         method="in_range")
+    month = django_filters.CharFilter(
+        method="in_month", label="Ended in month (UTC)",
+        validators=[RegexValidator(r"^\d{4}-(0[1-9]|1[0-2])$", "Enter a month as YYYY-MM, e.g. 2026-11.")])
 
     class Meta:
         model = Interruption
-        fields = ["cause", "reason", "team", "partition", "node", "site", "gpu_model", "range"]
+        fields = ["cause", "reason", "team", "partition", "node", "site", "gpu_model", "range", "month"]
 
     def by_nodes(self, rows, name, value):
         return rows.filter(node__in=queries.matching_nodes({name: value}))
 
     def in_range(self, rows, name, value):
         return rows.filter(ended_at__gte=telemetry_queries.get_range(value).start(timezone.now()))
+
+    def in_month(self, rows, name, value):
+        begin = datetime.strptime(value, "%Y-%m").replace(tzinfo=UTC)
+        return rows.filter(ended_at__gte=begin, ended_at__lt=queries.next_month(begin))
 
 
 class InterruptionViewSet(viewsets.ReadOnlyModelViewSet):

@@ -120,8 +120,8 @@ class UtilizationQuerySerializer(ReportQuerySerializer):
         choices=list(telemetry_queries.GROUPS), default="site", help_text="What one row of the answer is.",
         error_messages=choices_error("group_by", telemetry_queries.GROUPS),
     )
-    range = range_field("24h and 7d read hourly rollups, 30d and 1y daily rollups; each ends with the current hour "
-                        "or day.")
+    range = range_field("24h and 7d read hourly rollups, 30d, 90d and 1y daily rollups; each ends with the current "
+                        "hour or day.")
     site = serializers.IntegerField(required=False, help_text="Only GPUs in nodes of this site (id).")
     partition = serializers.CharField(required=False, help_text="Only GPUs in nodes of this partition.")
     gpu_model = serializers.IntegerField(required=False, help_text="Only GPUs of this GPU model (id).")
@@ -188,7 +188,7 @@ class AllocationQuerySerializer(ReportQuerySerializer):
         help_text="What one row of the answer is: a team (Slurm account) or a partition.",
         error_messages=choices_error("group_by", telemetry_queries.ALLOCATION_GROUPS),
     )
-    range = range_field("From the start of the range's first hour (24h, 7d) or day (30d, 1y) until now.")
+    range = range_field("From the start of the range's first hour (24h, 7d) or day (30d, 90d, 1y) until now.")
     partition = serializers.CharField(required=False, help_text="Only jobs of this Slurm partition.")
     team = serializers.CharField(required=False, help_text="Only jobs of this Slurm account (team).")
 

@@ -264,7 +264,7 @@ def test_api_allocations_list_stale_slurm_sources(viewer_api, jobs, now):
 
 @pytest.mark.parametrize("params, field, message", [
     ({"group_by": "site"}, "group_by", "Unknown group_by 'site'; use one of account, partition."),
-    ({"range": "2w"}, "range", "Unknown range '2w'; use one of 24h, 7d, 30d, 1y."),
+    ({"range": "2w"}, "range", "Unknown range '2w'; use one of 24h, 7d, 30d, 90d, 1y."),
 ])
 def test_api_allocations_bad_parameters_are_400(viewer_api, params, field, message):
     response = viewer_api.get(ALLOCATIONS, params)
@@ -322,7 +322,7 @@ def test_schema_documents_the_allocations_endpoint(viewer_api):
     operation = schema["paths"][ALLOCATIONS]["get"]
     parameters = {p["name"]: p["schema"] for p in operation["parameters"]}
     assert parameters["group_by"]["enum"] == ["account", "partition"]
-    assert parameters["range"]["enum"] == ["24h", "7d", "30d", "1y"]
+    assert parameters["range"]["enum"] == ["24h", "7d", "30d", "90d", "1y"]
     assert {"partition", "team"} <= set(parameters) and "gpu_model" not in parameters
     assert operation["responses"]["200"]["content"]["application/json"]["schema"]["$ref"].endswith("/Allocations")
     assert {"partition", "account", "state", "source", "ordering"} <= {

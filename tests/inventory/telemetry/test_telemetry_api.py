@@ -133,7 +133,7 @@ def test_utilization_lists_stale_sources(viewer_api, fleet, now):
 
 @pytest.mark.parametrize("params, field, message", [
     ({"group_by": "rack"}, "group_by", "Unknown group_by 'rack'; use one of site, partition, gpu_model, team, node."),
-    ({"range": "2w"}, "range", "Unknown range '2w'; use one of 24h, 7d, 30d, 1y."),
+    ({"range": "2w"}, "range", "Unknown range '2w'; use one of 24h, 7d, 30d, 90d, 1y."),
     ({"site": "zurich"}, "site", "A valid integer is required."),
 ])
 def test_bad_parameters_are_400_with_a_clear_error(viewer_api, params, field, message):
@@ -165,7 +165,7 @@ def test_schema_documents_the_utilization_endpoint(viewer_api):
     operation = schema["paths"][UTILIZATION]["get"]
     parameters = {p["name"]: p["schema"] for p in operation["parameters"]}
     assert parameters["group_by"]["enum"] == ["site", "partition", "gpu_model", "team", "node"]
-    assert parameters["range"]["enum"] == ["24h", "7d", "30d", "1y"]
+    assert parameters["range"]["enum"] == ["24h", "7d", "30d", "90d", "1y"]
     assert {"site", "partition", "gpu_model", "team"} <= set(parameters)
     assert operation["responses"]["200"]["content"]["application/json"]["schema"]["$ref"].endswith("/Utilization")
     source = schema["components"]["schemas"]["TelemetrySource"]["properties"]

@@ -35,7 +35,8 @@ def by_name(groups):
 
 def test_ranges_read_hourly_rows_for_days_and_daily_rows_for_months():
     assert [(key, r.model, r.periods) for key, r in queries.RANGES.items()] == [
-        ("24h", GPUHourly, 24), ("7d", GPUHourly, 168), ("30d", GPUDaily, 30), ("1y", GPUDaily, 365)]
+        ("24h", GPUHourly, 24), ("7d", GPUHourly, 168), ("30d", GPUDaily, 30), ("90d", GPUDaily, 90),
+        ("1y", GPUDaily, 365)]
 
 
 @override_settings(IDLE_GPU_HOUR_COST=2.0)

@@ -106,7 +106,7 @@ def filter_cases(fleet):
 
 
 @override_settings(IDLE_GPU_HOUR_COST=COST)
-@pytest.mark.parametrize("range_key", ["24h", "7d", "30d", "1y"])
+@pytest.mark.parametrize("range_key", ["24h", "7d", "30d", "90d", "1y"])
 def test_groupings_match_a_row_by_row_computation(fleet, now, range_key):
     costs, rows = {fleet["costly"]: NODE_COST}, all_rows(range_key)
     checked = 0
@@ -179,7 +179,7 @@ def test_the_migration_recounts_the_daily_rows_whose_hours_are_stored(gaps):
                                                      hour__date=day.day).count()
 
 
-@pytest.mark.parametrize("range_key", ["30d", "1y"])
+@pytest.mark.parametrize("range_key", ["30d", "90d", "1y"])
 def test_usage_days_give_the_figures_of_the_gpu_days(fleet, now, range_key):
     """The daily ranges' groupings read the usage days; summed per GPU from the GPU days, the same rows."""
     for filters in filter_cases(fleet):
