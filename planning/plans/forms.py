@@ -185,7 +185,6 @@ class AddToPlanForm(forms.Form):
                                                       "month, for 12 months).")
     slurm_account = forms.CharField(label="Slurm account / team", max_length=100, required=False,
                                     help_text=PlanWorkload._meta.get_field("slurm_account").help_text)
-
     slurm_job_name = forms.CharField(label=PlanWorkload._meta.get_field("slurm_job_name").verbose_name.capitalize(),
                                      max_length=JOB_NAME_MAX, required=False, strip=False,
                                      help_text=PlanWorkload._meta.get_field("slurm_job_name").help_text)
