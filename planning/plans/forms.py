@@ -16,7 +16,16 @@ from inventory.models import GPUModel
 from ..sizing import sizing
 from ..sizing.forms import add_input_fields, add_validation_errors, given_inputs
 from . import months, scope, workflow
-from .models import NOT_INPUTS, SCENARIO_FIELDS, SCOPE_FIELDS, CapacityPlan, PlanItem, PlanWorkload, next_month
+from .models import (
+    JOB_NAME_MAX,
+    NOT_INPUTS,
+    SCENARIO_FIELDS,
+    SCOPE_FIELDS,
+    CapacityPlan,
+    PlanItem,
+    PlanWorkload,
+    next_month,
+)
 
 
 class MonthInput(forms.DateInput):
@@ -100,13 +109,14 @@ class PlanWorkloadForm(forms.ModelForm):
 
     class Meta:
         model = PlanWorkload
-        fields = ["name", "start", "gpu_model", "slurm_account"]
+        fields = ["name", "start", "gpu_model", "slurm_account", "slurm_job_name"]
         labels = {"gpu_model": "GPU model"}
         field_classes = {"start": MonthField}
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
         self.fields["start"].label = "Start month"
+        self.fields["slurm_job_name"].strip = False  # blank spaces are refused (PlanWorkload.clean), not dropped
         self.fields["gpu_model"].queryset = GPUModel.objects.order_by("vendor", "name")
         if self.instance.plan_id:
             plan = self.instance.plan
@@ -175,10 +185,13 @@ class AddToPlanForm(forms.Form):
                                                       "month, for 12 months).")
     slurm_account = forms.CharField(label="Slurm account / team", max_length=100, required=False,
                                     help_text=PlanWorkload._meta.get_field("slurm_account").help_text)
+    slurm_job_name = forms.CharField(label=PlanWorkload._meta.get_field("slurm_job_name").verbose_name.capitalize(),
+                                     max_length=JOB_NAME_MAX, required=False, strip=False,
+                                     help_text=PlanWorkload._meta.get_field("slurm_job_name").help_text)
 
-    def __init__(self, *args, user, gpu_model, inputs, **kwargs):
+    def __init__(self, *args, user, gpu_model, inputs, goodput_basis=None, **kwargs):
         super().__init__(*args, **kwargs)
-        self.user, self.gpu_model, self.inputs = user, gpu_model, inputs
+        self.user, self.gpu_model, self.inputs, self.goodput_basis = user, gpu_model, inputs, goodput_basis or {}
         self.fields["start"].initial = next_month()
         self.fields["name"].initial = workload_name(gpu_model, inputs)
         # Only drafts are offered; another plan posted is refused by clean_plan, saying why.
@@ -220,12 +233,16 @@ class AddToPlanForm(forms.Form):
                                     "choose one of them, or lengthen the plan's horizon.")
             return None
         workload = PlanWorkload(plan=plan if plan.pk else None, name=data["name"], start=start,
-                                slurm_account=data.get("slurm_account", ""), gpu_model=self.gpu_model,
-                                inputs=self.inputs)
+                                slurm_account=data.get("slurm_account", ""),
+                                slurm_job_name=data.get("slurm_job_name", ""), gpu_model=self.gpu_model,
+                                inputs=self.inputs, goodput_basis=self.goodput_basis)
         try:
             workload.clean()
         except ValidationError as error:
-            self.add_error(None, error.messages)
+            if hasattr(error, "error_dict") and "slurm_job_name" in error.error_dict:
+                self.add_error("slurm_job_name", error.error_dict.pop("slurm_job_name"))
+            if error.messages:
+                self.add_error(None, error.messages)
         return workload
 
     def save(self):

@@ -124,6 +124,7 @@ SCENARIO_FIELDS = ["site", "node_model", "node_price", "rental_gpu_hour_cost", "
 # Sizing inputs that a plan's workload keeps in model fields, not in ``inputs``: its team is ``slurm_account`` (a
 # plan states a team's factor as the number ``calibration_factor``, so its figures do not move as calibration does).
 NOT_INPUTS = ("gpu_model", "team")
+JOB_NAME_MAX = 200
 
 
 class PlanWorkload(models.Model):
@@ -136,9 +137,17 @@ class PlanWorkload(models.Model):
     slurm_account = models.CharField(
         "Slurm account / team", max_length=100, blank=True,
         help_text="The account its jobs run under: once it has run, its jobs' GPU-hours calibrate the estimate.")
+    slurm_job_name = models.CharField(
+        "Slurm job name pattern", max_length=JOB_NAME_MAX, blank=True,
+        help_text="Its jobs' names, shell-style: * any text, ? one character, e.g. llama-70b-*. With an account "
+                  "too, a job must match both. Its time to result counts the jobs it matches.")
     gpu_model = models.ForeignKey(GPUModel, on_delete=models.PROTECT, related_name="+")
     inputs = models.JSONField(default=dict, help_text="Sizing inputs other than the GPU model, e.g. "
                                                       '{"params_billion": 70, "tokens_billion": 2000}.')
+    # What the goodput allowance was when the workload came from the sizing page (its default, not an input): the
+    # value, its basis in words, whether the fleet's measured rate gave it, the GPUs and the day. A measured
+    # allowance is kept in ``inputs`` too, so the plan's figures stay the sizing page's as the fleet's rate moves.
+    goodput_basis = models.JSONField(default=dict, blank=True, editable=False)
     history = HistoricalRecords(bases=[ChangeRecord])  # plan edits are in the change log, line by line
 
     class Meta:
@@ -172,6 +181,12 @@ class PlanWorkload(models.Model):
             self.start = self.start.replace(day=1)  # a month: its first day
             if self.plan_id and (message := months.outside(self.plan.first_month, self.plan.last_month, self.start)):
                 raise ValidationError({"start": message})
+        if self.slurm_job_name:
+            from ..goodput import check_job_name
+
+            self.slurm_job_name, message = check_job_name(self.slurm_job_name, self.slurm_account)
+            if message:
+                raise ValidationError({"slurm_job_name": message})
         if self.gpu_model_id:
             try:
                 errors = sizing.validate(self.workload(), sizing.catalog_gpus())

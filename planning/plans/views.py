@@ -37,7 +37,7 @@ from portal.generic import (
 )
 
 from ..calibration.calibration import calibrate, times
-from ..goodput import time_to_result
+from ..goodput import goodput_used, time_to_result
 from ..policy import decides_plan
 from ..sizing import sizing
 from ..sizing.views import display
@@ -81,7 +81,7 @@ class WorkloadRow:
     problem: str  # why it cannot be sized
     sizing_url: str  # the sizing page for this workload, every figure and the comparison of GPU models
     calibration: Any = None  # calibration.Run: what its Slurm account's jobs show; None without an account
-    time_to_result: Any = None  # goodput.TimeToResult of its account's jobs; None without an account
+    time_to_result: Any = None  # goodput.TimeToResult of its jobs; None without an account or job name
 
     @property
     def gpu_hours(self):
@@ -98,6 +98,11 @@ class WorkloadRow:
             return (f"Realized {display(run.realized)} GPU-hours in {run.window} ({run.jobs} jobs under "
                     f"{run.team}) against the model's {display(run.estimate)}: {times(run.ratio)}.")
         return " ".join(run.notes)
+
+    @property
+    def goodput(self):
+        """The goodput it is sized with and its basis (``goodput.goodput_used``); None when it cannot be sized."""
+        return goodput_used(self.workload, self.sizing)
 
     @property
     def summary(self):

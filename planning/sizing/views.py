@@ -13,7 +13,7 @@ from inventory.models import GPUModel
 from inventory.queries import most_common_gpu_model
 
 from ..calibration.calibration import calibrate
-from ..goodput import measured_rates
+from ..goodput import added_goodput, measured_rates
 from ..plans.forms import AddToPlanForm
 from ..plans.models import NOT_INPUTS
 from . import sizing
@@ -71,10 +71,10 @@ class SizingView(TemplateView):
         context.update(form=form, gpus_per_node=sizing.GPUS_PER_NODE)
         if form.is_valid():
             workload = form.workload()
-            if may_add_to_plans(self.request.user):
-                context["add_form"] = self.add_form(form)
             rows = sizing.compare_all(workload, gpus, factors, rates)
             result = sizing.size(workload, gpus, factors, rates)
+            if may_add_to_plans(self.request.user):
+                context["add_form"] = self.add_form(form, result, rates.get(workload.gpu_model))
             context.update(
                 figures=[(figure, display(figure.value)) for figure in result.figures.values()],
                 costs=[(figure, display(figure.value)) for figure in
@@ -87,14 +87,23 @@ class SizingView(TemplateView):
             )
         return context
 
-    def add_form(self, form):
+    def add_form(self, form, result, measured):
+        """The "Add to plan" form for ``result``, the sizing shown (``measured``: the fleet's interruption rate of
+        its GPU model, None when the published one was used)."""
         inputs = given_inputs(form.cleaned_data, [name for name in sizing.INPUTS if name not in NOT_INPUTS])
         # A plan states the team's factor as a number (its figures must not move when calibration does) and keeps
         # the team as the workload's Slurm account.
         team = form.cleaned_data.get("team") or ""
         if team and not inputs.get("calibration_factor") and (factor := form.factors.get(team)):
             inputs["calibration_factor"] = round(factor.factor, 4)
+        # The default goodput allowance is kept with its basis. A measured one is also stated as a number, like the
+        # factor: plans size without the fleet's rate, and their figures must be this page's, now and later.
+        basis = {}
+        if not inputs.get("goodput"):
+            basis = added_goodput(result, measured)
+            if measured:
+                inputs["goodput"] = result["goodput"]
         gpu_model = GPUModel.objects.get(name=form.cleaned_data["gpu_model"])
         return AddToPlanForm(self.request.POST if self.request.method == "POST" else None,
-                             user=self.request.user, gpu_model=gpu_model, inputs=inputs,
+                             user=self.request.user, gpu_model=gpu_model, inputs=inputs, goodput_basis=basis,
                              initial={"slurm_account": team})

@@ -10,10 +10,10 @@ from rest_framework import serializers
 from portal.api.serializers import COMMON, TIMESTAMPS, EnumChoiceField, PortalModelSerializer
 
 from ...common import NestedListMixin
-from ...goodput import time_to_result
+from ...goodput import goodput_used, time_to_result
 from ...sizing import sizing
 from .. import months, scenarios, scope, workflow
-from ..models import SCENARIO_FIELDS, SCOPE_FIELDS, CapacityPlan, PlanEvent, PlanItem, PlanWorkload
+from ..models import JOB_NAME_MAX, SCENARIO_FIELDS, SCOPE_FIELDS, CapacityPlan, PlanEvent, PlanItem, PlanWorkload
 from ..summary import is_stale
 from .fields import MonthField
 
@@ -21,8 +21,9 @@ from .fields import MonthField
 class TimeToResultSerializer(serializers.Serializer):
     """A workload's time to result (``planning.goodput.TimeToResult``)."""
 
-    account = serializers.CharField()
-    jobs = serializers.IntegerField()
+    account = serializers.CharField(help_text="The workload's Slurm account; empty: any.")
+    job_name = serializers.CharField(help_text="The workload's job name pattern; empty: any.")
+    jobs = serializers.IntegerField(help_text="Distinct job ids: a requeued job counts once.")
     running = serializers.IntegerField(help_text="Of them, still running.")
     first_submit = serializers.DateTimeField(allow_null=True)
     last_end = serializers.DateTimeField(allow_null=True, help_text="Null while a job runs.")
@@ -31,16 +32,41 @@ class TimeToResultSerializer(serializers.Serializer):
     ratio = serializers.FloatField(allow_null=True, help_text="days / estimate_days.")
 
 
+class GoodputUsedSerializer(serializers.Serializer):
+    """The goodput a workload is sized with (``planning.goodput.goodput_used``)."""
+
+    value = serializers.FloatField()
+    basis = serializers.CharField(help_text='In words: "measured on your fleet: …", "published default: …" or '
+                                            '"given".')
+    changed = serializers.BooleanField(help_text="No longer the allowance kept when it was added from the sizing "
+                                                 "page (an input was edited since).")
+    added = serializers.JSONField(allow_null=True, help_text=(
+        "What it was added from the sizing page with: goodput, basis, measured, gpus, sized_on; null: not added "
+        "from the sizing page, or with a goodput given."))
+
+
 class PlanWorkloadSerializer(PortalModelSerializer):
     start = MonthField(help_text="YYYY-MM: the month it starts, one of the plan's months (first_month to last_month).")
+    slurm_job_name = serializers.CharField(
+        required=False, allow_blank=True, trim_whitespace=False, max_length=JOB_NAME_MAX,
+        help_text=PlanWorkload._meta.get_field("slurm_job_name").help_text + " Empty: none.")
     gpu_hours = serializers.SerializerMethodField(help_text="GPU-hours of the run (planning.sizing).")
+    goodput = serializers.SerializerMethodField(help_text="The goodput it is sized with and its basis; null when it "
+                                                          "cannot be sized.")
     time_to_result = serializers.SerializerMethodField(help_text=(
-        "The Slurm account's jobs submitted since the workload's start month: first submit to last end (to now "
-        "while jobs run) in days, against the sized wall-clock days (ratio); null without an account."))
+        "Its jobs (the Slurm account's, those matching the job name pattern; both when both are given) submitted "
+        "since the workload's start month: first submit to last end (to now while jobs run) in days, against the "
+        "sized wall-clock days (ratio); null without an account or pattern."))
 
     class Meta:
         model = PlanWorkload
-        fields = ["id", "name", "start", "gpu_model", "slurm_account", "inputs", "gpu_hours", "time_to_result"]
+        fields = ["id", "name", "start", "gpu_model", "slurm_account", "slurm_job_name", "inputs", "gpu_hours",
+                  "goodput", "time_to_result"]
+
+    def validate_slurm_job_name(self, value):
+        # Stripped, but blank spaces stay for PlanWorkload.clean to refuse (with a too long pattern, or one that
+        # matches every job), as on the page.
+        return value.strip() or value
 
     def validate(self, attrs):
         if "plan" in self.context:  # a workload added on its own (POST plans/{id}/workloads/): checked with its plan
@@ -60,6 +86,12 @@ class PlanWorkloadSerializer(PortalModelSerializer):
 
     def get_gpu_hours(self, workload) -> float | None:
         return sized["gpu_hours"] if (sized := self.sized(workload)) else None
+
+    @extend_schema_field(GoodputUsedSerializer(allow_null=True))
+    def get_goodput(self, workload):
+        if (used := goodput_used(workload, self.sized(workload))) is None:
+            return None
+        return {key: used[key] for key in ("value", "basis", "changed", "added")}
 
     @extend_schema_field(TimeToResultSerializer(allow_null=True))
     def get_time_to_result(self, workload):
