@@ -3,6 +3,7 @@
 from django import forms
 
 from inventory.telemetry.forms import UtilizationFilterForm
+from inventory.telemetry.models import SlurmJob
 from inventory.telemetry.queries import DEFAULT_RANGE
 from portal.forms import Select
 
@@ -18,8 +19,9 @@ GROUP_LABELS = {
 
 
 class GoodputFilterForm(UtilizationFilterForm):
-    """``?range=30d&site=2&partition=train&gpu_model=1&group_by=team``. The utilization form's site, partition
-    (narrowed by site) and GPU model; its team (a node's owner) and heatmap do not apply to jobs."""
+    """``?range=30d&site=2&partition=train&gpu_model=1&team=vision&group_by=team``. The utilization form's site,
+    partition (narrowed by site) and GPU model; its team is the jobs' Slurm account here (not a node's owner), and its
+    heatmap does not apply to jobs."""
 
     group_by = forms.ChoiceField(
         choices=[(key, f"by {label}") for key, label in GROUP_LABELS.items()],
@@ -30,7 +32,10 @@ class GoodputFilterForm(UtilizationFilterForm):
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
-        del self.fields["team"], self.fields["heatmap"]
+        del self.fields["heatmap"]
+        accounts = SlurmJob.objects.exclude(account="").order_by("account").values_list("account", flat=True)
+        self.fields["team"].label = "Team (Slurm account)"
+        self.fields["team"].choices = [("", "All teams"), *((a, a) for a in accounts.distinct())]
 
     def choices(self):
         """(range key, filters, group_by); an invalid field falls back to its default, as on utilization."""

@@ -54,7 +54,8 @@ def test_dashboard_shows_the_figures_worked_out_by_hand(viewer_client, fleet):
 
 
 def row_of(page, name):
-    start = page.index(f"<td>{name}</td>")
+    """The dashboard's row of team ``name`` (its name links to the team's page)."""
+    start = page.index(f'<td><a href="/inventory/teams/{name}/">{name}</a></td>')
     return page[start : page.index("</tr>", start)]
 
 
