@@ -68,6 +68,7 @@ def test_team_page_shows_the_figures_worked_out_by_hand(viewer_client, fleet):
     assert kpi(page, "allocated GPU-hours") == "130.0" and "(4 jobs)" in page
     assert kpi(page, "nodes owned") == "2" and "16 GPUs" in page
     assert kpi(page, "mean utilization") == "40.0 %" and kpi(page, "idle GPU-hours") == "6"
+    assert "idle GPU-hours of its GPUs (12 USD)" in page  # 6 × 2.0
     # Goodput: (130 − 6) / 130 = 95.4 %; 2 per 130 / 24 GPU-days = 369.23 per 1,000; MTBI 130 / 2 / 8 = 8.125 h,
     # 24 / 8.125 = 2.95 restarts of a 24 h job; 22 GPU-hours lost (6 + 16) at 2.0 = 44; queue wait 16 / 146.
     assert kpi(page, "goodput ratio") == "95.4 %"
@@ -109,6 +110,7 @@ def test_a_team_with_only_jobs_and_a_range(viewer_client, fleet):
     page = viewer_client.get("/inventory/teams/speech/", {"range": "24h"}).content.decode()
     assert "last 24 hours" in page and kpi(page, "goodput ratio") == "100.0 %"
     assert kpi(page, "nodes owned") == "0" and "(it owns no node)" in page
+    assert kpi(page, "mean utilization") == "—" and kpi(page, "idle GPU-hours") == "—"
     assert "/inventory/utilization/" not in page.split('id="dashboard"')[1]
     assert "infrastructure interruptions (2 the user's, 0 the scheduler's)" in page
     assert kpi(page, "infrastructure interruptions") == "0"
@@ -139,6 +141,7 @@ def test_team_list(viewer_client, fleet):
     # Sortable: most lost GPU-hours first puts vision ahead.
     by_lost = viewer_client.get(TEAMS, {"sort": "-lost_gpu_hours"}).content.decode()
     assert by_lost.index("/teams/vision/") < by_lost.index("/teams/bio/")
+    assert viewer_client.get(TEAMS, {"sort": "nope"}).status_code == 200  # a stale sort is ignored
     assert '<a href="?sort=goodput_ratio">Goodput</a>' in page
     kept = viewer_client.get(TEAMS, {"range": "24h"}).content.decode()
     link = re.search(r'href="(\?[^"]*sort=goodput_ratio[^"]*)"', kept).group(1)
