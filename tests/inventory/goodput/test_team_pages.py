@@ -142,6 +142,10 @@ def test_team_list(viewer_client, fleet):
     by_lost = viewer_client.get(TEAMS, {"sort": "-lost_gpu_hours"}).content.decode()
     assert by_lost.index("/teams/vision/") < by_lost.index("/teams/bio/")
     assert viewer_client.get(TEAMS, {"sort": "nope"}).status_code == 200  # a stale sort is ignored
+    # bio owns n3 but ran no job: its page says so rather than show 0 %.
+    bio = viewer_client.get("/inventory/teams/bio/").content.decode()
+    assert kpi(bio, "goodput ratio") == "—" and "goodput ratio (no allocation)" in bio
+    assert kpi(bio, "nodes owned") == "1" and "No job of bio ended in anything but COMPLETED" in bio
     assert '<a href="?sort=goodput_ratio">Goodput</a>' in page
     kept = viewer_client.get(TEAMS, {"range": "24h"}).content.decode()
     link = re.search(r'href="(\?[^"]*sort=goodput_ratio[^"]*)"', kept).group(1)
