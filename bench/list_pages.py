@@ -35,8 +35,8 @@ def bare_nodes(request):
     size = int(request.GET["page_size"])
     rows = querysets.nodes().order_by("pk").values(
         "pk", "hostname", "state", "serial", "asset_tag", "site", "site__name", "rack", "rack__name", "position",
-        "node_model", "node_model__name", "gpu_count", "partition", "owner_team", "warranty_end", "created",
-        "updated")
+        "node_model", "node_model__name", "gpu_count", "partition", "owner_team", "warranty_end", "state_since",
+        "created", "updated")
     prefix = request.build_absolute_uri("/api/inventory/nodes/")
 
     def stamp(value):
@@ -48,7 +48,8 @@ def bare_nodes(request):
         "site_name": r["site__name"], "rack": r["rack"], "rack_name": r["rack__name"], "position": r["position"],
         "node_model": r["node_model"], "node_model_name": r["node_model__name"], "gpu_count": r["gpu_count"],
         "partition": r["partition"], "owner_team": r["owner_team"],
-        "warranty_end": r["warranty_end"] and r["warranty_end"].isoformat(), "created": stamp(r["created"]),
+        "warranty_end": r["warranty_end"] and r["warranty_end"].isoformat(),
+        "state_since": r["state_since"] and stamp(r["state_since"]), "created": stamp(r["created"]),
         "updated": stamp(r["updated"]),
     } for r in rows[:size]]
     count = querysets.nodes().count()
@@ -104,7 +105,11 @@ def fleet_ratios(client, repeat):
 
     build_fleet()
     api, bare = "/api/inventory/nodes/?page_size=1000", "/bench/nodes/?page_size=1000"
-    assert client.get(api).json() == client.get(bare).json(), "the baseline must answer the API's JSON"
+    got, want = client.get(api).json(), client.get(bare).json()
+    if got != want:
+        first, base = got["results"][0], want["results"][0]
+        print({k: (first.get(k), base.get(k)) for k in set(first) | set(base) if first.get(k) != base.get(k)})
+    assert got == want, "the baseline must answer the API's JSON"
     pairs = [(api, bare), ("/inventory/nodes/?per_page=500", "/api/inventory/nodes/?page_size=500")]
     print(f"{'request':38} {'ms':>8} {'queries':>8}   {'against':38} {'ms':>8} {'ratio':>6}")
     for url, base in pairs:
