@@ -13,17 +13,11 @@ from inventory.goodput.models import Interruption
 from inventory.goodput.tasks import record_interruptions
 from inventory.models import GPU
 from tests.helpers.goodput import MIN, H, add_job, degrade, make_goodput_fleet, xid
-from tests.helpers.telemetry import freeze_now
 
 GOODPUT = "/api/inventory/goodput/"
 INTERRUPTIONS = "/api/inventory/interruptions/"
 
 pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture
-def now(monkeypatch):
-    return freeze_now(monkeypatch)
 
 
 @pytest.fixture

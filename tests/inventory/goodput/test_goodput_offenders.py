@@ -9,16 +9,10 @@ from inventory.goodput import queries, recording
 from inventory.models import GPU
 from tests.factories import make_gpu, make_node, make_node_model
 from tests.helpers.goodput import MIN, H, add_job, make_goodput_fleet, xid
-from tests.helpers.telemetry import freeze_now
 
 from .test_goodput_pages import move, section
 
 pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture
-def now(monkeypatch):
-    return freeze_now(monkeypatch)
 
 
 @pytest.fixture

@@ -12,17 +12,12 @@ from inventory.goodput import hooks, recording
 from inventory.lifecycle import hours_in_state
 from inventory.models import GPU, Node, StateTransition
 from tests.helpers.goodput import MIN, H, add_job, make_goodput_fleet
-from tests.helpers.telemetry import HTMX, freeze_now, read_csv
+from tests.helpers.telemetry import HTMX, read_csv
 
 GOODPUT = "/inventory/goodput/"
 INTERRUPTIONS = "/inventory/interruptions/"
 
 pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture
-def now(monkeypatch):
-    return freeze_now(monkeypatch)
 
 
 @pytest.fixture

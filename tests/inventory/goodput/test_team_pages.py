@@ -14,17 +14,12 @@ from inventory.models import GPU, GPUDaily, Node
 from inventory.telemetry.rollups import rollup_usage
 from tests.helpers.accounts import make_user
 from tests.helpers.goodput import MIN, H, add_job, make_goodput_fleet
-from tests.helpers.telemetry import HTMX, freeze_now
+from tests.helpers.telemetry import HTMX
 
 TEAMS = "/inventory/teams/"
 VISION = "/inventory/teams/vision/"
 
 pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture
-def now(monkeypatch):
-    return freeze_now(monkeypatch)
 
 
 @pytest.fixture
