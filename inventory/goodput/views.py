@@ -296,15 +296,18 @@ class TeamListView(TeamPageMixin, View):
         return self.respond(
             request,
             {
-                "form": form,
-                "ranges": telemetry_queries.RANGES,
-                "range_key": range_key,
-                "span": telemetry_queries.get_range(range_key),
+                **range_context(form, range_key),
                 "table": table,
                 "cost_basis": queries.cost_basis(groups),
                 "currency": settings.COST_CURRENCY,
             },
         )
+
+
+def range_context(form, range_key):
+    """What a team page's range picker shows."""
+    return {"form": form, "ranges": telemetry_queries.RANGES, "range_key": range_key,
+            "span": telemetry_queries.get_range(range_key)}
 
 
 class TeamView(TeamPageMixin, View):
@@ -342,10 +345,7 @@ class TeamView(TeamPageMixin, View):
         return self.respond(
             request,
             {
-                "form": form,
-                "ranges": telemetry_queries.RANGES,
-                "range_key": range_key,
-                "span": telemetry_queries.get_range(range_key),
+                **range_context(form, range_key),
                 "team": name,
                 "now": now,
                 "goodput": row,
