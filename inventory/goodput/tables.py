@@ -42,6 +42,12 @@ class InterruptionTable(PortalTable):
     def render_job(self, record, value):
         return format_html('<a href="{}">{}</a>', reverse("inventory-api:slurmjob-detail", args=[record.job_id]), value)
 
+    def render_lost_gpu_hours(self, value):
+        return f"{value:,.2f}"  # an estimate: hundredths, not the float's 15 digits (exports keep the value)
+
+    def value_lost_gpu_hours(self, value):
+        return value
+
     def value_job(self, value):
         return value
 

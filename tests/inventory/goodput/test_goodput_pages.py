@@ -147,6 +147,16 @@ def test_interruptions_list_filters_and_csv(viewer_client, fleet):
     assert {row[header.index("Job")] for row in rows[1:]} == {"3", "4"}  # the Slurm id, no markup
 
 
+def test_interruptions_show_lost_gpu_hours_in_hundredths(viewer_client, fleet):
+    """An estimate of 4 h 54 min 40 s of 1 GPU is shown as 4.91 GPU-hours, not as the float's 4.9111111111111."""
+    fleet["jobs"]["J2"].interruptions.update(lost_gpu_hours=221 / 45)
+    page = viewer_client.get(INTERRUPTIONS, {"cause": "infrastructure"}).content.decode()
+    assert ">4.91<" in page and "4.911" not in page
+    rows = read_csv(viewer_client.get(INTERRUPTIONS, {"cause": "infrastructure", "_export": "csv"}))
+    lost = {row[rows[0].index("Job")]: row[rows[0].index("Lost GPU-h")] for row in rows[1:]}
+    assert lost == {"1": "12.0", "2": str(221 / 45)}
+
+
 def move(obj, ts, from_state, to_state):
     return StateTransition.objects.create(
         content_type=ContentType.objects.get_for_model(obj),
