@@ -20,13 +20,16 @@ from . import sizing
 from .forms import SizingForm, given_inputs
 
 
-def display(value):
+def display(value, unit=""):
     """A figure for people: large counts with separators, huge ones in scientific notation, small ones to 3
-    significant digits; None (does not apply) as a dash."""
+    significant digits, factors (unit ×) to 2 decimals as the calibration shows them; None (does not apply) as a
+    dash."""
     if value is None:
         return "—"
     if isinstance(value, str):
         return value.replace("_", " ")
+    if unit == "×":
+        return f"{value:.2f}"
     if isinstance(value, int) or abs(value) >= 100 and abs(value) < 1e9:
         return f"{value:,.0f}"
     if abs(value) >= 1e9:
@@ -76,7 +79,7 @@ class SizingView(TemplateView):
             if may_add_to_plans(self.request.user):
                 context["add_form"] = self.add_form(form, result, rates.get(workload.gpu_model))
             context.update(
-                figures=[(figure, display(figure.value)) for figure in result.figures.values()],
+                figures=[(figure, display(figure.value, figure.unit)) for figure in result.figures.values()],
                 costs=[(figure, display(figure.value)) for figure in
                        sizing.run_costs(result["gpu_hours"], workload.gpu_model).values()],
                 comparison=[(row, [display(value) for value in row.values.values()]) for row in rows],

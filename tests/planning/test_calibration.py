@@ -189,6 +189,8 @@ def test_sizing_applies_the_teams_factor_with_its_source(history, viewer_api, vi
     row = re.search(r'<tr id="figure-gpu_hours">.*?</tr>', html, re.S).group(0)
     assert f'<td class="num">{display(figures["gpu_hours"]["value"])}</td>' in row
     assert "team vision: 1.28× from 1 finished workload, calibration page" in html
+    factor = re.search(r'<tr id="figure-calibration_factor">.*?</tr>', html, re.S).group(0)
+    assert '<td class="num">1.28</td><td>×</td>' in factor  # as the calibration says it, not rounded to 1.3
     options = re.search(r'<select name="team".*?</select>', html, re.S).group(0)
     assert "ml-research: 0.98× from 2 finished" in options and "quiet" not in options
     html = viewer_client.get(reverse("planning:sizing"), {**body, "team": "quiet"}).content.decode()
