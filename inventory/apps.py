@@ -30,7 +30,7 @@ class InventoryConfig(AppConfig):
         register_menu("Telemetry", order=20, items=[
             ("Utilization", "inventory:utilization", "inventory.read_telemetry"),
             ("Goodput", "inventory:goodput", "inventory.read_telemetry"),
-            ("Teams", "inventory:team_list", "inventory.read_telemetry"),
+            ("Teams", "inventory:teams", "inventory.read_telemetry"),
             ("Interruptions", "inventory:interruption_list", "inventory.read_telemetry"),
             ("Telemetry sources", "inventory:telemetrysource_list", "inventory.view_telemetrysource"),
         ])

@@ -43,6 +43,6 @@ urlpatterns = [
     # Goodput (issue 20): the dashboard and the interruptions list.
     path("goodput/", goodput_views.GoodputView.as_view(), name="goodput"),
     path("interruptions/", goodput_views.InterruptionListView.as_view(), name="interruption_list"),
-    path("teams/", goodput_views.TeamListView.as_view(), name="team_list"),
-    path("teams/<str:name>/", goodput_views.TeamView.as_view(), name="team_detail"),
+    path("teams/", goodput_views.TeamListView.as_view(), name="teams"),  # not "<model>_list": a team is no model
+    path("teams/<str:name>/", goodput_views.TeamView.as_view(), name="team"),
 ]

@@ -18,7 +18,7 @@ def team_url(name):
     """The team's page, or None for no team (or a name its URL cannot carry: a slash)."""
     if not name or "/" in name:
         return None
-    return reverse("inventory:team_detail", args=[name])
+    return reverse("inventory:team", args=[name])
 
 
 def exists(name):
