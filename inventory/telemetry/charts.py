@@ -1,6 +1,6 @@
 """What each utilization chart shows, once: the JSON that ``charts.js`` draws and the CSV of the same
 figures. The figures come from ``queries``; ``FleetDashboard`` computes each figure at most once per request (the
-groupings are all made from one read of ``queries.usage``), so the page and every CSV download cost a fixed
+groupings all come from one query, ``queries.usage_groupings``), so the page and every CSV download cost a fixed
 number of queries."""
 
 import csv
@@ -12,6 +12,7 @@ from django.urls import reverse
 from django.utils import timezone
 
 from . import queries
+from .models import TelemetrySource
 from .rollups import floor_hour
 
 GROUP_CHARTS = {  # chart name -> (group_by, title)
@@ -63,8 +64,11 @@ class FleetDashboard:
         return self.span.key, self.filters
 
     @cached_property
-    def usage(self):
-        return queries.usage(*self._args(), now=self.now)
+    def grouped(self):
+        """Every grouping the dashboard shows, from one query; of the nodes, only those that can be among the least
+        used (the tables, the heatmap)."""
+        group_bys = [*(group_by for group_by, _ in GROUP_CHARTS.values()), "node"]
+        return queries.usage_groupings(self.span.key, group_bys, self.filters, self.now, candidates_only=True)
 
     @cached_property
     def series(self):
@@ -72,11 +76,13 @@ class FleetDashboard:
 
     @cached_property
     def heatmap(self):
-        return queries.heatmap(*self._args(), by=self.heatmap_by, now=self.now, rows=self.usage)
+        return queries.heatmap(*self._args(), by=self.heatmap_by, now=self.now, nodes=self.grouped["node"])
 
     def groups(self, group_by):
+        """A grouping's figures; for "node", only the nodes that can be among the least used (``grouped``)."""
         if group_by not in self._groups:  # the tables, the charts, the totals and the CSV all show them
-            self._groups[group_by] = queries.utilization_by(group_by, *self._args(), now=self.now, rows=self.usage)
+            self._groups[group_by] = queries.utilization_by(group_by, *self._args(), now=self.now,
+                                                            grouped=self.grouped[group_by])
         return self._groups[group_by]
 
     @cached_property
@@ -142,8 +148,17 @@ class FleetDashboard:
         return queries.allocation_totals(self.allocations_by_partition)
 
     @cached_property
+    def sources(self):
+        """Every telemetry source (a few), stale ones first: whether any exists, is Slurm or is stale, in one query."""
+        return list(queries.sources())
+
+    @cached_property
     def stale_sources(self):
-        return queries.stale_sources()
+        return [source for source in self.sources if source.enabled and source.stale_since is not None]
+
+    @property
+    def has_slurm_source(self):
+        return any(source.kind == TelemetrySource.Kind.SLURM for source in self.sources)
 
     # --- JSON for charts.js ---------------------------------------------------------------------
 

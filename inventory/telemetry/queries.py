@@ -228,8 +228,9 @@ def utilization_series(range_key, filters=None, now=None):
 def usage(range_key, filters=None, now=None, per_gpu=False):
     """GPU-hours and utilization-hours per node and GPU model (``per_gpu``: per GPU) over the GPUs that reported
     in the range: ``gpus`` (how many reported), where they are (node, site, partition, team), their model and the
-    node's ``hour_cost``. The one aggregate that ``utilization_by``, ``least_used_nodes`` and ``heatmap`` group
-    further, a few rows per node (costs are per node, models per GPU). One query, plus the costs' queries:
+    node's ``hour_cost``: a few rows per node (costs are per node, models per GPU), the rows that
+    ``usage_groupings`` groups in the database (``usage_sql``) and the GPU heatmap ranks. One query, plus the
+    costs' queries:
 
     - hourly ranges, and ``per_gpu``: the rollup rows summed per GPU first (the big table's only pass), then those
       sums joined to GPU, node, site and model and summed per node and model;
@@ -289,80 +290,98 @@ def usage_sql(range_key, filters=None, now=None, per_gpu=False):
     return sql, tuple(params), connection
 
 
-def grouped_usage(range_key, group_by, filters=None, now=None):
-    """``_group(usage(...), *GROUPS[group_by])`` computed by the database: one row per group instead of a few per
-    node (the API's groupings read 4–30 rows, not 1,250). Each node's idle GPU-hours are priced at its contract
-    cost, passed in as a ``VALUES`` list, else at ``IDLE_GPU_HOUR_COST``, as ``_group`` prices them."""
-    key_field, name_field = GROUPS[group_by]
-    sql, params, connection = usage_sql(range_key, filters, now)
+LEAST_USED_CANDIDATES = 10  # per lifecycle state: the dashboard's least-used tables show 10 nodes of their states
+GROUPING_COLUMNS = ("kind", "number_key", "text_key", "name", *NODE_FIELDS, "gpus", "gpu_hours", "util_hours",
+                    "idle_cost", "idle_at_default")  # of one row of ``usage_groupings``' query
+
+
+def usage_groupings(range_key, group_bys, filters=None, now=None, candidates_only=False):
+    """``{group_by: {key: {"name", "gpus", "gpu_hours", "util_hours", "idle_cost", "idle_at_default", "first"}}}``
+    for each of ``group_bys``, all from one query: the usage query (``usage_sql``) read once, each node's idle
+    GPU-hours priced at its contract cost (passed in as a ``VALUES`` list) else at ``IDLE_GPU_HOUR_COST``, and one
+    ``GROUP BY`` per grouping, so the database returns one row per group instead of a few per node.
+
+    ``candidates_only``: the "node" grouping keeps only the nodes that can be among the least used: in each
+    lifecycle state the ``LEAST_USED_CANDIDATES`` least used, and the ``HEATMAP_ROWS`` least used of all (GPUs
+    outside a node left out), by mean utilization with a margin of 0.01 points for ties and rounding. The
+    dashboard shows no other node, and a large fleet's other rows would cost more in Python than the query."""
+    for group_by in group_bys:
+        if group_by not in GROUPS:
+            raise UnknownParameter(f"Unknown group_by '{group_by}'; use one of {', '.join(GROUPS)}.")
+    usage, usage_params, connection = usage_sql(range_key, filters, now)
     quote = connection.ops.quote_name
     costs = gpu_hour_costs()
-    shown = [key_field, name_field, *(NODE_FIELDS if group_by == "node" else ())]
-    shown = list(dict.fromkeys(shown))
-    listed = ", ".join(f"u.{quote(name)}" for name in shown)
-    gpu_hours = "CAST(u.gpu_hours AS DOUBLE PRECISION)"
-    idle = f"({gpu_hours} - CAST(u.util_hours AS DOUBLE PRECISION) / 100)"
+    params = [settings.IDLE_GPU_HOUR_COST, *usage_params]  # in the order of their placeholders
     if costs:
         prices = ", ".join(["(%s, %s)"] * len(costs))
         joined = (f"LEFT JOIN (SELECT column1 AS node_id, column2 AS cost FROM (VALUES {prices}) v) c "
                   f"ON c.node_id = u.node_id")
-        params = (*params, *(value for node_cost in costs.items() for value in (node_cost[0], float(node_cost[1]))))
-        cost, unpriced = "COALESCE(c.cost, %s)", "c.node_id IS NULL"
+        params += [value for node_cost in costs.items() for value in (node_cost[0], float(node_cost[1]))]
+        cost, unpriced = "COALESCE(c.cost, %s)", "CASE WHEN c.node_id IS NULL THEN 1 ELSE 0 END"
     else:
-        joined, cost, unpriced = "", "%s", "1 = 1"
-    sql = (f"SELECT {listed}, SUM(u.gpus), SUM({gpu_hours}), SUM(CAST(u.util_hours AS DOUBLE PRECISION)), "
-           f"SUM({idle} * {cost}), SUM(CASE WHEN {unpriced} THEN {idle} ELSE 0 END) "
-           f"FROM ({sql}) u {joined} GROUP BY {listed}")
-    params = (settings.IDLE_GPU_HOUR_COST, *params)  # the default cost's placeholder comes first, in the SELECT
+        joined, cost, unpriced = "", "%s", "1"
+    as_double = "CAST(u.{} AS DOUBLE PRECISION)"  # PostgreSQL sums the hourly ranges' integer GPU-hours as numeric
+    # p: the usage rows with their idle GPU-hours, the cost of one and whether it is the default cost (1).
+    priced = (f"SELECT {', '.join(f'u.{quote(name)}' for name in USAGE_COLUMNS)}, u.gpus AS gpus, "
+              f"{as_double.format('gpu_hours')} AS gpu_hours, {as_double.format('util_hours')} AS util_hours, "
+              f"{as_double.format('gpu_hours')} - {as_double.format('util_hours')} / 100 AS idle, "
+              f"{cost} AS cost, {unpriced} AS unpriced FROM ({usage}) u {joined}")
+    sums = ("SUM(p.gpus)", "SUM(p.gpu_hours)", "SUM(p.util_hours)", "SUM(p.idle * p.cost)", "SUM(p.idle * p.unpriced)")
+    selects = []
+    for group_by in dict.fromkeys(group_bys):
+        key_field, name_field = GROUPS[group_by]
+        node_fields = NODE_FIELDS if group_by == "node" else ()
+        numbered = key_field.endswith("_id")
+        keys = (f"p.{quote(key_field)}" if numbered else "CAST(NULL AS INTEGER)",
+                "CAST(NULL AS TEXT)" if numbered else f"p.{quote(key_field)}")
+        shown = [f"p.{quote(name)}" if name in node_fields else "CAST(NULL AS TEXT)" for name in NODE_FIELDS]
+        listed = ", ".join(f"p.{quote(name)}" for name in dict.fromkeys((key_field, name_field, *node_fields)))
+        values = ("'" + group_by + "'", *keys, f"p.{quote(name_field)}", *shown, *sums)
+        named = ", ".join(f"{value} AS {quote(name)}" for value, name in zip(values, GROUPING_COLUMNS, strict=True))
+        select = f"SELECT {named} FROM p GROUP BY {listed}"
+        if group_by == "node" and candidates_only:
+            select = candidate_nodes(select, quote)
+            params += [LEAST_USED_CANDIDATES, HEATMAP_ROWS]
+        selects.append(select)
     with connection.cursor() as cursor:
-        cursor.execute(sql, params)
+        cursor.execute(f"WITH p AS ({priced}) {' UNION ALL '.join(selects)}", params)
         rows = cursor.fetchall()
-    groups = {}
-    for *values, gpus, gpu_hours_sum, util_hours, idle_cost, idle_at_default in rows:
-        found = dict(zip(shown, values, strict=True))
-        groups[found[key_field]] = {"name": found[name_field] or NONE_LABEL, "gpus": gpus or 0,
-                                    "gpu_hours": gpu_hours_sum or 0.0, "util_hours": util_hours or 0.0,
-                                    "idle_cost": idle_cost or 0.0, "idle_at_default": idle_at_default or 0.0,
-                                    "first": found}
-    return groups
+    groupings = {group_by: {} for group_by in group_bys}
+    for group_by, number_key, text_key, name, *node_values, gpus, gpu_hours, util_hours, idle_cost, at_default in rows:
+        key = number_key if GROUPS[group_by][0].endswith("_id") else text_key
+        groupings[group_by][key] = {"name": name or NONE_LABEL, "gpus": int(gpus or 0), "gpu_hours": gpu_hours or 0.0,
+                                    "util_hours": util_hours or 0.0, "idle_cost": idle_cost or 0.0,
+                                    "idle_at_default": at_default or 0.0,
+                                    "first": dict(zip(NODE_FIELDS, node_values, strict=True))}
+    return groupings
 
 
-def _group(rows, key_field, name_field):
-    """{key: {"name", "gpus", "gpu_hours", "util_hours", "first": first row}} over ``usage`` rows."""
-    groups = {}
-    for row in rows:
-        gpu_hours, util_hours = row["gpu_hours"], row["util_hours"]
-        idle = gpu_hours - util_hours / 100
-        group = groups.get(row[key_field])
-        if group is None:  # not setdefault: it would build a group per row (the dashboard groups 1,250 rows 6 times)
-            groups[row[key_field]] = {"name": row[name_field] or NONE_LABEL, "gpus": row["gpus"],
-                                      "gpu_hours": gpu_hours, "util_hours": util_hours,
-                                      "idle_cost": idle * row["hour_cost"],
-                                      "idle_at_default": 0.0 if row["priced"] else idle, "first": row}
-            continue
-        group["gpus"] += row["gpus"]
-        group["gpu_hours"] += gpu_hours
-        group["util_hours"] += util_hours
-        group["idle_cost"] += idle * row["hour_cost"]
-        if not row["priced"]:
-            group["idle_at_default"] += idle
-    return groups
+def candidate_nodes(node_select, quote):
+    """The "node" grouping's query narrowed to the nodes that can be among the least used (``usage_groupings``);
+    its two placeholders take ``LEAST_USED_CANDIDATES`` and ``HEATMAP_ROWS``."""
+    columns = [quote(name) for name in GROUPING_COLUMNS]
+    ratio, every = "g.util_hours / g.gpu_hours", "ROWS BETWEEN UNBOUNDED PRECEDING AND UNBOUNDED FOLLOWING"
+    return (f"SELECT {', '.join(f'r.{name}' for name in columns)} FROM ("
+            f"SELECT g.*, {ratio} AS ratio, "
+            f"NTH_VALUE({ratio}, %s) OVER (PARTITION BY g.{quote('state')} ORDER BY {ratio} {every}) AS state_nth, "
+            f"NTH_VALUE({ratio}, %s) OVER (ORDER BY {ratio} {every}) AS fleet_nth "
+            f"FROM ({node_select}) g WHERE g.number_key IS NOT NULL AND g.gpu_hours > 0) r "
+            f"WHERE r.state_nth IS NULL OR r.ratio <= r.state_nth + 0.01 "
+            f"OR r.fleet_nth IS NULL OR r.ratio <= r.fleet_nth + 0.01")
 
 
-def utilization_by(group_by, range_key, filters=None, now=None, rows=None):
+def utilization_by(group_by, range_key, filters=None, now=None, grouped=None):
     """Mean utilization, GPU-hours observed, idle GPU-hours and idle cost per site, partition, GPU model,
-    team or node, most idle GPU-hours first. ``rows``: rows of ``usage`` already read for the same
-    range and filters (the dashboard reads them once for all its groupings)."""
-    if group_by not in GROUPS:
-        raise UnknownParameter(f"Unknown group_by '{group_by}'; use one of {', '.join(GROUPS)}.")
-    grouped = grouped_usage(range_key, group_by, filters, now) if rows is None else _group(rows, *GROUPS[group_by])
+    team or node, most idle GPU-hours first. ``grouped``: that grouping of ``usage_groupings``, already read for the
+    same range and filters (the dashboard reads all its groupings in one query)."""
+    if grouped is None:
+        grouped = usage_groupings(range_key, [group_by], filters, now)[group_by]
     groups = []
     for key, group in grouped.items():
         entry = {"key": key, "name": group["name"], "gpus": group["gpus"],
                  **_figures(group["gpu_hours"], group["util_hours"], group["idle_cost"], group["idle_at_default"])}
         if group_by == "node":
-            first = group["first"]
-            entry.update(site=first["site"], partition=first["partition"], team=first["team"], state=first["state"])
+            entry.update(group["first"])
         groups.append(entry)
     groups.sort(key=lambda g: (-g["idle_gpu_hours"], str(g["name"])))
     return groups
@@ -391,17 +410,19 @@ def totals(groups):
     return {"gpus": sum(g["gpus"] for g in groups), **_figures(gpu_hours, util_hours, idle_cost, idle_at_default)}
 
 
-def heatmap(range_key, filters=None, by="node", limit=HEATMAP_ROWS, now=None, rows=None):
+def heatmap(range_key, filters=None, by="node", limit=HEATMAP_ROWS, now=None, nodes=None):
     """Nodes (or GPUs) × buckets of mean utilization: ``{"rows": [{"key", "name"}], "times": [...],
     "values": [[util or None, ...] per row]}``. At most ``limit`` rows, the least used over the range first
-    (then by name), so a large fleet shows where the idle capacity is. ``rows``: rows of ``usage`` per node
-    already read for the same range and filters (GPU rows read their own per GPU)."""
+    (then by name), so a large fleet shows where the idle capacity is. ``nodes``: the "node" grouping of
+    ``usage_groupings`` already read for the same range and filters (its candidates suffice); GPU rows read their
+    own usage per GPU."""
     if by not in HEATMAP_BY:
         raise UnknownParameter(f"Unknown heatmap rows '{by}'; use one of {', '.join(HEATMAP_BY)}.")
     span = get_range(range_key)
     if by == "node":
-        candidates = {key: g for key, g in _group(rows if rows is not None else usage(range_key, filters, now),
-                                                  "node_id", "hostname").items() if key is not None}
+        if nodes is None:
+            nodes = usage_groupings(range_key, ["node"], filters, now, candidates_only=True)["node"]
+        candidates = {key: group for key, group in nodes.items() if key is not None}
     else:
         candidates = {row["gpu_id"]: {**row, "name": _gpu_name(row)}
                       for row in usage(range_key, filters, now, per_gpu=True)}
@@ -550,8 +571,9 @@ def has_slurm_source():
 def stale_sources():
     """Enabled sources whose last pulls failed: their data stops at ``synced_until``, stale since
     ``stale_since``. Dashboards say so rather than show the missing hours as idle."""
-    return list(
-        TelemetrySource.objects.filter(enabled=True, stale_since__isnull=False)
-        .select_related("site")
-        .order_by("stale_since", "name")
-    )
+    return list(sources().filter(enabled=True, stale_since__isnull=False))
+
+
+def sources():
+    """The telemetry sources with their sites, stale ones first (the longest stale first), then by name."""
+    return TelemetrySource.objects.select_related("site").order_by(F("stale_since").asc(nulls_last=True), "name")

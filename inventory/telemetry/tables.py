@@ -8,6 +8,7 @@ from django.utils.safestring import mark_safe
 
 from inventory.models import LifecycleState
 from portal.roles import sees_outbound_errors
+from portal.tables import PortalTable
 
 from .models import SlurmJob, TelemetrySource, UnknownSeries
 
@@ -81,7 +82,7 @@ class SlurmJobTable(tables.Table):
         return f"{minutes // 60} h {minutes % 60:02d} min" if minutes >= 60 else f"{minutes} min"
 
 
-class LeastUsedNodeTable(tables.Table):
+class LeastUsedNodeTable(PortalTable):
     """Rows of ``queries.least_used_nodes`` (dicts): each links to its node's page (the CSV has every figure)."""
 
     name = tables.Column("Node", linkify=lambda record: record["url"])

@@ -133,7 +133,7 @@ class UtilizationView(ModelPermissionMixin, View):
             query.pop(name, None)
         prefix = f"?{query.urlencode()}&" if query else "?"
         csv_url = {name.replace("-", "_"): f"{prefix}format=csv&chart={name}" for name in charts.CHARTS}
-        if not TelemetrySource.objects.exists():
+        if not dashboard.sources:
             can_add = self.request.user.has_perm("inventory.add_telemetrysource")
             add_url = reverse("inventory:telemetrysource_add") if can_add else None
             return {"has_sources": False, "add_source_url": add_url}
@@ -156,7 +156,7 @@ class UtilizationView(ModelPermissionMixin, View):
             "allocations_by_partition": dashboard.allocations_by_partition,
             "allocation_totals": dashboard.allocation_totals,
             "compares_observed": dashboard.compares_observed,
-            "has_slurm_source": bool(dashboard.allocations_by_partition) or queries.has_slurm_source(),
+            "has_slurm_source": bool(dashboard.allocations_by_partition) or dashboard.has_slurm_source,
             "job_filter_note": job_filter_note(form, dashboard.filters),
             "stale_sources": dashboard.stale_sources,
             "currency": settings.COST_CURRENCY,

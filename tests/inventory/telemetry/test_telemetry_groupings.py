@@ -111,13 +111,12 @@ def test_groupings_match_a_row_by_row_computation(fleet, now, range_key):
     costs, rows = {fleet["costly"]: NODE_COST}, all_rows(range_key)
     checked = 0
     for filters in filter_cases(fleet):
-        usage_rows = queries.usage(range_key, filters)
+        together = queries.usage_groupings(range_key, list(queries.GROUPS), filters)
         for group_by in queries.GROUPS:
             expected = python_groups(rows, group_by, range_key, filters, costs, now)
-            # Both ways of grouping: in the database (the API's, ``grouped_usage``) and in Python over the usage
-            # rows (the dashboard's, which reads them once for all its groupings).
+            # Both ways of asking: one grouping per query (the API's) and all in one query (the dashboard's).
             for groups in (queries.utilization_by(group_by, range_key, filters),
-                           queries.utilization_by(group_by, range_key, filters, rows=usage_rows)):
+                           queries.utilization_by(group_by, range_key, filters, grouped=together[group_by])):
                 assert {g["key"]: (g["gpus"], g["gpu_hours"], g["util_mean"], g["idle_gpu_hours"])
                         for g in groups} == {key: figures[:4] for key, figures in expected.items()}, (group_by, filters)
                 # Idle cost: idle hours (hundredths of utilization) × cost, summed in another order: the last cent
@@ -127,6 +126,46 @@ def test_groupings_match_a_row_by_row_computation(fleet, now, range_key):
                     assert g["idle_gpu_hours_at_default_cost"] == pytest.approx(expected[g["key"]][5], abs=0.0051), g
                 checked += len(groups)
     assert checked > 50  # the fleet's groups are many, not a few empty answers
+
+
+@pytest.fixture
+def close_calls(db, now):
+    """90 nodes in four states. In service: nine at 10 %, the tenth least used at 40.001 % and the eleventh at
+    40.004 %, both shown as 40.00 and the eleventh first by name (so it is the table's tenth: only the candidates'
+    margin keeps it), four at 70 %. The others, below 40 %, differ by thousandths in an order other than their
+    names'."""
+    rng = random.Random(5)
+    h = floor_hour(now)
+    utils = {f"low-{i}": ("in_service", 10.0) for i in range(9)}
+    utils |= {"m-tenth": ("in_service", 40.001), "a-eleventh": ("in_service", 40.004)}
+    utils |= {f"busy-{i}": ("in_service", 70.0) for i in range(4)}
+    states = ["burn_in", "in_repair", "retired"]  # not serving, below 40 %: the heatmap leaves out the two above
+    utils |= {f"close-{rng.randrange(10**6):06d}-{i}": (states[i % 3], 20 + rng.randrange(12) * 0.003)
+              for i in range(75)}
+    rows = []
+    for hostname, (state, util) in utils.items():
+        gpu = make_gpu(node=make_node(hostname=hostname, state=state))
+        rows += [GPUHourly(gpu=gpu, hour=h - k * H, samples=60, util_mean=util) for k in range(3)]
+    GPUHourly.objects.bulk_create(rows)
+    rollup_days(timezone.localdate(h - 3 * H), timezone.localdate(h))
+    rollup_usage()
+
+
+@pytest.mark.parametrize("range_key", ["24h", "30d"])
+def test_the_dashboards_node_candidates_hold_every_least_used_node(close_calls, range_key):
+    """The dashboard reads only the nodes that can be among the least used (the ten least used of each state, the
+    heatmap's rows): its tables and heatmap are those of every node's figures."""
+    every = queries.usage_groupings(range_key, ["node"])["node"]
+    candidates = queries.usage_groupings(range_key, ["node"], candidates_only=True)["node"]
+    assert len(every) == 90 and set(candidates) <= set(every) and len(candidates) < 90
+    for serving in (True, False):
+        assert (queries.least_used(queries.utilization_by("node", range_key, grouped=candidates), serving=serving)
+                == queries.least_used(queries.utilization_by("node", range_key, grouped=every), serving=serving))
+    for limit in (4, 10):
+        assert (queries.heatmap(range_key, limit=limit, nodes=candidates)
+                == queries.heatmap(range_key, limit=limit, nodes=every))
+    shown = queries.least_used(queries.utilization_by("node", range_key, grouped=candidates))
+    assert [g["name"] for g in shown[-2:]] == ["low-8", "a-eleventh"]
 
 
 @pytest.mark.parametrize("range_key", ["24h", "30d"])
