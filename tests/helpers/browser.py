@@ -98,8 +98,10 @@ def _record(page, session):
     page.on("console", console)
     page.on("pageerror", lambda error: session.page_errors.append(str(error)))
     page.on("request", lambda request: session.requests.append(request.url))
-    page.on("requestfailed", lambda request: session.failed_requests.append(
-        f"{request.method} {request.url}: {request.failure}"))
+    # A request the browser cancels itself (net::ERR_ABORTED: the page moved on before the favicon came) is no
+    # failure of the portal; any other failure is.
+    page.on("requestfailed", lambda request: None if "ERR_ABORTED" in (request.failure or "") else
+            session.failed_requests.append(f"{request.method} {request.url}: {request.failure}"))
     page.on("response", response)
 
 

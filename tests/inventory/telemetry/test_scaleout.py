@@ -56,6 +56,8 @@ class Worker:
 
     def holds(self, port):
         """Whether this worker (its main process or a pool process) has the client end of ``port``'s socket."""
+        if self.process.poll() is not None:
+            return False  # killed: the pull it held is redone by the other one
         main = psutil.Process(self.process.pid)
         for process in [main, *main.children(recursive=True)]:
             try:
