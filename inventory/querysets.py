@@ -1,7 +1,9 @@
 """The querysets behind every inventory list, shared by the pages and the API: related rows are joined
 and counts are correlated subqueries, so a list costs the same few queries however many rows it has."""
 
-from portal.db import related_count
+from django.db.models import F
+
+from portal.db import related_count, without_timestamps
 
 from .lifecycle import state_since
 from .models import GPU, Fabric, FabricAttachment, GPUModel, Node, NodeModel, Rack, Site, StorageSystem, Switch
@@ -28,6 +30,14 @@ def nodes():
     # rack__site: a rack is named "site / rack" on the node's page and in its history.
     return Node.objects.select_related("site", "rack__site", "node_model").annotate(
         gpu_count=related_count(GPU, "node"), state_since=state_since(Node))
+
+
+def node_rows():
+    """The nodes as their tables show them (``tables.NodeTable``): the names of their site, rack and model joined in,
+    not the three objects (a 500-row page builds 500 model instances instead of about 2,000)."""
+    return without_timestamps(Node.objects.annotate(
+        site_name=F("site__name"), rack_name=F("rack__name"), node_model_name=F("node_model__name"),
+        gpu_count=related_count(GPU, "node"), state_since=state_since(Node)))
 
 
 def gpus():

@@ -2,7 +2,7 @@
 
 import django_tables2 as tables
 
-from portal.tables import ColumnChoice, PortalTable, cell_html
+from portal.tables import ColumnChoice, PortalTable, cell_html, detail_url
 
 from .lifecycle import time_in_state
 from .models import (
@@ -106,10 +106,13 @@ class NodeTable(ColumnChoice, PortalTable):
     hostname = tables.Column(linkify=True)
     state = StateColumn()
     in_state = TimeInStateColumn()
-    site = tables.Column(linkify=True)
-    rack = tables.Column(accessor="rack__name", verbose_name="Rack",
-                         linkify=lambda record: record.rack.get_absolute_url() if record.rack_id else None)
-    node_model = tables.Column(linkify=True)
+    # Names joined in (``querysets.node_rows``) and links made from the ids: no related objects to build per row.
+    site = tables.Column(accessor="site_name", verbose_name="Site", order_by=("site",),
+                         linkify=lambda record: detail_url(Site, record.site_id))
+    rack = tables.Column(accessor="rack_name", verbose_name="Rack", order_by=("rack__name",),
+                         linkify=lambda record: detail_url(Rack, record.rack_id))
+    node_model = tables.Column(accessor="node_model_name", verbose_name="Node model", order_by=("node_model",),
+                               linkify=lambda record: detail_url(NodeModel, record.node_model_id))
     gpu_count = tables.Column("GPUs")
     warranty_end = tables.Column()
 

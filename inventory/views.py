@@ -150,8 +150,8 @@ class NodeModelListView(ObjectListView):
 class NodeModelView(ObjectView):
     queryset = NodeModel.objects.all()
     related_tables = [
-        RelatedTable("Nodes", tables.NodeTable, lambda o: querysets.nodes().filter(node_model=o), "inventory:node_list",
-                     "node_model"),
+        RelatedTable("Nodes", tables.NodeTable, lambda o: querysets.node_rows().filter(node_model=o),
+                     "inventory:node_list", "node_model"),
     ]
 
 
@@ -170,7 +170,7 @@ class SiteView(ObjectView):
     related_tables = [
         RelatedTable("Racks", tables.RackTable, lambda o: querysets.racks().filter(site=o),
                      "inventory:rack_list", "site"),
-        RelatedTable("Nodes", tables.NodeTable, lambda o: querysets.nodes().filter(site=o),
+        RelatedTable("Nodes", tables.NodeTable, lambda o: querysets.node_rows().filter(site=o),
                      "inventory:node_list", "site"),
         RelatedTable("Storage", tables.StorageSystemTable, lambda o: querysets.storage_systems().filter(site=o)),
         RelatedTable("Switches", tables.SwitchTable, lambda o: querysets.switches().filter(**{o._meta.model_name: o}),
@@ -194,7 +194,7 @@ class RackListView(ObjectListView):
 class RackView(ObjectView):
     queryset = Rack.objects.select_related("site")
     related_tables = [
-        RelatedTable("Nodes", tables.NodeTable, lambda o: querysets.nodes().filter(rack=o).order_by("-position"),
+        RelatedTable("Nodes", tables.NodeTable, lambda o: querysets.node_rows().filter(rack=o).order_by("-position"),
                      "inventory:node_list", "rack"),
     ]
 
@@ -209,8 +209,7 @@ class RackImportView(ObjectImportView):
 
 
 class NodeListView(LifecycleListView):
-    # The table names a rack without its site: no rack__site join (500 rows, 500 sites fewer to build).
-    queryset = without_timestamps(querysets.nodes().select_related(None).select_related("site", "rack", "node_model"))
+    queryset = querysets.node_rows()
     filterset_class = filters.NodeListFilterSet
     table_class = tables.NodeTable
     table_template_name = "inventory/node_table.html"  # redraws the partition select with the table
