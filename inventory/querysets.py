@@ -44,6 +44,12 @@ def gpus():
     return GPU.objects.select_related("node", "gpu_model").annotate(state_since=state_since(GPU))
 
 
+def gpu_rows():
+    """The GPUs as their tables show them (``tables.GPUTable``): their node's hostname and model's name joined in."""
+    return without_timestamps(GPU.objects.annotate(
+        node_hostname=F("node__hostname"), gpu_model_name=F("gpu_model__name"), state_since=state_since(GPU)))
+
+
 def fabrics():
     return Fabric.objects.select_related("site").annotate(
         switch_count=related_count(Switch, "fabric"), node_count=related_count(FabricAttachment, "fabric")

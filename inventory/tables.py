@@ -137,15 +137,18 @@ class GPUTable(PortalTable):
     gpu = tables.Column("GPU", accessor="pk", linkify=True, order_by=("node__hostname", "slot"))
     state = StateColumn()
     in_state = TimeInStateColumn()
-    node = tables.Column(linkify=True)
-    gpu_model = tables.Column(linkify=True)
+    # Names joined in (``querysets.gpu_rows``), links made from the ids, as in NodeTable.
+    node = tables.Column(accessor="node_hostname", verbose_name="Node", order_by=("node",),
+                         linkify=lambda record: detail_url(Node, record.node_id))
+    gpu_model = tables.Column(accessor="gpu_model_name", verbose_name="GPU model", order_by=("gpu_model",),
+                              linkify=lambda record: detail_url(GPUModel, record.gpu_model_id))
 
     class Meta:
         model = GPU
         fields = ("select", "gpu", "state", "in_state", "node", "slot", "gpu_model", "serial", "uuid")
 
     def render_gpu(self, record):
-        return f"{record.node.hostname}/gpu{record.slot}" if record.node_id else f"spare #{record.pk}"
+        return f"{record.node_hostname}/gpu{record.slot}" if record.node_id else f"spare #{record.pk}"
 
     def value_gpu(self, record):
         return self.render_gpu(record)

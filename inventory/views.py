@@ -10,7 +10,6 @@ from django.urls import reverse
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.views import View
 
-from portal.db import without_timestamps
 from portal.generic import (
     ModelPermissionMixin,
     ObjectImportView,
@@ -220,7 +219,8 @@ class NodeView(NodeGoodputMixin, NodeHealthMixin, NodeGPUChartsMixin, LifecycleO
     queryset = querysets.nodes()
     template_name = "inventory/telemetry/node_detail.html"
     related_tables = [
-        RelatedTable("GPUs", tables.GPUTable, lambda o: querysets.gpus().filter(node=o), "inventory:gpu_list", "node"),
+        RelatedTable("GPUs", tables.GPUTable, lambda o: querysets.gpu_rows().filter(node=o), "inventory:gpu_list",
+                     "node"),
         RelatedTable("Fabric attachments", tables.FabricAttachmentTable,
                      lambda o: querysets.fabric_attachments().filter(node=o)),
     ]
@@ -233,7 +233,7 @@ class NodeImportView(ObjectImportView):
 
 
 class GPUListView(LifecycleListView):
-    queryset = without_timestamps(querysets.gpus())
+    queryset = querysets.gpu_rows()
     filterset_class = filters.GPUFilterSet
     table_class = tables.GPUTable
     importable = True
