@@ -2,7 +2,7 @@
 
 import django_tables2 as tables
 
-from portal.tables import ColumnChoice, PortalTable, cell_html, detail_url
+from portal.tables import ColumnChoice, PortalTable, cell_html
 
 from .lifecycle import time_in_state
 from .models import (
@@ -108,11 +108,11 @@ class NodeTable(ColumnChoice, PortalTable):
     in_state = TimeInStateColumn()
     # Names joined in (``querysets.node_rows``) and links made from the ids: no related objects to build per row.
     site = tables.Column(accessor="site_name", verbose_name="Site", order_by=("site",),
-                         linkify=lambda record: detail_url(Site, record.site_id))
+                         linkify=lambda record: Site.url_of(record.site_id))
     rack = tables.Column(accessor="rack_name", verbose_name="Rack", order_by=("rack__name",),
-                         linkify=lambda record: detail_url(Rack, record.rack_id))
+                         linkify=lambda record: Rack.url_of(record.rack_id))
     node_model = tables.Column(accessor="node_model_name", verbose_name="Node model", order_by=("node_model",),
-                               linkify=lambda record: detail_url(NodeModel, record.node_model_id))
+                               linkify=lambda record: NodeModel.url_of(record.node_model_id))
     gpu_count = tables.Column("GPUs")
     warranty_end = tables.Column()
 
@@ -139,9 +139,9 @@ class GPUTable(PortalTable):
     in_state = TimeInStateColumn()
     # Names joined in (``querysets.gpu_rows``), links made from the ids, as in NodeTable.
     node = tables.Column(accessor="node_hostname", verbose_name="Node", order_by=("node",),
-                         linkify=lambda record: detail_url(Node, record.node_id))
+                         linkify=lambda record: Node.url_of(record.node_id))
     gpu_model = tables.Column(accessor="gpu_model_name", verbose_name="GPU model", order_by=("gpu_model",),
-                              linkify=lambda record: detail_url(GPUModel, record.gpu_model_id))
+                              linkify=lambda record: GPUModel.url_of(record.gpu_model_id))
 
     class Meta:
         model = GPU

@@ -25,8 +25,16 @@ class PortalModel(models.Model):
         if not isinstance(self.pk, int):
             opts = self._meta
             return reverse(f"{opts.app_label}:{opts.model_name}_{action}", args=[self.pk])
-        prefix, suffix = self.url_around_id(action)
-        return f"{prefix}{self.pk}{suffix}"
+        return self.url_of(self.pk, action)
+
+    @classmethod
+    def url_of(cls, pk, action="detail"):
+        """The ``action`` page of the object with id ``pk`` (None for no object), without the object: a table links
+        a related object by its id (``linkify=lambda record: Site.url_of(record.site_id)``)."""
+        if pk is None:
+            return None
+        prefix, suffix = cls.url_around_id(action)
+        return f"{prefix}{pk}{suffix}"
 
     @classmethod
     def url_around_id(cls, action="detail"):

@@ -98,15 +98,6 @@ class ColumnChoice:
         return {"table": cls.__name__, "rows": rows, "next": next_url}
 
 
-def detail_url(model, pk):
-    """The page of ``model``'s object ``pk`` (None for no object), without the object: a column linking a related
-    object by its id (``linkify=lambda record: detail_url(Site, record.site_id)``) needs no instance per row."""
-    if pk is None:
-        return None
-    prefix, suffix = model.url_around_id()
-    return f"{prefix}{pk}{suffix}"
-
-
 def saved_columns(user, table_class):
     """The user's stored column choice for ``table_class`` (one query), or None."""
     if not user.is_authenticated:
