@@ -1,8 +1,10 @@
 """Tables for the list pages (django-tables2): sortable columns, CSV export of the filtered rows."""
 
 import django_tables2 as tables
+from django.utils import timezone
+from django.utils.functional import cached_property
 
-from portal.tables import ColumnChoice, PortalTable, cell_html
+from portal.tables import ColumnChoice, PortalTable, RelatedColumn, cell_html
 
 from .lifecycle import time_in_state
 from .models import (
@@ -106,13 +108,11 @@ class NodeTable(ColumnChoice, PortalTable):
     hostname = tables.Column(linkify=True)
     state = StateColumn()
     in_state = TimeInStateColumn()
-    # Names joined in (``querysets.node_rows``) and links made from the ids: no related objects to build per row.
-    site = tables.Column(accessor="site_name", verbose_name="Site", order_by=("site",),
-                         linkify=lambda record: Site.url_of(record.site_id))
-    rack = tables.Column(accessor="rack_name", verbose_name="Rack", order_by=("rack__name",),
-                         linkify=lambda record: Rack.url_of(record.rack_id))
-    node_model = tables.Column(accessor="node_model_name", verbose_name="Node model", order_by=("node_model",),
-                               linkify=lambda record: NodeModel.url_of(record.node_model_id))
+    # Names joined in (``querysets.node_rows``), linked by the ids: no related objects to build per row.
+    site = RelatedColumn(Site, "site_id", accessor="site_name", verbose_name="Site", order_by=("site",))
+    rack = RelatedColumn(Rack, "rack_id", accessor="rack_name", verbose_name="Rack", order_by=("rack__name",))
+    node_model = RelatedColumn(NodeModel, "node_model_id", accessor="node_model_name", verbose_name="Node model",
+                               order_by=("node_model",))
     gpu_count = tables.Column("GPUs")
     warranty_end = tables.Column()
 
@@ -126,8 +126,12 @@ class NodeTable(ColumnChoice, PortalTable):
         fields = ("select", "hostname", "state", "in_state", "site", "rack", "position", "node_model", "gpu_count",
                   "partition", "owner_team", "warranty_end", "serial", "asset_tag")
 
-    def render_warranty_end(self, record, value):
-        if record.warranty_expired:
+    @cached_property
+    def today(self):
+        return timezone.localdate()  # once per page, not per row
+
+    def render_warranty_end(self, value):
+        if value < self.today:  # as Node.warranty_expired
             return cell_html('<span class="expired" title="Warranty expired">{}</span>', value.isoformat())
         return value.isoformat()
 
@@ -138,10 +142,9 @@ class GPUTable(PortalTable):
     state = StateColumn()
     in_state = TimeInStateColumn()
     # Names joined in (``querysets.gpu_rows``), links made from the ids, as in NodeTable.
-    node = tables.Column(accessor="node_hostname", verbose_name="Node", order_by=("node",),
-                         linkify=lambda record: Node.url_of(record.node_id))
-    gpu_model = tables.Column(accessor="gpu_model_name", verbose_name="GPU model", order_by=("gpu_model",),
-                              linkify=lambda record: GPUModel.url_of(record.gpu_model_id))
+    node = RelatedColumn(Node, "node_id", accessor="node_hostname", verbose_name="Node", order_by=("node",))
+    gpu_model = RelatedColumn(GPUModel, "gpu_model_id", accessor="gpu_model_name", verbose_name="GPU model",
+                              order_by=("gpu_model",))
 
     class Meta:
         model = GPU

@@ -9,6 +9,7 @@ cannot prepare (a many-to-many column, cell attributes computed per row, links w
 reverse arguments) is rendered per cell by django-tables2 as before, in the same row.
 """
 
+import functools
 import html
 import operator
 from functools import partialmethod
@@ -153,6 +154,33 @@ def _static_td(table, bound_column):
     return bound_column.attrs["td"].as_html()
 
 
+class RelatedColumn(tables.Column):
+    """A related object's name (an annotation, e.g. ``site_name``) linked to its page by the related id
+    (``site_id``): no related object built per row. ``PortalTable.body_html`` makes the link with string
+    formatting; the generic machinery (exports, other tables) uses the same ``linkify``."""
+
+    def __init__(self, model, id_attribute, **kwargs):
+        self.related_model, self.id_attribute = model, id_attribute
+        super().__init__(linkify=lambda record: model.url_of(getattr(record, id_attribute)), **kwargs)
+
+
+def _related_link(value_of, column, default):
+    """The cell of a ``RelatedColumn``: the link around the related id, looked up once per page."""
+    prefix, suffix = column.related_model.url_around_id()
+    id_of, empty = operator.attrgetter(column.id_attribute), column.empty_values
+
+    def content(row):
+        record = row.record
+        value, related_id = value_of(record), id_of(record)
+        if value in empty:
+            return default
+        if related_id is None:
+            return _shown(value)
+        return f'<a href="{_escape(f"{prefix}{related_id}{suffix}")}">{_escape(value)}</a>'
+
+    return content
+
+
 def _arguments(function):
     """Which of a row's arguments ``function`` takes (None: all), as django-tables2's call_with_appropriate."""
     names, catch_all = signature(function)
@@ -167,6 +195,22 @@ def _call(function, names, arguments):
     return function(**{name: arguments[name] for name in names})
 
 
+def _render_caller(render, names, table, bound_column):
+    """A function of (value, record) calling a render method that takes only those and the per-page arguments
+    (the table, the column): the common case, without a dict of arguments per cell; None otherwise."""
+    per_page = {"table": table, "column": bound_column.column, "bound_column": bound_column}
+    if names is None or not names <= {"value", "record", *per_page}:
+        return None
+    bound = functools.partial(render, **{name: per_page[name] for name in names & per_page.keys()})
+    if {"value", "record"} <= names:
+        return lambda value, record: bound(value=value, record=record)
+    if "value" in names:
+        return lambda value, record: bound(value=value)
+    if "record" in names:
+        return lambda value, record: bound(record=record)
+    return lambda value, record: bound()
+
+
 def _content(table, bound_column):
     """A function of a row giving the cell's HTML as BoundRow.get_cell and the template make it; None if it
     cannot be prepared."""
@@ -175,11 +219,14 @@ def _content(table, bound_column):
     render = bound_column.render
     plain = getattr(render, "__func__", None) is Column.render  # the value itself
     render_names = None if plain else _arguments(render)
+    empty, default = column.empty_values, _shown(bound_column.default)
+    if isinstance(column, RelatedColumn) and plain:
+        return _related_link(value_of, column, default)
     href = _href(table, link, bound_column) if link else None
     if link and href is None:
         return None
-    empty, default = column.empty_values, _shown(bound_column.default)
     text_link = isinstance(column, BaseLinkColumn) and column.text is not None
+    call_render = None if plain or link else _render_caller(render, render_names, table, bound_column)
 
     def content(row):
         record = row.record
@@ -193,6 +240,8 @@ def _content(table, bound_column):
             return default
         if plain and not link:  # most cells: no arguments to gather
             return _shown(value)
+        if call_render is not None:  # a render method of the value and the record
+            return _shown(call_render(value, record))
         arguments = {"value": value, "record": record, "column": column, "bound_column": bound_column,
                      "bound_row": row, "table": table}
         shown = value if plain else _call(render, render_names, arguments)
@@ -232,11 +281,14 @@ def _value_getter(table, bound_column):
     method = vars(model).get(display) if model is not None and not path else None
     if isinstance(method, partialmethod) and method.func is models.Model._get_FIELD_display:
         # Django's own get_FOO_display, with its choices made a dict once per page instead of once per row.
-        labels, attname = dict(make_hashable(field.flatchoices)), field.attname
+        # The labels translated once too: the language does not change within a page.
+        labels = {key: force_str(label, strings_only=True) for key, label in make_hashable(field.flatchoices)}
+        attname = field.attname
 
         def label(record):
             value = getattr(record, attname)
-            return force_str(labels.get(make_hashable(value), value), strings_only=True)
+            label = labels.get(make_hashable(value), value)
+            return label if type(label) is str else force_str(label, strings_only=True)
 
         return label
 
