@@ -5,9 +5,12 @@ object pages, global search providers and warm-up hooks.
 search page and ``portal.wsgi`` go through what is registered. Registering the same function twice is harmless.
 """
 
+import functools
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from django.conf import settings
+from django.urls import get_script_prefix, get_urlconf, reverse
 from django.utils.module_loading import import_string
 
 _menu = []
@@ -32,9 +35,17 @@ def register_menu(title, items, order):
 
 
 def menu(user):
-    """[(section title, [(label, URL name)])] that ``user`` may open."""
-    shown = [(s.title, [(label, url) for label, url, perm in s.items if user.has_perm(perm)]) for s in _menu]
+    """[(section title, [(label, URL)])] that ``user`` may open."""
+    urlconf, prefix = get_urlconf() or settings.ROOT_URLCONF, get_script_prefix()
+    shown = [(s.title, [(label, _menu_url(name, urlconf, prefix)) for label, name, perm in s.items
+                        if user.has_perm(perm)]) for s in _menu]
     return [(title, items) for title, items in shown if items]
+
+
+@functools.lru_cache(maxsize=256)
+def _menu_url(name, urlconf, script_prefix):
+    """The URL of a menu item, reversed once per URLconf and prefix: every page draws the menu."""
+    return reverse(name, urlconf=urlconf)
 
 
 @dataclass(frozen=True)

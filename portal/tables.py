@@ -12,6 +12,7 @@ reverse arguments) is rendered per cell by django-tables2 as before, in the same
 import functools
 import html
 import operator
+import re
 from functools import partialmethod
 from urllib.parse import quote
 
@@ -22,7 +23,7 @@ from django.template import Context
 from django.template.base import render_value_in_context
 from django.utils.encoding import force_str
 from django.utils.hashable import make_hashable
-from django.utils.safestring import mark_safe
+from django.utils.safestring import SafeString, mark_safe
 from django.utils.text import Truncator, capfirst
 from django_tables2.columns.base import Column
 from django_tables2.columns.linkcolumn import BaseLinkColumn
@@ -107,15 +108,21 @@ def saved_columns(user, table_class):
         "columns", flat=True).first()
 
 
+_NEEDS_ESCAPE = re.compile("[&<>\"']").search
+
+
 def _escape(value):
-    """``conditional_escape`` without its lazy-string wrapper (called for every cell)."""
+    """``conditional_escape`` without its lazy-string wrapper (called for every cell); a plain string without a
+    character to escape is returned as it is."""
+    if type(value) is str:
+        return html.escape(value) if _NEEDS_ESCAPE(value) else value
     return value.__html__() if hasattr(value, "__html__") else html.escape(str(value))
 
 
 def cell_html(format_string, *args):
     """``format_html`` for a render method called on every row: the same escaping, without its lazy-string
     wrappers."""
-    return mark_safe(format_string.format(*map(_escape, args)))
+    return SafeString(format_string.format(*map(_escape, args)))  # mark_safe() of a str, without its wrapper
 
 
 def _shown(value):

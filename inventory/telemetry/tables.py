@@ -1,14 +1,11 @@
 """Tables of the telemetry pages (django-tables2)."""
 
 import django_tables2 as tables
-from django.conf import settings
 from django.utils import timezone
 from django.utils.html import format_html
 from django.utils.safestring import mark_safe
 
-from inventory.models import LifecycleState
 from portal.roles import sees_outbound_errors
-from portal.tables import PortalTable
 
 from .models import SlurmJob, TelemetrySource, UnknownSeries
 
@@ -80,31 +77,3 @@ class SlurmJobTable(tables.Table):
             return "—"
         minutes = int(wait.total_seconds() // 60)
         return f"{minutes // 60} h {minutes % 60:02d} min" if minutes >= 60 else f"{minutes} min"
-
-
-class LeastUsedNodeTable(PortalTable):
-    """Rows of ``queries.least_used_nodes`` (dicts): each links to its node's page (the CSV has every figure)."""
-
-    name = tables.Column("Node", linkify=lambda record: record["url"])
-    state = tables.Column()
-    partition = tables.Column()
-    team = tables.Column()
-    util_mean = tables.Column("Util. %", attrs={"th": {"title": "Mean utilization (%)"}})
-    idle_gpu_hours = tables.Column("Idle GPU-h", attrs={"th": {"title": "Idle GPU-hours"}})
-    idle_cost = tables.Column("Idle cost")
-
-    class Meta:
-        orderable = False
-        empty_text = "No node reported utilization in this range."
-
-    def render_util_mean(self, value):
-        return f"{value:.1f}"
-
-    def render_state(self, value):
-        return LifecycleState(value).label
-
-    def render_idle_gpu_hours(self, value):
-        return f"{value:,.0f}"
-
-    def render_idle_cost(self, value):
-        return f"{value:,.0f} {settings.COST_CURRENCY}"

@@ -17,7 +17,7 @@ from .filters import TelemetrySourceFilterSet
 from .forms import UtilizationFilterForm
 from .models import PullReport, TelemetrySource
 from .records import Quality
-from .tables import LeastUsedNodeTable, SlurmJobTable, TelemetrySourceTable, UnknownSeriesTable
+from .tables import SlurmJobTable, TelemetrySourceTable, UnknownSeriesTable
 from .tasks import PULL_NOT_QUEUED, queue_pull_now
 
 VIEW_TELEMETRY = "inventory.read_telemetry"
@@ -148,9 +148,8 @@ class UtilizationView(ModelPermissionMixin, View):
             "heatmap_by": dashboard.heatmap_by,
             "totals": dashboard.totals,
             "group_tables": group_tables,
-            "least_used": LeastUsedNodeTable(dashboard.least_used),
-            "not_in_service": LeastUsedNodeTable(
-                dashboard.not_in_service, empty_text="Every node that reported is in service."),
+            "least_used": dashboard.least_used,
+            "not_in_service": dashboard.not_in_service,
             "queue_waits": dashboard.queue_waits,
             "allocations_by_team": dashboard.allocations_by_team,
             "allocations_by_partition": dashboard.allocations_by_partition,

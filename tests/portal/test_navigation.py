@@ -39,3 +39,21 @@ def test_each_role_sees_the_registered_sections_in_order_and_only_its_items(clie
 def test_an_account_without_a_role_gets_no_menu(client):
     found, _ = menu_of(client, make_user("nobody", None))
     assert found == []
+
+
+@pytest.mark.django_db
+def test_menu_links_follow_the_script_prefix(client):
+    """The menu's URLs are reversed once per URLconf and prefix: a portal served under a path prefix links there."""
+    from django.urls import reverse, set_script_prefix
+
+    from portal.registry import menu
+
+    user = make_user("prefixed", roles.VIEWER)
+    items = dict(item for _, section in menu(user) for item in section)
+    assert items["Nodes"] == reverse("inventory:node_list") == "/inventory/nodes/"
+    set_script_prefix("/portal/")
+    try:
+        items = dict(item for _, section in menu(user) for item in section)
+        assert items["Nodes"] == "/portal/inventory/nodes/"
+    finally:
+        set_script_prefix("/")
