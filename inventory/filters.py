@@ -4,7 +4,7 @@ from functools import cached_property
 
 import django_filters
 from django import forms
-from django.db.models import Q
+from django.db.models import F, Q
 from django.utils import timezone
 
 from portal.db import without_timestamps
@@ -60,7 +60,18 @@ class RackFilterSet(SearchFilterSet):
 
 
 def racks(request=None):
-    return without_timestamps(Rack.objects.select_related("site"))  # a rack is shown with its site
+    return without_timestamps(Rack.objects.annotate(site_name=F("site__name")))  # a rack is shown with its site
+
+
+class RackChoiceField(forms.ModelChoiceField):
+    def label_from_instance(self, obj):
+        return f"{obj.site_name} / {obj.name}"  # Rack.__str__ from the joined-in name: no site object per rack
+
+
+class RackFilter(django_filters.ModelChoiceFilter):
+    """A rack drop-down (125 racks on the node list) labelled as ``Rack.__str__`` labels them."""
+
+    field_class = RackChoiceField
 
 
 def node_id_filter():
@@ -75,7 +86,7 @@ class NodeFilterSet(SearchFilterSet):
     changed."""
 
     search_fields = ("hostname", "serial", "asset_tag", "partition", "owner_team")
-    rack = django_filters.ModelChoiceFilter(queryset=racks)
+    rack = RackFilter(queryset=racks)
     state = django_filters.MultipleChoiceFilter(choices=LifecycleState.choices, widget=STATE_WIDGET)
     partition = django_filters.CharFilter(lookup_expr="iexact", widget=Select)
     drop_unknown_partition = False
@@ -159,7 +170,7 @@ class FabricFilterSet(SearchFilterSet):
 
 class SwitchFilterSet(SearchFilterSet):
     search_fields = ("name", "model", "serial")
-    rack = django_filters.ModelChoiceFilter(queryset=racks)
+    rack = RackFilter(queryset=racks)
 
     class Meta:
         model = Switch

@@ -5,9 +5,9 @@ import django_filters
 from django import forms
 from django.db.models import Q
 
-from .forms import Select
+from .forms import CheckboxSelectMultiple, Select
 
-STATE_WIDGET = forms.CheckboxSelectMultiple(attrs={"class": "inline-choices"})
+STATE_WIDGET = CheckboxSelectMultiple(attrs={"class": "inline-choices"})
 
 
 def yes_no_filter(**kwargs):
