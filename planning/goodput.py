@@ -101,6 +101,12 @@ def job_name_like(pattern):
     return "".join(WILDCARDS.get(c) or (LIKE_ESCAPE + c if c in "%_\\" else c) for c in pattern)
 
 
+def job_name_glob(pattern):
+    """The same pattern as an SQLite ``GLOB`` pattern, whose wildcards are the shell's: only ``[`` (a character
+    class there) is written as a class holding it, to match itself."""
+    return pattern.replace("[", "[[]")
+
+
 def check_job_name(pattern, account=""):
     """(the pattern stripped, the message saying what is wrong with it or ""). Blank is refused (leave it out
     instead), so is one longer than the field, and one of wildcards alone without an account (every job)."""
@@ -114,17 +120,23 @@ def check_job_name(pattern, account=""):
     return pattern, ""
 
 
-class Like(Lookup):
-    """``Like(F(field), Value(pattern))``: SQL LIKE with a backslash as the escape character (``job_name_like``), as a
-    condition (not registered on any field). PostgreSQL compares case-sensitively, as Slurm names are; SQLite (the
-    demo) ignores ASCII case."""
+class MatchesJobName(Lookup):
+    """``MatchesJobName(F(field), Value(shell-style pattern))``, as a condition (not registered on any field): the
+    name matches the pattern case-sensitively, as Slurm names are compared. PostgreSQL: LIKE with a backslash as
+    the escape character (``job_name_like``); SQLite (the demo), whose LIKE ignores ASCII case: GLOB
+    (``job_name_glob``), so the demo counts the jobs production would."""
 
-    lookup_name = "like"
+    lookup_name = "matches_job_name"
 
     def as_sql(self, compiler, connection):
         lhs, lhs_params = self.process_lhs(compiler, connection)
         rhs, rhs_params = self.process_rhs(compiler, connection)
-        return f"{lhs} LIKE {rhs} ESCAPE '{LIKE_ESCAPE}'", [*lhs_params, *rhs_params]
+        return f"{lhs} LIKE {rhs} ESCAPE '{LIKE_ESCAPE}'", [*lhs_params, *map(job_name_like, rhs_params)]
+
+    def as_sqlite(self, compiler, connection):
+        lhs, lhs_params = self.process_lhs(compiler, connection)
+        rhs, rhs_params = self.process_rhs(compiler, connection)
+        return f"{lhs} GLOB {rhs}", [*lhs_params, *map(job_name_glob, rhs_params)]
 
 
 def jobs_of(workload):
@@ -133,7 +145,7 @@ def jobs_of(workload):
     if workload.slurm_account:
         mine &= Q(account=workload.slurm_account)
     if workload.slurm_job_name:
-        mine &= Q(Like(F("name"), Value(job_name_like(workload.slurm_job_name))))
+        mine &= Q(MatchesJobName(F("name"), Value(workload.slurm_job_name)))
     return mine
 
 

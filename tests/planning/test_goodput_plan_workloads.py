@@ -2,15 +2,21 @@
 fleet's measured interruption rate or the published default) with its basis, and the plan's figures stay the sizing
 page's; a workload's Slurm job name pattern picks the jobs of its time to result (hand-built jobs)."""
 
+import re
+import sqlite3
+from contextlib import closing
+
 import pytest
 from django.test.utils import override_settings
 from django.urls import reverse
 from django.utils import timezone
 from django.utils.http import urlencode
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from inventory.goodput import recording
 from inventory.models import SlurmJob, TelemetrySource
-from planning.goodput import job_name_like, jobs_of, time_to_result
+from planning.goodput import LIKE_ESCAPE, job_name_glob, job_name_like, jobs_of, time_to_result
 from planning.models import CapacityPlan, PlanWorkload
 from planning.plans.models import next_month
 from planning.sizing import sizing
@@ -131,6 +137,47 @@ def test_job_name_like_escapes_sql_wildcards():
     assert job_name_like("llama-70b-*") == "llama-70b-%"
     assert job_name_like("run-?") == "run-_"
     assert job_name_like("100%_x\\*") == "100\\%\\_x\\\\%"
+
+
+def shell_match(pattern, name):
+    """The reference: ``*`` any text, ``?`` one character, every other character itself, case included."""
+    regex = "".join(".*" if c == "*" else "." if c == "?" else re.escape(c) for c in pattern)
+    return re.fullmatch(regex, name, re.DOTALL) is not None
+
+
+PATTERN_CHARACTERS = "lLaA-*?[]%_\\1"
+
+
+@pytest.mark.django_db
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(pattern=st.text(PATTERN_CHARACTERS, min_size=1, max_size=8), name=st.text(PATTERN_CHARACTERS, max_size=10))
+def test_a_pattern_matches_the_same_names_on_postgresql_and_on_sqlite(pattern, name):
+    """The demo (SQLite, whose LIKE ignores ASCII case) counts the jobs production (PostgreSQL) counts."""
+    from django.db import connection
+
+    with connection.cursor() as cursor:
+        cursor.execute(f"SELECT %s LIKE %s ESCAPE '{LIKE_ESCAPE}'", [name, job_name_like(pattern)])
+        on_postgresql = cursor.fetchone()[0]
+    with closing(sqlite3.connect(":memory:")) as sqlite:
+        on_sqlite = bool(sqlite.execute("SELECT ? GLOB ?", [name, job_name_glob(pattern)]).fetchone()[0])
+    assert on_postgresql == on_sqlite == shell_match(pattern, name)
+
+
+def test_the_sqlite_query_of_a_pattern_is_a_case_sensitive_glob():
+    """``jobs_of`` compiled for SQLite and run there on a table of names: the demo's own query."""
+    from django.db.utils import ConnectionHandler
+
+    sqlite = ConnectionHandler({"default": {"ENGINE": "django.db.backends.sqlite3", "NAME": ":memory:"}})["default"]
+    pattern = PlanWorkload(slurm_job_name="llama-70b-[v2]*")
+    sql, params = (SlurmJob.objects.filter(jobs_of(pattern)).order_by().values_list("name", flat=True)
+                   .query.get_compiler(connection=sqlite).as_sql())
+    assert " GLOB " in sql
+    names = ["llama-70b-[v2]-pre", "Llama-70B-[v2]-pre", "llama-70b-v2-pre", "llama-70b-[v2]"]
+    with closing(sqlite3.connect(":memory:")) as db:
+        db.execute(f"CREATE TABLE {SlurmJob._meta.db_table} (name TEXT)")
+        db.executemany(f"INSERT INTO {SlurmJob._meta.db_table} VALUES (?)", [(name,) for name in names])
+        found = {row[0] for row in db.execute(sql.replace("%s", "?"), params)}
+    assert found == {"llama-70b-[v2]-pre", "llama-70b-[v2]"}
 
 
 @pytest.fixture
