@@ -160,6 +160,11 @@ class PlanWorkload(models.Model):
         """Its row on its plan's page."""
         return f"{self.plan.get_absolute_url()}#workload-{self.pk}"
 
+    @property
+    def search_context(self):
+        """What the search page shows after its name: workloads of several plans often share one."""
+        return f"in {self.plan}"
+
     def workload(self):
         """The ``sizing.Workload``; raises ``ValidationError`` for unknown or missing inputs."""
         from ..sizing import sizing

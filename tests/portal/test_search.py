@@ -43,8 +43,9 @@ def group(page, title):
     found = re.search(rf'<section class="card" id="search-[^"]*">\s*<h2>{re.escape(title)} .*?</section>', html, re.S)
     if not found:
         return None
-    items = re.findall(r'<li><a href="[^"]*">([^<]*)</a>( <span class="badge">exact</span>)?</li>', found.group(0))
-    return [f"{text} (exact)" if exact else text for text, exact in items]
+    items = re.findall(r'<li><a href="[^"]*">([^<]*)</a>( <span class="muted">[^<]*</span>)?'
+                       r'( <span class="badge">exact</span>)?</li>', found.group(0))
+    return [f"{text} (exact)" if exact else text for text, _, exact in items]
 
 
 def count_badge(page, title):
@@ -80,7 +81,21 @@ def test_each_kind_is_found_by_its_fields_and_opened_by_its_number():
     assert search(manager, "fy27 EXPANSION").url == plan.get_absolute_url()
     assert group(search(manager, "Llama pretraining"), "Workloads") == ["Llama pretraining"]  # a name, not an id
     assert workload.get_absolute_url() == f"{plan.get_absolute_url()}#workload-{workload.pk}"
+    # Orders are named "PO <number>" across the portal: that finds and opens the order too.
+    assert search(manager, "PO 4500012345").url == order.get_absolute_url()
+    assert search(manager, "po  45000").status_code == 200
+    assert group(search(manager, "po  45000"), "Purchase orders") == [str(order)]
     assert manager.get(workload.get_absolute_url()).status_code == 200
+
+
+def test_workloads_of_two_plans_with_one_name_say_which_plan_they_are_in():
+    manager = logged_in(make_user("max", MANAGER))
+    for name in ("FY27 expansion", "FY28 rental"):
+        PlanWorkloadFactory(plan=CapacityPlanFactory(name=name), name="Llama pretraining")
+    html = search(manager, "llama pre").content.decode()
+    assert group(search(manager, "llama pre"), "Workloads") == ["Llama pretraining", "Llama pretraining"]
+    assert html.count('<span class="muted">in FY27 expansion</span>') == 1
+    assert html.count('<span class="muted">in FY28 rental</span>') == 1
 
 
 def test_a_researcher_finds_their_tickets_only_and_no_planning():
