@@ -11,23 +11,23 @@ class DateInput(forms.DateInput):
     input_type = "date"
 
 
+def flat_choices(choices):
+    """A widget's choices as a list. A model choice field's are read in one plain query: its own iterator reads
+    them through a server-side cursor on PostgreSQL (declare, fetch, close: three round trips)."""
+    if isinstance(choices, ModelChoiceIterator):
+        empty = [] if choices.field.empty_label is None else [("", choices.field.empty_label)]
+        return empty + [choices.choice(obj) for obj in choices.queryset.all()]
+    return [choice for choice in choices]  # not list(), which asks for len(): a COUNT for a lazy queryset
+
+
 class Select(forms.Select):
     """Django's select, drawn in Python from its choices rather than through its widget templates and option
     dictionaries: the same markup in a fraction of the time, which counts in a filter form of many choices rendered
     on every request (the utilization dashboard's: about 20 ms through the templates). Choices in option groups
     are drawn by Django."""
 
-    def flat_choices(self):
-        """The choices as a list. A model choice field's are read in one plain query: its own iterator reads them
-        through a server-side cursor on PostgreSQL (declare, fetch, close: three round trips)."""
-        choices = self.choices
-        if isinstance(choices, ModelChoiceIterator):
-            empty = [] if choices.field.empty_label is None else [("", choices.field.empty_label)]
-            return empty + [choices.choice(obj) for obj in choices.queryset.all()]
-        return [choice for choice in choices]  # not list(), which asks for len(): a COUNT for a lazy queryset
-
     def render(self, name, value, attrs=None, renderer=None):
-        choices = self.flat_choices()
+        choices = flat_choices(self.choices)
         if any(isinstance(label, (list, tuple)) for _, label in choices):
             return super().render(name, value, attrs, renderer)
         chosen, has_selected, options = self.format_value(value), False, []
@@ -49,7 +49,7 @@ class CheckboxSelectMultiple(forms.CheckboxSelectMultiple):
     request. The same markup as Django's templates; choices in option groups are drawn by Django."""
 
     def render(self, name, value, attrs=None, renderer=None):
-        choices = [choice for choice in self.choices]
+        choices = flat_choices(self.choices)
         if any(isinstance(label, (list, tuple)) for _, label in choices):
             return super().render(name, value, attrs, renderer)
         attrs = self.build_attrs(self.attrs, attrs)
