@@ -30,6 +30,8 @@ class GoodputFilterForm(UtilizationFilterForm):
         widget=Select,
     )
 
+    owner_teams = False  # its teams are the jobs' Slurm accounts, read below
+
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
         del self.fields["heatmap"]

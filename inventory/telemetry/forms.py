@@ -2,8 +2,7 @@
 
 from django import forms
 
-from inventory.models import GPUModel, Node, Site
-from inventory.queries import chosen_site, fleet_gpu_models, partitions
+from inventory.queries import chosen_site, filter_choices
 from portal.forms import Select
 
 from .models import TelemetrySource
@@ -41,33 +40,30 @@ class TelemetrySourceForm(forms.ModelForm):
         return cleaned
 
 
-def distinct_node_values(field):
-    return [(v, v) for v in Node.objects.exclude(**{field: ""}).order_by(field).values_list(field, flat=True)
-            .distinct()]
-
-
 class UtilizationFilterForm(forms.Form):
-    """The dashboard's range, filters and heatmap rows (``?range=7d&site=2&team=vision``). Its selects are drawn
-    in Python (``portal.forms.Select``): the page renders them on every request."""
+    """The dashboard's range, filters and heatmap rows (``?range=7d&site=2&team=vision``). The page draws it on
+    every request: its choices come from one query (``filter_choices``) and its selects are drawn in Python
+    (``portal.forms.Select``). A site or GPU model is chosen by id (the filters look up by id)."""
 
     range = forms.ChoiceField(choices=[(key, r.label) for key, r in RANGES.items()], required=False)
-    site = forms.ModelChoiceField(queryset=Site.objects.order_by("name"), required=False, empty_label="All sites",
-                                  widget=Select)
+    site = forms.TypedChoiceField(coerce=int, empty_value=None, required=False, widget=Select)
     partition = forms.ChoiceField(required=False, widget=Select)
-    gpu_model = forms.ModelChoiceField(queryset=GPUModel.objects.order_by("name"), required=False,
-                                       empty_label="All GPU models", label="GPU model", widget=Select)
+    gpu_model = forms.TypedChoiceField(coerce=int, empty_value=None, required=False, label="GPU model",
+                                       widget=Select)
     team = forms.ChoiceField(required=False, widget=Select)
     heatmap = forms.ChoiceField(choices=[(by, f"by {by.upper() if by == 'gpu' else by}") for by in HEATMAP_BY],
                                 required=False, label="Heatmap rows", widget=Select)
+    owner_teams = True  # the team filter offers the teams that own nodes
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
         # A site narrows the partitions to its own (htmx redraws this select with the dashboard); a partition of
         # another site left in the URL is then invalid and ignored by ``choices``.
-        site_partitions = partitions(chosen_site(self.data))
-        self.fields["partition"].choices = [("", "All partitions"), *((p, p) for p in site_partitions)]
-        self.fields["gpu_model"].queryset = fleet_gpu_models()
-        self.fields["team"].choices = [("", "All teams"), *distinct_node_values("owner_team")]
+        offered = filter_choices(chosen_site(self.data), teams=self.owner_teams)
+        self.fields["site"].choices = [("", "All sites"), *offered["site"]]
+        self.fields["partition"].choices = [("", "All partitions"), *((p, p) for p in offered["partition"])]
+        self.fields["gpu_model"].choices = [("", "All GPU models"), *offered["gpu_model"]]
+        self.fields["team"].choices = [("", "All teams"), *((t, t) for t in offered["team"])]
 
     def choices(self):
         """(range key, filters, heatmap rows) from the fields that are valid; defaults for the others, so a

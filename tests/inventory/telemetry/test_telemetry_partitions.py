@@ -156,8 +156,11 @@ call_command("migrate", verbosity=0)
 from inventory.models import GPUHourly
 from inventory.telemetry.records import HourRecord, SeriesKey
 from inventory.telemetry.rollups import enforce_retention, upsert_gpu_hours
-from tests.factories import make_gpu
-gpu, now = make_gpu(), timezone.now()
+from inventory.queries import filter_choices
+from tests.factories import make_gpu, make_node
+gpu, now = make_gpu(node=make_node(hostname="n1", partition="train", owner_team="vision")), timezone.now()
+offered = filter_choices(gpu.node.site_id)  # the dashboard's filters, read in one hand-written query
+print(offered["partition"], offered["team"], [name for _, name in offered["gpu_model"]] == [gpu.gpu_model.name])
 upsert_gpu_hours([(gpu.pk, HourRecord(series=SeriesKey(), hour=now - timedelta(days=d), util_mean=d, samples=60))
                   for d in (1, 500)])
 print(enforce_retention()["gpu_hourly"], list(GPUHourly.objects.values_list("util_mean", flat=True)))
@@ -169,4 +172,4 @@ def test_the_demo_on_sqlite_migrates_writes_and_keeps_its_delete(tmp_path):
     out = subprocess.run([sys.executable, "-c", SQLITE_DEMO], cwd=ROOT, capture_output=True, text=True, timeout=300,
                          env={**env, "DJANGO_SETTINGS_MODULE": "tests.settings", "PORTAL_VAR_DIR": str(tmp_path)})
     assert out.returncode == 0, out.stderr
-    assert out.stdout.split("\n")[-2] == "1 [1.0]"
+    assert out.stdout.split("\n")[-3:-1] == ["['train'] ['vision'] True", "1 [1.0]"]
