@@ -35,6 +35,7 @@ from dataclasses import dataclass
 from datetime import timedelta
 
 from django.conf import settings
+from django.core.exceptions import EmptyResultSet
 from django.db import connections
 from django.db.models import Count, Exists, F, FloatField, OuterRef, Sum
 from django.utils import timezone
@@ -438,22 +439,40 @@ def heatmap(range_key, filters=None, by="node", limit=HEATMAP_ROWS, now=None, no
     else:  # the nodes' usage days, read on the (node, model, day) unique index
         cells_rows, row_key = rollup_rows(range_key, filters, now, per_gpu=False).filter(node_id__in=chosen), "node_id"
     sums = span.sums(per_gpu)
-    cells = defaultdict(dict)
-    # Up to 60 rows × 365 buckets: tuples and the mean computed inline (as ``_figures`` does) keep this loop,
-    # the dashboard's largest, cheap.
-    for key, t, gpu_hours, util_hours in (
-        cells_rows.values(key=F(row_key), t=F(span.time_field))
-        .annotate(gpu_hours=sums["gpu_hours"], util_hours=sums["util_hours"])
-        .order_by()
-        .values_list("key", "t", "gpu_hours", "util_hours")
-    ):
-        cells[key][t] = round(util_hours / gpu_hours, 2) if gpu_hours and util_hours is not None else None
+    cells_rows = (cells_rows.values(key=F(row_key), t=F(span.time_field))
+                  .annotate(gpu_hours=sums["gpu_hours"], util_hours=sums["util_hours"])
+                  .order_by().values_list("key", "t", "gpu_hours", "util_hours"))
     buckets = span.buckets(now)
+    # Up to 60 rows × 365 buckets, the dashboard's largest read: its rows come from a plain cursor, without the
+    # ORM's converters per row, so each bucket is looked up as the driver returns it: a date, an aware datetime,
+    # or on SQLite (no time zones) a naive one in the connection's zone.
+    connection = connections[cells_rows.db]
+    bucket_of = {t: t for t in buckets}
+    if not (span.daily or connection.features.supports_timezones):
+        bucket_of = {timezone.make_naive(t, connection.timezone): t for t in buckets}
+    cells = defaultdict(dict)
+    for key, t, gpu_hours, util_hours in plain_rows(cells_rows):
+        if t in bucket_of:
+            # The mean inline (as ``_figures`` computes it): cheaper than a call per cell.
+            cells[key][bucket_of[t]] = (round(util_hours / gpu_hours, 2) if gpu_hours and util_hours is not None
+                                        else None)
     return {
         "rows": [{"key": key, "name": candidates[key]["name"]} for key in chosen],
         "times": buckets,
         "values": [[cells[key].get(t) for t in buckets] for key in chosen],
     }
+
+
+def plain_rows(queryset):
+    """The rows of a ``values_list`` queryset from a plain cursor, as the database driver returns them (numbers,
+    dates, datetimes: naive on SQLite), without the ORM's converters per row."""
+    try:
+        sql, params = queryset.query.get_compiler(using=queryset.db).as_sql()
+    except EmptyResultSet:  # a filter on an empty list: no row, as the ORM answers it
+        return []
+    with connections[queryset.db].cursor() as cursor:
+        cursor.execute(sql, params)
+        return cursor.fetchall()
 
 
 def _gpu_name(row):

@@ -155,14 +155,18 @@ from django.utils import timezone
 call_command("migrate", verbosity=0)
 from inventory.models import GPUHourly
 from inventory.telemetry.records import HourRecord, SeriesKey
-from inventory.telemetry.rollups import enforce_retention, upsert_gpu_hours
+from inventory.telemetry.rollups import enforce_retention, floor_hour, upsert_gpu_hours
 from inventory.queries import filter_choices
 from tests.factories import make_gpu, make_node
-gpu, now = make_gpu(node=make_node(hostname="n1", partition="train", owner_team="vision")), timezone.now()
+gpu = make_gpu(node=make_node(hostname="n1", partition="train", owner_team="vision"))
+now = floor_hour(timezone.now())
 offered = filter_choices(gpu.node.site_id)  # the dashboard's filters, read in one hand-written query
 print(offered["partition"], offered["team"], [name for _, name in offered["gpu_model"]] == [gpu.gpu_model.name])
 upsert_gpu_hours([(gpu.pk, HourRecord(series=SeriesKey(), hour=now - timedelta(days=d), util_mean=d, samples=60))
                   for d in (1, 500)])
+from inventory.telemetry.queries import heatmap
+cells = heatmap("7d")["values"]  # the heatmap finds its buckets as SQLite returns them (naive)
+print(len(cells), [value for value in cells[0] if value is not None])
 print(enforce_retention()["gpu_hourly"], list(GPUHourly.objects.values_list("util_mean", flat=True)))
 """
 
@@ -172,4 +176,4 @@ def test_the_demo_on_sqlite_migrates_writes_and_keeps_its_delete(tmp_path):
     out = subprocess.run([sys.executable, "-c", SQLITE_DEMO], cwd=ROOT, capture_output=True, text=True, timeout=300,
                          env={**env, "DJANGO_SETTINGS_MODULE": "tests.settings", "PORTAL_VAR_DIR": str(tmp_path)})
     assert out.returncode == 0, out.stderr
-    assert out.stdout.split("\n")[-3:-1] == ["['train'] ['vision'] True", "1 [1.0]"]
+    assert out.stdout.split("\n")[-4:-1] == ["['train'] ['vision'] True", "1 [1.0]", "1 [1.0]"]
