@@ -105,10 +105,11 @@ class FleetDashboard:
     def totals(self):
         return queries.totals(self.groups("site"))
 
-    @cached_property
+    @property
     def has_jobs(self):
-        """Whether any Slurm job is stored: without, the Slurm figures are empty, for one query instead of eight."""
-        return queries.has_slurm_jobs()
+        """Whether any Slurm job is stored (read with the sources): without, the Slurm figures are empty, for no
+        query instead of eight."""
+        return any(source.has_jobs for source in self.sources)
 
     @cached_property
     def queue_waits(self):
@@ -152,7 +153,8 @@ class FleetDashboard:
 
     @cached_property
     def sources(self):
-        """Every telemetry source (a few), stale ones first: whether any exists, is Slurm or is stale, in one query."""
+        """Every telemetry source (a few), stale ones first: whether any exists, is Slurm, is stale or stored jobs, in
+        one query."""
         return list(queries.sources())
 
     @cached_property

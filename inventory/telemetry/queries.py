@@ -579,10 +579,6 @@ def allocation_totals(partitions):
             "multi_node_share": round(100 * multi_node / gpu_hours, 2) if gpu_hours else None}
 
 
-def has_slurm_jobs():
-    return SlurmJob.objects.exists()
-
-
 def has_slurm_source():
     return TelemetrySource.objects.filter(kind=TelemetrySource.Kind.SLURM).exists()
 
@@ -594,5 +590,8 @@ def stale_sources():
 
 
 def sources():
-    """The telemetry sources with their sites, stale ones first (the longest stale first), then by name."""
-    return TelemetrySource.objects.select_related("site").order_by(F("stale_since").asc(nulls_last=True), "name")
+    """The telemetry sources with their sites, stale ones first (the longest stale first), then by name; each says
+    whether it stored Slurm jobs (``has_jobs``: every job has its source, so "any job?" needs no query of its own)."""
+    return (TelemetrySource.objects.select_related("site")
+            .annotate(has_jobs=Exists(SlurmJob.objects.filter(source=OuterRef("pk"))))
+            .order_by(F("stale_since").asc(nulls_last=True), "name"))
