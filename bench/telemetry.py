@@ -9,7 +9,8 @@
 3. History: ``--days`` days of hourly rows generated in SQL (``generate_series``) a month at a time, each month into
    its own partition (created by the portal's ``ensure_partitions``), then rolled up into node hours and daily rows
    with the portal's rollup functions (timed; 1 year is extrapolated from it); the hourly tables' size on disk;
-   daily rows for the rest of the year (generated in SQL), so that the 1-year view reads a full year.
+   daily rows for the rest of the year (generated in SQL), so that the 1-year view reads a full year; then
+   ``VACUUM ANALYZE``, as autovacuum leaves the tables of a running portal.
 4. Dashboard: the fleet utilization page and the utilization API (``group_by`` site, partition, GPU model) for
    7 d (hourly rows), 30 d and 1 y (daily rows: the usage days), timed with Django's test client (median of 7), each
    in turn with the bare SQL of the figures it shows (``BARE_PAGE_SQL``: the series, the five groupings, the heatmap;
@@ -151,6 +152,16 @@ def earlier_days(days, end):
         rows = cursor.rowcount
     rollup_usage(first, last)
     return rows
+
+
+def settle():
+    """``VACUUM ANALYZE``: the tables as autovacuum leaves them in a running portal (visibility map set, statistics
+    current). Without it the timings depend on whether autovacuum has reached the freshly generated rows: the 30-day
+    bare SQL took 0.122 s in some runs and 0.062 s in another."""
+    from django.db import connection
+
+    with connection.cursor() as cursor:
+        cursor.execute("VACUUM ANALYZE")
 
 
 def hourly_sizes():
@@ -337,6 +348,7 @@ def main():
               f"about {per_day * 365 / 60:.0f} min for 1 year at this rate; rollups of one day "
               f"{(took['nodes'] + took['days']) / args.days:.2f} s")
         print(f"daily rows for the rest of the year: {earlier_days(args.days, now):,}")
+        print(f"VACUUM ANALYZE: {timed(settle)[0]:.1f} s")
         for table, rows, heap, indexes, month in hourly_sizes():
             print(f"{table}: {rows:,} rows, {heap / 2**30:.2f} GiB + indexes {indexes / 2**30:.2f} GiB, "
                   f"{(heap + indexes) / max(rows, 1):.0f} B/row, largest month {month / 2**30:.2f} GiB")

@@ -35,8 +35,7 @@ from dataclasses import dataclass
 from datetime import timedelta
 
 from django.conf import settings
-from django.core.exceptions import EmptyResultSet
-from django.db import connections
+from django.db import connections, router
 from django.db.models import Count, Exists, F, FloatField, OuterRef, Sum
 from django.utils import timezone
 
@@ -94,6 +93,15 @@ class Range:
                     "util_hours": Sum(F("util_mean") * F("hours"), output_field=FloatField())}
         return {"gpu_hours": Count("pk"), "util_hours": Sum("util_mean"), "gpus": Count("pk")}
 
+    def sums_sql(self, per_gpu=True):
+        """``sums`` as SQL over the rows of ``rollup_from`` (alias ``r``), for the hand-written reads."""
+        table = self.table(per_gpu)
+        if table is UsageDaily:
+            return {"gpu_hours": "SUM(r.gpu_hours)", "util_hours": "SUM(r.util_hours)", "gpus": "SUM(r.gpus)"}
+        if table is GPUDaily:
+            return {"gpu_hours": "SUM(r.hours)", "gpus": "COUNT(*)", "util_hours": "SUM(r.util_mean * r.hours)"}
+        return {"gpu_hours": "COUNT(*)", "util_hours": "SUM(r.util_mean)", "gpus": "COUNT(*)"}
+
 
 RANGES = {
     "24h": Range("24h", "24 hours", 24, daily=False),
@@ -122,7 +130,7 @@ GROUPS = {
 }
 NONE_LABEL = "(none)"  # a node without a partition or team, or a GPU that sits in no node
 HEATMAP_ROWS = 60
-HEATMAP_BY = {"node": "gpu__node_id", "gpu": "gpu_id"}  # heatmap rows -> their key on a per-GPU rollup row
+HEATMAP_BY = ("node", "gpu")  # what the heatmap has a row for
 # What ``usage`` tells about each of its rows: (table alias, column) of its key k (the GPU, or the usage days' sums
 # per node and GPU model), the node n, site s and model m.
 USAGE_COLUMNS = {
@@ -161,6 +169,79 @@ def gpu_filters(filters):
     """The set filters as lookups on a GPU."""
     return {FILTER_LOOKUPS[name]: value for name, value in (filters or {}).items()
             if value not in (None, "") and name in FILTER_LOOKUPS}
+
+
+# Filter name -> (table alias, column) in ``rollup_from``'s SQL: "n" the node, "h" the table holding the GPU model.
+FILTER_COLUMNS = {"site": ("n", "site_id"), "partition": ("n", "partition"), "gpu_model": ("h", "gpu_model_id"),
+                  "team": ("n", "owner_team")}
+
+
+def rollup_from(range_key, filters=None, now=None, per_gpu=True, connection=None, join_gpu=False):
+    """``rollup_rows`` written by hand: ``(sql, params)`` of a ``FROM … WHERE …`` whose rows are aliased ``r``,
+    for the dashboard's reads (``usage_sql``, ``utilization_series``, ``heatmap``): the ORM compiled their
+    querysets in about as much time per request as the rest of the page's Python. The same rows as
+    ``rollup_rows`` (``tests/inventory/telemetry/test_telemetry_groupings.py`` compares them on every filter).
+    Rows per GPU are joined to their GPU (alias ``g``) where a filter needs it, or ``join_gpu``."""
+    span = get_range(range_key)
+    buckets = span.buckets(now)
+    table = span.table(per_gpu)
+    connection = connection or connections[router.db_for_read(table)]
+    ops = connection.ops
+    quote = ops.quote_name
+    stored = ops.adapt_datefield_value if span.daily else ops.adapt_datetimefield_value
+    moment = f"r.{quote(span.time_field)}"
+    where, params = [f"{moment} >= %s", f"{moment} <= %s"], [stored(buckets[0]), stored(buckets[-1])]
+    joins, chosen = [], chosen_filters(filters)
+    if table is UsageDaily:  # its rows know their node and GPU model
+        holder = "r"
+    else:
+        where.append("r.util_mean IS NOT NULL")
+        holder = "g"
+        if chosen or join_gpu:
+            joins.append(f"JOIN {quote(GPU._meta.db_table)} g ON g.id = r.gpu_id")
+    filter_joins, filter_where, filter_params = filtered(chosen, holder, quote)
+    return (f"FROM {quote(table._meta.db_table)} r {' '.join(joins + filter_joins)} "
+            f"WHERE {' AND '.join(where + filter_where)}", params + filter_params)
+
+
+def read_connection(span, per_gpu=True):
+    """The connection that reads the range's rows (``Range.table``)."""
+    return connections[router.db_for_read(span.table(per_gpu))]
+
+
+def bucket_keys(span, buckets, connection):
+    """``{bucket as the database driver returns it: bucket}``: a date, an aware datetime, or on SQLite (no time
+    zones) a naive datetime in the connection's zone. The hand-written reads look their rows' buckets up in it
+    rather than convert every row."""
+    if span.daily or connection.features.supports_timezones:
+        return {t: t for t in buckets}
+    return {timezone.make_naive(t, connection.timezone): t for t in buckets}
+
+
+def fetch_rows(connection, sql, params):
+    """The rows of ``sql``, as the driver returns them (numbers, dates, datetimes: naive on SQLite)."""
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        return cursor.fetchall()
+
+
+def chosen_filters(filters):
+    """The set filters, a site or GPU model as its id."""
+    return {name: getattr(value, "pk", value) for name, value in (filters or {}).items()
+            if value not in (None, "") and name in FILTER_COLUMNS}
+
+
+def filtered(chosen, holder, quote):
+    """The joins, conditions and parameters of the set filters (``chosen_filters``) on rows that hold a node and a
+    GPU model id (``holder``: their alias)."""
+    joins, where, params = [], [], []
+    if any(FILTER_COLUMNS[name][0] == "n" for name in chosen):
+        joins.append(f"JOIN {quote(Node._meta.db_table)} n ON n.id = {holder}.node_id")
+    for name, value in chosen.items():
+        alias, column = FILTER_COLUMNS[name]
+        where.append(f"{holder if alias == 'h' else alias}.{quote(column)} = %s")
+        params.append(value)
+    return joins, where, params
 
 
 def _figures(gpu_hours, util_hours, idle_cost=None, idle_at_default=None):
@@ -210,18 +291,22 @@ def utilization_series(range_key, filters=None, now=None):
     """Fleet mean utilization per bucket: ``[{"time", "util_mean", "gpus_reporting"}]`` for every bucket of
     the range, oldest first; both values are None for a bucket without rows (a gap, not a zero)."""
     span = get_range(range_key)
-    aggregated = {
-        row["t"]: row
-        for row in rollup_rows(range_key, filters, now, per_gpu=False)
-        .values(t=F(span.time_field)).annotate(**span.sums(per_gpu=False)).order_by()
-    }
+    connection = read_connection(span, per_gpu=False)
+    rows, params = rollup_from(range_key, filters, now, per_gpu=False, connection=connection)
+    sums = span.sums_sql(per_gpu=False)
+    moment = f"r.{connection.ops.quote_name(span.time_field)}"
+    buckets = span.buckets(now)
+    bucket_of = bucket_keys(span, buckets, connection)
+    aggregated = {bucket_of.get(t): (gpu_hours, util_hours, gpus) for t, gpu_hours, util_hours, gpus in fetch_rows(
+        connection, f"SELECT {moment}, {sums['gpu_hours']}, {sums['util_hours']}, {sums['gpus']} {rows} "
+                    f"GROUP BY {moment}", params)}
     points = []
-    for bucket in span.buckets(now):
-        row = aggregated.get(bucket)
+    for bucket in buckets:
+        gpu_hours, util_hours, gpus = aggregated.get(bucket, (None, None, None))
         points.append({
             "time": bucket,
-            "util_mean": _figures(row["gpu_hours"], row["util_hours"])["util_mean"] if row else None,
-            "gpus_reporting": row["gpus"] if row else None,
+            "util_mean": _figures(gpu_hours, util_hours)["util_mean"] if gpus is not None else None,
+            "gpus_reporting": gpus,
         })
     return points
 
@@ -259,16 +344,17 @@ def usage_columns(per_gpu):
 
 def usage_sql(range_key, filters=None, now=None, per_gpu=False):
     """``usage``'s query: (SQL, parameters, connection); its columns are ``usage_columns`` by name, then ``gpus``,
-    ``gpu_hours`` and ``util_hours``."""
+    ``gpu_hours`` and ``util_hours``. Written by hand on ``rollup_from`` (the ORM took longer to compile it than the
+    dashboard's other Python)."""
     span = get_range(range_key)
     grouped = span.daily and not per_gpu
-    key = ("node_id", "gpu_model_id") if grouped else ("gpu_id",)
-    figures = span.sums(per_gpu=not grouped)
-    sums = (rollup_rows(range_key, filters, now, per_gpu=not grouped)
-            .values(*key).annotate(gpu_hours=figures["gpu_hours"], util_hours=figures["util_hours"]).order_by())
-    sums_sql, params = sums.query.get_compiler(using=sums.db).as_sql()
-    connection = connections[sums.db]
+    connection = read_connection(span, per_gpu=not grouped)
     quote = connection.ops.quote_name
+    key = ", ".join(f"r.{quote(column)}" for column in (("node_id", "gpu_model_id") if grouped else ("gpu_id",)))
+    rows, params = rollup_from(range_key, filters, now, per_gpu=not grouped, connection=connection)
+    figures = span.sums_sql(per_gpu=not grouped)
+    sums_sql = (f"SELECT {key}, {figures['gpu_hours']} AS gpu_hours, {figures['util_hours']} AS util_hours {rows} "
+                f"GROUP BY {key}")
     columns = usage_columns(per_gpu)
     listed = ", ".join(f"{alias}.{quote(column)}" for alias, column in columns.values())
     named = ", ".join(f"{alias}.{quote(column)} AS {quote(name)}" for name, (alias, column) in columns.items())
@@ -277,14 +363,17 @@ def usage_sql(range_key, filters=None, now=None, per_gpu=False):
     around = (f"LEFT JOIN {tables['n']} n ON n.id = k.node_id LEFT JOIN {tables['s']} s ON s.id = n.site_id "
               f"JOIN {tables['m']} m ON m.id = k.gpu_model_id")
     if grouped:
-        reported = (GPU.objects.filter(Exists(rollup_rows(range_key, None, now).filter(gpu=OuterRef("pk"))),
-                                       **gpu_filters(filters))
-                    .values("node_id", "gpu_model_id").annotate(gpus=Count("pk")).order_by())
-        reported_sql, reported_params = reported.query.get_compiler(using=sums.db).as_sql()
+        # The GPUs that the filters select and that reported in the range, per node and model: one probe per GPU
+        # into its daily rows.
+        days, days_params = rollup_from(range_key, None, now, connection=connection)
+        joins, where, filter_params = filtered(chosen_filters(filters), "g", quote)
+        reported_sql = (f"SELECT g.node_id, g.gpu_model_id, COUNT(*) AS gpus FROM {tables['g']} g {' '.join(joins)} "
+                        f"WHERE {' AND '.join([*where, f'EXISTS (SELECT 1 {days} AND r.gpu_id = g.id)'])} "
+                        f"GROUP BY g.node_id, g.gpu_model_id")
         sql = (f"SELECT {named}, COALESCE(r.gpus, 0) AS gpus, k.gpu_hours AS gpu_hours, k.util_hours AS util_hours "
                f"FROM ({sums_sql}) k LEFT JOIN ({reported_sql}) r ON COALESCE(r.node_id, 0) = COALESCE(k.node_id, 0) "
                f"AND r.gpu_model_id = k.gpu_model_id {around}")
-        params = (*params, *reported_params)
+        params = (*params, *filter_params, *days_params)
     else:
         sql = (f"SELECT {named}, COUNT(*) AS gpus, SUM(u.gpu_hours) AS gpu_hours, SUM(u.util_hours) AS util_hours "
                f"FROM ({sums_sql}) u JOIN {tables['g']} k ON k.id = u.gpu_id {around} GROUP BY {listed}")
@@ -430,49 +519,37 @@ def heatmap(range_key, filters=None, by="node", limit=HEATMAP_ROWS, now=None, no
     chosen = sorted(candidates, key=lambda key: (candidates[key]["util_hours"] / candidates[key]["gpu_hours"],
                                                  candidates[key]["name"]))[:limit]
     per_gpu = by == "gpu" or not span.daily
+    connection = read_connection(span, per_gpu)
+    quote = connection.ops.quote_name
+    moment = f"r.{quote(span.time_field)}"
+    rows, params = rollup_from(range_key, filters, now, per_gpu, connection, join_gpu=per_gpu and by == "node")
+    listed = ", ".join(["%s"] * len(chosen))
     if per_gpu:
-        # The chosen rows' GPUs that the filters select, as a subquery: PostgreSQL reads their rows on the
-        # (gpu, hour|day) unique index rather than the whole range.
-        gpus = GPU.objects.filter(**{"node_id__in" if by == "node" else "pk__in": chosen}, **gpu_filters(filters))
-        cells_rows = rollup_rows(range_key, None, now).filter(gpu_id__in=gpus.values("pk"))
-        row_key = HEATMAP_BY[by]
+        # The chosen rows' GPUs as a subquery: PostgreSQL reads their rows on the (gpu, hour|day) unique index
+        # rather than the whole range.
+        key, column = ("g.node_id", "node_id") if by == "node" else ("r.gpu_id", "id")
+        rows += f" AND r.gpu_id IN (SELECT id FROM {quote(GPU._meta.db_table)} WHERE {quote(column)} IN ({listed}))"
     else:  # the nodes' usage days, read on the (node, model, day) unique index
-        cells_rows, row_key = rollup_rows(range_key, filters, now, per_gpu=False).filter(node_id__in=chosen), "node_id"
-    sums = span.sums(per_gpu)
-    cells_rows = (cells_rows.values(key=F(row_key), t=F(span.time_field))
-                  .annotate(gpu_hours=sums["gpu_hours"], util_hours=sums["util_hours"])
-                  .order_by().values_list("key", "t", "gpu_hours", "util_hours"))
+        key = "r.node_id"
+        rows += f" AND r.node_id IN ({listed})"
+    sums = span.sums_sql(per_gpu)
     buckets = span.buckets(now)
-    # Up to 60 rows × 365 buckets, the dashboard's largest read: its rows come from a plain cursor, without the
-    # ORM's converters per row, so each bucket is looked up as the driver returns it: a date, an aware datetime,
-    # or on SQLite (no time zones) a naive one in the connection's zone.
-    connection = connections[cells_rows.db]
-    bucket_of = {t: t for t in buckets}
-    if not (span.daily or connection.features.supports_timezones):
-        bucket_of = {timezone.make_naive(t, connection.timezone): t for t in buckets}
+    bucket_of = bucket_keys(span, buckets, connection)
     cells = defaultdict(dict)
-    for key, t, gpu_hours, util_hours in plain_rows(cells_rows):
-        if t in bucket_of:
-            # The mean inline (as ``_figures`` computes it): cheaper than a call per cell.
-            cells[key][bucket_of[t]] = (round(util_hours / gpu_hours, 2) if gpu_hours and util_hours is not None
-                                        else None)
+    # Up to 60 rows × 365 buckets, the dashboard's largest read.
+    if chosen:
+        for row_key, t, gpu_hours, util_hours in fetch_rows(
+                connection, f"SELECT {key}, {moment}, {sums['gpu_hours']}, {sums['util_hours']} {rows} "
+                            f"GROUP BY {key}, {moment}", [*params, *chosen]):
+            if t in bucket_of:
+                # The mean inline (as ``_figures`` computes it): cheaper than a call per cell.
+                cells[row_key][bucket_of[t]] = (round(util_hours / gpu_hours, 2)
+                                                if gpu_hours and util_hours is not None else None)
     return {
         "rows": [{"key": key, "name": candidates[key]["name"]} for key in chosen],
         "times": buckets,
         "values": [[cells[key].get(t) for t in buckets] for key in chosen],
     }
-
-
-def plain_rows(queryset):
-    """The rows of a ``values_list`` queryset from a plain cursor, as the database driver returns them (numbers,
-    dates, datetimes: naive on SQLite), without the ORM's converters per row."""
-    try:
-        sql, params = queryset.query.get_compiler(using=queryset.db).as_sql()
-    except EmptyResultSet:  # a filter on an empty list: no row, as the ORM answers it
-        return []
-    with connections[queryset.db].cursor() as cursor:
-        cursor.execute(sql, params)
-        return cursor.fetchall()
 
 
 def _gpu_name(row):
@@ -590,8 +667,11 @@ def stale_sources():
 
 
 def sources():
-    """The telemetry sources with their sites, stale ones first (the longest stale first), then by name; each says
-    whether it stored Slurm jobs (``has_jobs``: every job has its source, so "any job?" needs no query of its own)."""
-    return (TelemetrySource.objects.select_related("site")
-            .annotate(has_jobs=Exists(SlurmJob.objects.filter(source=OuterRef("pk"))))
-            .order_by(F("stale_since").asc(nulls_last=True), "name"))
+    """The telemetry sources with their sites, stale ones first (the longest stale first), then by name."""
+    return TelemetrySource.objects.select_related("site").order_by(F("stale_since").asc(nulls_last=True), "name")
+
+
+def sources_with_jobs():
+    """``sources()``, each saying whether it stored Slurm jobs (``has_jobs``): every job has its source, so "any
+    job?" needs no query of its own."""
+    return sources().annotate(has_jobs=Exists(SlurmJob.objects.filter(source=OuterRef("pk"))))

@@ -253,3 +253,31 @@ def test_usage_days_are_replaced_and_follow_a_moved_gpu(fleet, now):
     # Its old node's cost was another (and its idle hours are priced at the default now, or no longer).
     unpriced = {"idle_cost": None, "idle_gpu_hours_at_default_cost": None}
     assert {**after, **unpriced} == {**before, **unpriced}
+
+
+@pytest.mark.parametrize("range_key", ["24h", "7d", "30d", "1y"])
+def test_the_hand_written_reads_select_the_rows_the_orm_selects(fleet, now, range_key):
+    """``rollup_from`` (the dashboard's reads, written by hand) against ``rollup_rows`` (the ORM): the same rows
+    for every filter, per GPU and per usage day, with the GPU joined or not; and the series from them against a
+    row-by-row computation."""
+    span, rows = queries.get_range(range_key), all_rows(range_key)
+    for filters in [*filter_cases(fleet), {"site": None, "team": ""}, {"partition": "no such"}]:
+        for per_gpu, join_gpu in ((True, False), (True, True), (False, False)):
+            table = span.table(per_gpu)
+            sql, params = queries.rollup_from(range_key, filters, per_gpu=per_gpu, connection=connection,
+                                              join_gpu=join_gpu)
+            with connection.cursor() as cursor:
+                cursor.execute(f"SELECT r.id {sql}", params)
+                by_hand = sorted(row_id for (row_id,) in cursor.fetchall())
+            orm = sorted(queries.rollup_rows(range_key, filters, per_gpu=per_gpu).values_list("pk", flat=True))
+            assert by_hand == orm, (table.__name__, filters, join_gpu)
+            assert orm or filters.get("partition") == "no such"
+        per_bucket = defaultdict(lambda: [set(), 0.0, 0.0])
+        for gpu, t, hours, util_hours in python_rows(rows, range_key, filters, now):
+            per_bucket[t][0].add(gpu.pk)
+            per_bucket[t][1] += hours
+            per_bucket[t][2] += util_hours
+        expected = [(t, round(per_bucket[t][2] / per_bucket[t][1], 2), len(per_bucket[t][0])) if t in per_bucket
+                    else (t, None, None) for t in span.buckets(now)]
+        assert [(p["time"], p["util_mean"], p["gpus_reporting"])
+                for p in queries.utilization_series(range_key, filters)] == expected, filters

@@ -164,9 +164,10 @@ offered = filter_choices(gpu.node.site_id)  # the dashboard's filters, read in o
 print(offered["partition"], offered["team"], [name for _, name in offered["gpu_model"]] == [gpu.gpu_model.name])
 upsert_gpu_hours([(gpu.pk, HourRecord(series=SeriesKey(), hour=now - timedelta(days=d), util_mean=d, samples=60))
                   for d in (1, 500)])
-from inventory.telemetry.queries import heatmap
-cells = heatmap("7d")["values"]  # the heatmap finds its buckets as SQLite returns them (naive)
-print(len(cells), [value for value in cells[0] if value is not None])
+from inventory.telemetry.queries import heatmap, utilization_series
+cells = heatmap("7d")["values"]  # the hand-written reads find their buckets as SQLite returns them (naive)
+print(len(cells), [value for value in cells[0] if value is not None],
+      [point["util_mean"] for point in utilization_series("7d") if point["gpus_reporting"]])
 print(enforce_retention()["gpu_hourly"], list(GPUHourly.objects.values_list("util_mean", flat=True)))
 """
 
@@ -176,4 +177,4 @@ def test_the_demo_on_sqlite_migrates_writes_and_keeps_its_delete(tmp_path):
     out = subprocess.run([sys.executable, "-c", SQLITE_DEMO], cwd=ROOT, capture_output=True, text=True, timeout=300,
                          env={**env, "DJANGO_SETTINGS_MODULE": "tests.settings", "PORTAL_VAR_DIR": str(tmp_path)})
     assert out.returncode == 0, out.stderr
-    assert out.stdout.split("\n")[-4:-1] == ["['train'] ['vision'] True", "1 [1.0]", "1 [1.0]"]
+    assert out.stdout.split("\n")[-4:-1] == ["['train'] ['vision'] True", "1 [1.0] [1.0]", "1 [1.0]"]
