@@ -74,8 +74,11 @@ def utilization_tiles(request):
         note = f"of {week['allocated_gpu_hours']:,.0f} allocated by Slurm ({_percent(share)} used)"
         if week["partitions_compared"] < week["partitions_with_jobs"]:
             note += f"; {week['partitions_compared']} of {week['partitions_with_jobs']} partitions have telemetry"
+        beyond = week["used_beyond_allocation"]  # busy outside Slurm, or jobs missing from its accounting
+        if beyond:
+            note += f"; more used than allocated in {', '.join(beyond)}"
         tiles.append(Tile("allocated", "GPU-hours used (DCGM)", f"{week['used_gpu_hours']:,.0f}",
-                          f"{week_url}#allocations-by-partition", note=note))
+                          f"{week_url}#allocations-by-partition", note=note, warn=bool(beyond)))
     else:
         note = "no partition with both jobs and telemetry" if week["has_jobs"] else "no Slurm jobs in 7 days"
         tiles.append(Tile("allocated", "allocated vs used GPU-hours", "—", f"{week_url}#allocations-by-partition",

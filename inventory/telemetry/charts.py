@@ -28,7 +28,7 @@ ALLOCATION_CHARTS = {  # chart name -> group_by of ``queries.allocations``
 }
 CHARTS = ("utilization", "heatmap", *GROUP_CHARTS, "queue-wait", *ALLOCATION_CHARTS, "least-used")
 UTIL_TITLE = "mean GPU utilization (%)"
-NOT_OBSERVED = {"observed_gpu_hours": None, "util_mean": None, "used_gpu_hours": None}
+NOT_OBSERVED = {"observed_gpu_hours": None, "util_mean": None, "used_gpu_hours": None, "used_beyond_allocation": False}
 
 
 def time_label(moment):
@@ -124,16 +124,19 @@ class FleetDashboard:
         """Allocations per partition and, where the filters allow comparing them (no site or GPU model filter,
         which jobs ignore), what telemetry observed there: ``observed_gpu_hours``, ``util_mean`` and
         ``used_gpu_hours`` (observed × utilization), None for a partition without telemetry. A partition with
-        many GPU-hours allocated but few used is waiting on something else than its GPUs (storage, network)."""
+        many GPU-hours allocated but few used is waiting on something else than its GPUs (storage, network); one
+        with more used than allocated (``used_beyond_allocation``) ran work outside Slurm, or its accounting misses
+        jobs: the page flags it rather than show a share over 100 % without a word."""
         if not self.has_jobs:
             return []
         partitions = queries.allocations("partition", *self._args(), now=self.now, waits=self.queue_waits)
         observed = {g["key"]: g for g in self.groups("partition")} if self.compares_observed else {}
         for partition in partitions:
             seen = observed.get(partition["key"])
+            used = round(seen["gpu_hours"] - seen["idle_gpu_hours"], 2) if seen else None
             partition.update({
-                "observed_gpu_hours": seen["gpu_hours"], "util_mean": seen["util_mean"],
-                "used_gpu_hours": round(seen["gpu_hours"] - seen["idle_gpu_hours"], 2),
+                "observed_gpu_hours": seen["gpu_hours"], "util_mean": seen["util_mean"], "used_gpu_hours": used,
+                "used_beyond_allocation": used > partition["gpu_hours"],
             } if seen else NOT_OBSERVED)
         return partitions
 

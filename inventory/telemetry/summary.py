@@ -43,6 +43,7 @@ def last_week(now=None, target=None):
         "allocated_gpu_hours": round(sum(p["gpu_hours"] for p in compared), 2),
         "used_gpu_hours": round(sum(p["used_gpu_hours"] for p in compared), 2),
         "partitions_compared": len(compared),
+        "used_beyond_allocation": [p["name"] for p in compared if p["used_beyond_allocation"]],
         "partitions_with_jobs": len(board.allocations_by_partition),
         "least_used": [g for g in queries.least_used(nodes, limit=None) if g["key"] in in_service][:LEAST_USED],
         "stale_sources": len(queries.stale_sources()),

@@ -327,3 +327,27 @@ def test_schema_documents_the_allocations_endpoint(viewer_api):
     assert operation["responses"]["200"]["content"]["application/json"]["schema"]["$ref"].endswith("/Allocations")
     assert {"partition", "account", "state", "source", "ordering"} <= {
         p["name"] for p in schema["paths"][JOBS]["get"]["parameters"]}
+
+
+def test_more_used_than_allocated_is_flagged_on_the_dashboard_and_the_home_tile(manager_client, jobs, now):
+    """infer: Slurm allocated 8 GPU-hours in 24 h, and DCGM saw its GPU busy at 100 % for 19 more hours (work outside
+    Slurm, or jobs its accounting misses): the page says so next to the figure rather than show it bare."""
+    from inventory.models import GPUHourly
+
+    fleet = make_fleet(now)
+    b1_gpu = fleet["gpus"][2]
+    GPUHourly.objects.bulk_create([GPUHourly(gpu=b1_gpu, hour=fleet["h"] - k * H, samples=60, util_mean=100)
+                                   for k in range(4, 23)])
+    response = manager_client.get(DASHBOARD, {"range": "24h"})
+    rows = {row["name"]: row for row in response.context["allocations_by_partition"]}
+    # infer: 1 GPU-hour at 50 % + 19 at 100 % = 19.5 used against 8 allocated; train 1.4 against 136.
+    assert (rows["infer"]["used_gpu_hours"], rows["infer"]["gpu_hours"]) == (19.5, 8.0)
+    assert rows["infer"]["used_beyond_allocation"] and not rows["train"]["used_beyond_allocation"]
+    assert not rows["(none)"]["used_beyond_allocation"]  # no telemetry: nothing to compare
+    page = response.content.decode()
+    section = page.split('id="allocations-by-partition"')[1].split("</section>")[0]
+    assert '<td class="warn" title="More GPU-hours used than Slurm allocated">20 ⚠</td>' in section
+    assert "infer: telemetry measured 20 GPU-hours used against 8 allocated by Slurm" in section
+    assert section.count("⚠") == 2  # the cell and its note; not train's
+    home = {tile.key: tile for tile in manager_client.get("/").context["tiles"]}
+    assert home["allocated"].warn and home["allocated"].note.endswith("; more used than allocated in infer")
