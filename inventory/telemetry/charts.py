@@ -158,7 +158,7 @@ class FleetDashboard:
     def sources(self):
         """Every telemetry source (a few), stale ones first: whether any exists, is Slurm, is stale or stored jobs, in
         one query."""
-        return list(queries.sources_with_jobs())
+        return queries.sources_with_jobs()
 
     @cached_property
     def stale_sources(self):

@@ -36,7 +36,7 @@ from datetime import timedelta
 
 from django.conf import settings
 from django.db import connections, router
-from django.db.models import Count, Exists, F, FloatField, OuterRef, Sum
+from django.db.models import Count, F, FloatField, Sum
 from django.utils import timezone
 
 from inventory.costs import gpu_hour_costs
@@ -535,20 +535,21 @@ def heatmap(range_key, filters=None, by="node", limit=HEATMAP_ROWS, now=None, no
     sums = span.sums_sql(per_gpu)
     buckets = span.buckets(now)
     bucket_of = bucket_keys(span, buckets, connection)
-    cells = defaultdict(dict)
-    # Up to 60 rows × 365 buckets, the dashboard's largest read.
+    cells = {key: dict.fromkeys(buckets) for key in chosen}
+    # Up to 60 rows × 365 buckets, the dashboard's largest read. Each cell's mean (the division ``_figures`` makes)
+    # rounded to 2 decimals by the database, half away from zero as the tables' figures are: a short number to
+    # convert instead of two sums and a division per cell in Python.
+    mean = (f"CAST(ROUND(CAST({sums['util_hours']} / NULLIF({sums['gpu_hours']}, 0) AS NUMERIC), 2) "
+            f"AS DOUBLE PRECISION)")
     if chosen:
-        for row_key, t, gpu_hours, util_hours in fetch_rows(
-                connection, f"SELECT {key}, {moment}, {sums['gpu_hours']}, {sums['util_hours']} {rows} "
-                            f"GROUP BY {key}, {moment}", [*params, *chosen]):
-            if t in bucket_of:
-                # The mean inline (as ``_figures`` computes it): cheaper than a call per cell.
-                cells[row_key][bucket_of[t]] = (round(util_hours / gpu_hours, 2)
-                                                if gpu_hours and util_hours is not None else None)
+        for row_key, t, cell in fetch_rows(
+                connection, f"SELECT {key}, {moment}, {mean} {rows} GROUP BY {key}, {moment}", [*params, *chosen]):
+            if (bucket := bucket_of.get(t)) is not None:
+                cells[row_key][bucket] = cell
     return {
         "rows": [{"key": key, "name": candidates[key]["name"]} for key in chosen],
         "times": buckets,
-        "values": [[cells[key].get(t) for t in buckets] for key in chosen],
+        "values": [list(cells[key].values()) for key in chosen],
     }
 
 
@@ -672,6 +673,11 @@ def sources():
 
 
 def sources_with_jobs():
-    """``sources()``, each saying whether it stored Slurm jobs (``has_jobs``): every job has its source, so "any
-    job?" needs no query of its own."""
-    return sources().annotate(has_jobs=Exists(SlurmJob.objects.filter(source=OuterRef("pk"))))
+    """``sources()`` (without their sites), each saying whether it stored Slurm jobs (``has_jobs``): every job has
+    its source, so "any job?" needs no query of its own. Written by hand: the dashboard reads it on every request,
+    and the ORM took three times as long to compile it as to read it."""
+    quote = connections[router.db_for_read(TelemetrySource)].ops.quote_name
+    source_id = quote(SlurmJob._meta.get_field("source").column)
+    return list(TelemetrySource.objects.raw(
+        f"SELECT s.*, EXISTS (SELECT 1 FROM {quote(SlurmJob._meta.db_table)} j WHERE j.{source_id} = s.id) AS has_jobs "
+        f"FROM {quote(TelemetrySource._meta.db_table)} s ORDER BY s.stale_since IS NULL, s.stale_since, s.name"))

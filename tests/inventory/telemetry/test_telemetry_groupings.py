@@ -4,6 +4,7 @@ nodes without partition or team, node costs, and every filter: a wrong GROUP BY 
 
 import random
 from collections import defaultdict
+from decimal import ROUND_HALF_UP, Decimal
 from importlib import import_module
 
 import pytest
@@ -182,9 +183,29 @@ def test_heatmap_cells_match_a_row_by_row_computation(fleet, now, range_key, by)
         keys = {key for key, _ in cells if key is not None or by == "gpu"}
         assert len(data["rows"]) == min(4, len(keys))
         for row, values in zip(data["rows"], data["values"], strict=True):
-            expected = [round(cells[(row["key"], t)][1] / cells[(row["key"], t)][0], 2)
+            expected = [half_up(cells[(row["key"], t)][1] / cells[(row["key"], t)][0])
                         if (row["key"], t) in cells else None for t in data["times"]]
             assert values == expected, (by, filters, row)
+
+
+def half_up(mean):
+    """A heatmap cell as the database rounds it: to 2 decimals, half away from zero, from the mean's 15
+    significant digits (PostgreSQL's float-to-numeric), so 48.625 shows 48.63 where Python's ``round`` gives
+    48.62."""
+    return float(Decimal(f"{mean:.15g}").quantize(Decimal("0.01"), rounding=ROUND_HALF_UP))
+
+
+def test_a_heatmap_cell_on_a_tie_rounds_up(db, now):
+    """Integer utilizations of 8 GPUs average to eighths: 48.625 is a tie that Python's ``round`` sends down
+    (to the even 48.62) and the tables' ``floatformat`` sends up; the heatmap's cells round up like the tables."""
+    node = make_node(hostname="tie-node")
+    hour = floor_hour(now) - H
+    for slot, util in enumerate([48, 48, 48, 49, 49, 49, 49, 49]):
+        GPUHourly.objects.create(gpu=make_gpu(node=node, slot=slot), hour=hour, util_mean=util, samples=4)
+    data = queries.heatmap("24h", now=now)
+    assert round(48.625, 2) == 48.62  # what Python would have shown
+    assert data["rows"] == [{"key": node.pk, "name": "tie-node"}]
+    assert data["values"][0][data["times"].index(hour)] == 48.63
 
 
 @pytest.fixture
