@@ -36,15 +36,19 @@ def register_menu(title, items, order):
 
 def menu(user):
     """[(section title, [(label, URL)])] that ``user`` may open."""
-    urlconf, prefix = get_urlconf() or settings.ROOT_URLCONF, get_script_prefix()
-    shown = [(s.title, [(label, _menu_url(name, urlconf, prefix)) for label, name, perm in s.items
-                        if user.has_perm(perm)]) for s in _menu]
+    shown = [(s.title, [(label, fixed_url(name)) for label, name, perm in s.items if user.has_perm(perm)])
+             for s in _menu]
     return [(title, items) for title, items in shown if items]
 
 
+def fixed_url(name):
+    """The URL of a view without arguments (a menu item, a link of ``base.html``), reversed once per URLconf and
+    script prefix: every page draws the menu and the top bar."""
+    return _fixed_url(name, get_urlconf() or settings.ROOT_URLCONF, get_script_prefix())
+
+
 @functools.lru_cache(maxsize=256)
-def _menu_url(name, urlconf, script_prefix):
-    """The URL of a menu item, reversed once per URLconf and prefix: every page draws the menu."""
+def _fixed_url(name, urlconf, script_prefix):
     return reverse(name, urlconf=urlconf)
 
 
