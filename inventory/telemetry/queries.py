@@ -664,18 +664,14 @@ def has_slurm_source():
 def stale_sources():
     """Enabled sources whose last pulls failed: their data stops at ``synced_until``, stale since
     ``stale_since``. Dashboards say so rather than show the missing hours as idle."""
-    return list(sources().filter(enabled=True, stale_since__isnull=False))
-
-
-def sources():
-    """The telemetry sources with their sites, stale ones first (the longest stale first), then by name."""
-    return TelemetrySource.objects.select_related("site").order_by(F("stale_since").asc(nulls_last=True), "name")
+    return [source for source in sources_with_jobs() if source.enabled and source.stale_since is not None]
 
 
 def sources_with_jobs():
-    """``sources()`` (without their sites), each saying whether it stored Slurm jobs (``has_jobs``): every job has
-    its source, so "any job?" needs no query of its own. Written by hand: the dashboard reads it on every request,
-    and the ORM took three times as long to compile it as to read it."""
+    """The telemetry sources, stale ones first (the longest stale first), then by name, each saying whether it
+    stored Slurm jobs (``has_jobs``): every job has its source, so "any job?" needs no query of its own. Written by
+    hand: the dashboards read it on every request, and the ORM took three times as long to compile it as to read
+    it."""
     quote = connections[router.db_for_read(TelemetrySource)].ops.quote_name
     source_id = quote(SlurmJob._meta.get_field("source").column)
     return list(TelemetrySource.objects.raw(

@@ -33,7 +33,7 @@ from django.utils import timezone
 
 from inventory.models import GPU, LifecycleState, Node
 
-from .coverage import active_contracts, nodes_covered_by
+from .coverage import active_contracts, active_contracts_list, nodes_covered_by
 from .models import Contract
 
 HOURS_PER_MONTH = Decimal(730)
@@ -109,7 +109,7 @@ def cost_components(day=None, node_ids=None):
     """{node_id: [Component, ...]} for the nodes with a known cost (see the module's docstring). A constant
     number of queries."""
     day = day or timezone.localdate()
-    contracts = list(active_contracts(day, [*OWNED_KINDS, Contract.Kind.RENTAL, Contract.Kind.SUPPORT]))
+    contracts = active_contracts_list(day, [*OWNED_KINDS, Contract.Kind.RENTAL, Contract.Kind.SUPPORT])
     if not contracts:  # no cost known: spare the fleet query (every utilization figure asks)
         return {}
     covered = nodes_covered_by(contracts)

@@ -9,6 +9,7 @@ is active on a day from its start to its end (inclusive); a contract without an 
 
 from collections import defaultdict
 
+from django.db import connections, router
 from django.db.models import BooleanField, Case, CharField, Exists, OuterRef, Q, Value, When
 from django.utils import timezone
 
@@ -26,6 +27,19 @@ def active_contracts(day=None, kinds=None):
     day = day or timezone.localdate()
     contracts = Contract.objects.filter(Q(end__isnull=True) | Q(end__gte=day), start__lte=day)
     return contracts.filter(kind__in=kinds) if kinds else contracts
+
+
+def active_contracts_list(day=None, kinds=()):
+    """``list(active_contracts(day, kinds))``, in the same order, read by hand: every utilization figure asks for
+    the contracts that price its nodes, and the ORM took twice as long to compile that query as to read it."""
+    day = day or timezone.localdate()
+    quote = connections[router.db_for_read(Contract)].ops.quote_name
+    kind_in = f" AND c.kind IN ({', '.join(['%s'] * len(kinds))})" if kinds else ""
+    order = ", ".join(f"c.{quote(name.lstrip('-'))}{' DESC' if name.startswith('-') else ''}"
+                      for name in Contract._meta.ordering)
+    return list(Contract.objects.raw(
+        f"SELECT c.* FROM {quote(Contract._meta.db_table)} c WHERE c.{quote('start')} <= %s "
+        f"AND (c.{quote('end')} IS NULL OR c.{quote('end')} >= %s){kind_in} ORDER BY {order}", [day, day, *kinds]))
 
 
 def _node_coverage(contracts, node_ref="pk", rack_ref="rack_id", site_ref="site_id"):

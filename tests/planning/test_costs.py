@@ -142,3 +142,22 @@ def test_idle_cost_uses_the_contract_cost_where_known(monkeypatch):
     # 0.75 idle GPU-hours each: at the rental's 3.00 (2.25), and at the default 2.0 (1.50).
     assert (sites["owned"]["idle_cost"], sites["other"]["idle_cost"]) == (2.25, 1.5)
     assert queries.totals(list(sites.values()))["idle_cost"] == 3.75
+
+
+def test_the_hand_written_active_contracts_are_the_querysets():
+    """``active_contracts_list`` (read by hand for the utilization figures) selects and orders what
+    ``active_contracts`` does: a contract starting or ending on the day is active on it, one without an end stays
+    active, one not started yet or ended the day before is not; by start (latest first), vendor, reference."""
+    from planning.contracts.coverage import active_contracts, active_contracts_list
+
+    kind = Contract.Kind
+    for number, (k, start, end, vendor) in enumerate([
+        (kind.RENTAL, TODAY - 10 * D, None, "Zeta"), (kind.RENTAL, TODAY - 10 * D, TODAY, "Acme"),
+        (kind.SUPPORT, TODAY, TODAY + 10 * D, "Beta"), (kind.PURCHASE, TODAY + D, None, "Acme"),
+        (kind.PURCHASE, TODAY - 40 * D, TODAY - D, "Acme"), (kind.EXPANSION, TODAY - 5 * D, None, "Acme"),
+    ]):
+        Contract.objects.create(kind=k, vendor=vendor, reference=f"R-{number}", start=start, end=end)
+    for day in (None, TODAY - D, TODAY + D, TODAY + 11 * D):
+        for kinds in ((), [kind.RENTAL], [kind.PURCHASE, kind.SUPPORT, kind.EXPANSION]):
+            assert active_contracts_list(day, kinds) == list(active_contracts(day, kinds)), (day, kinds)
+    assert [c.vendor for c in active_contracts_list()] == ["Beta", "Acme", "Acme", "Zeta"]

@@ -138,6 +138,29 @@ def test_dashboard_shows_every_chart_for_a_viewer(viewer_client, fleet):
     assert "Utilization" in page.split("</nav>")[0]  # in the main menu
 
 
+@override_settings(IDLE_GPU_HOUR_COST=2.0, COST_CURRENCY="E&R")
+def test_the_tables_rows_are_escaped_and_write_the_figures_by_hand(viewer_client, fleet):
+    """The group and least-used rows are drawn in Python (``inventory/templatetags/telemetry.py``): names are
+    escaped as the template escaped them, figures written as ``decimals:1`` and ``whole`` write them. a1 over 24
+    hours: 80 % and 40 % on gpu0, 20 % on gpu1: 3 GPU-hours at 46.67 %, 1.6 idle, priced 3.2."""
+    fleet["alpha"].name = "<i>alpha</i> & co"
+    fleet["alpha"].save()
+    fleet["a1"].partition, fleet["a1"].owner_team = 'tr"ain<', "<script>x</script>"
+    fleet["a1"].save()
+    page = viewer_client.get(DASHBOARD + "?range=24h").content.decode()
+    assert "<i>alpha" not in page and "<script>x" not in page
+    assert ("<tr><td>&lt;i&gt;alpha&lt;/i&gt; &amp; co</td><td>2</td><td>46.7</td><td>3</td><td>2</td>"
+            "<td>3 E&amp;R</td></tr>") in page
+    assert ("<tr><td>&lt;script&gt;x&lt;/script&gt;</td><td>2</td><td>46.7</td><td>3</td><td>2</td>"
+            "<td>3 E&amp;R</td></tr>") in page  # by team
+    assert (f'<tr><td><a href="{fleet["a1"].get_absolute_url()}">a1</a></td><td>In service</td>'
+            "<td>tr&quot;ain&lt;</td><td>&lt;script&gt;x&lt;/script&gt;</td><td>46.7</td><td>2</td><td>3 E&amp;R</td>"
+            "</tr>") in page
+    nothing = f"?range=24h&site={fleet['beta'].pk}&gpu_model={fleet['m1'].pk}"  # beta's GPUs are M2s
+    empty = viewer_client.get(DASHBOARD + nothing).content.decode()
+    assert "No utilization reported in this range." in empty and "No node reported utilization" in empty
+
+
 def test_dashboard_without_telemetry_invites_to_add_a_source(manager_client, viewer):
     response = manager_client.get(DASHBOARD)
     assert response.status_code == 200
