@@ -1,6 +1,6 @@
 """Telemetry at fleet scale: rollup ingest against a bare COPY, and the dashboard against its bare SQL.
 
-    .venv/bin/python bench/telemetry.py [--gpus 10000] [--days 30] [--ingest-hours 24]
+    .venv/bin/python bench/telemetry.py [--gpus 10000] [--days 30] [--ingest-hours 24] [--repeat 15]
 
 1. Builds a fleet of ``--gpus`` GPUs (8 per node, 4 sites, 8 partitions) in a throwaway PostgreSQL.
 2. Ingest: ``--ingest-hours`` hours of GPU rollups written through the portal's upsert path
@@ -12,7 +12,7 @@
    daily rows for the rest of the year (generated in SQL), so that the 1-year view reads a full year; then
    ``VACUUM ANALYZE``, as autovacuum leaves the tables of a running portal.
 4. Dashboard: the fleet utilization page and the utilization API (``group_by`` site, partition, GPU model) for
-   7 d (hourly rows), 30 d and 1 y (daily rows: the usage days), timed with Django's test client (median of 7), each
+   7 d (hourly rows), 30 d and 1 y (daily rows: the usage days), timed with Django's test client (median of ``--repeat``, 15), each
    in turn with the bare SQL of the figures it shows (``BARE_PAGE_SQL``: the series, the five groupings, the heatmap;
    ``BARE_API_SQL``), as ratios; the partitions a 7-day query reads (EXPLAIN: the others are pruned).
 
@@ -279,7 +279,7 @@ def side_by_side(answer, bare, repeat=15):
     return statistics.median(answers), statistics.median(bares)
 
 
-def dashboard(client, range_key, now):
+def dashboard(client, range_key, now, repeat=15):
     """Median server time of the page and of the API per group_by, each next to the bare SQL of what it shows,
     and the time of the page's own queries."""
     from django.db import connection
@@ -297,7 +297,7 @@ def dashboard(client, range_key, now):
     page_url = f"/inventory/utilization/?range={range_key}"
     get(page_url)
     page_seconds, bare_seconds = side_by_side(lambda: get(page_url, b"Fleet utilization over time"),
-                                              lambda: bare_sql(BARE_PAGE_SQL, span, buckets))
+                                              lambda: bare_sql(BARE_PAGE_SQL, span, buckets), repeat)
     with CaptureQueriesContext(connection) as queries:
         get(page_url)
     query_seconds = sum(float(q["time"]) for q in queries.captured_queries)
@@ -305,7 +305,8 @@ def dashboard(client, range_key, now):
     api = {}
     for group_by, sql in BARE_API_SQL.items():
         api_url = f"/api/inventory/utilization/?range={range_key}&group_by={group_by}"
-        api[group_by] = side_by_side(lambda url=api_url: get(url), lambda sql=sql: bare_sql([sql], span, buckets))
+        api[group_by] = side_by_side(lambda url=api_url: get(url), lambda sql=sql: bare_sql([sql], span, buckets),
+                                     repeat)
     return page, api
 
 
@@ -314,6 +315,7 @@ def main():
     parser.add_argument("--gpus", type=int, default=10000)
     parser.add_argument("--days", type=int, default=30)
     parser.add_argument("--ingest-hours", type=int, default=24)
+    parser.add_argument("--repeat", type=int, default=15, help="requests (and bare runs) per median")
     args = parser.parse_args()
 
     from tests.helpers.pgserver import throwaway_postgres
@@ -364,7 +366,7 @@ def main():
               f"{'× bare':>6} {'queries × bare':>14}")
         # 1y reads daily rows: its server time must stay under a second however long the hourly history grows.
         for range_key in ("7d", "30d", "1y"):
-            (page_s, query_s, count, bare_s), api = dashboard(client, range_key, now)
+            (page_s, query_s, count, bare_s), api = dashboard(client, range_key, now, args.repeat)
             print(f"{range_key:6} {'page':18} {page_s:8.3f} {query_s:9.3f} {count:3d} {bare_s:10.3f} "
                   f"{page_s / bare_s:6.2f} {query_s / bare_s:14.2f}")
             for group_by, (api_s, bare_s) in api.items():
