@@ -12,9 +12,10 @@
    daily rows for the rest of the year (generated in SQL), so that the 1-year view reads a full year; then
    ``VACUUM ANALYZE``, as autovacuum leaves the tables of a running portal.
 4. Dashboard: the fleet utilization page and the utilization API (``group_by`` site, partition, GPU model) for
-   7 d (hourly rows), 30 d and 1 y (daily rows: the usage days), timed with Django's test client (median of ``--repeat``, 15), each
-   in turn with the bare SQL of the figures it shows (``BARE_PAGE_SQL``: the series, the five groupings, the heatmap;
-   ``BARE_API_SQL``), as ratios; the partitions a 7-day query reads (EXPLAIN: the others are pruned).
+   7 d (hourly rows), 30 d and 1 y (daily rows: the usage days), timed with Django's test client with DEBUG off
+   (median of ``--repeat``, 15 by default), each in turn with the bare SQL of the figures it shows
+   (``BARE_PAGE_SQL``: the series, the five groupings, the heatmap; ``BARE_API_SQL``), as ratios; the partitions a
+   7-day query reads (EXPLAIN: the others are pruned).
 
 Ratios against figures measured in the same run compare across machines; absolute times do not.
 """
