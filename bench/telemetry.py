@@ -14,13 +14,16 @@
 4. Dashboard: the fleet utilization page and the utilization API (``group_by`` site, partition, GPU model) for
    7 d (hourly rows), 30 d and 1 y (daily rows: the usage days), timed with Django's test client with DEBUG off
    (median of ``--repeat``, 15 by default), each in turn with the bare SQL of the figures it shows
-   (``BARE_PAGE_SQL``: the series, the five groupings, the heatmap; ``BARE_API_SQL``), as ratios; the partitions a
+   (``BARE_PAGE_SQL``: the series, the five groupings with their idle cost, the heatmap; ``BARE_API_SQL``), as
+   ratios; the page also against the bare SQL of everything it reads but the session and the user ("+ reads":
+   ``BARE_PAGE_READS`` adds its filters' choices, the telemetry sources and the active contracts); the partitions a
    7-day query reads (EXPLAIN: the others are pruned).
 
 Ratios against figures measured in the same run compare across machines; absolute times do not.
 """
 
 import argparse
+import math
 import os
 import re
 import statistics
@@ -229,7 +232,9 @@ HEATMAP = {  # the 60 least used nodes × buckets, their rows read on the (gpu, 
     "daily": "SELECT node_id, day, sum(gpu_hours), sum(util_hours) FROM inventory_usagedaily WHERE "
              + IN_RANGE.format(time="day") + " AND node_id = ANY(%(nodes)s) GROUP BY node_id, day",
 }
-GROUP_FIGURES = "sum(gpus), sum(gpu_hours), sum(util_hours)"
+# GPUs, GPU-hours, utilization-hours and idle cost (the bench fleet has no contract: every idle GPU-hour at the
+# default cost, as the portal prices a node without one).
+GROUP_FIGURES = "sum(gpus), sum(gpu_hours), sum(util_hours), sum((gpu_hours - util_hours / 100) * %(cost)s)"
 BARE_API_SQL = {  # {rows}: ROWS of the range
     "site": f"SELECT s.id, s.name, {GROUP_FIGURES} FROM ({{rows}}) p LEFT JOIN inventory_site s ON s.id = p.site_id "
             "GROUP BY s.id, s.name",
@@ -251,33 +256,71 @@ BARE_PAGE_SQL = [
                ORDER BY sum(util_hours) / sum(gpu_hours), hostname)""",
     "{heatmap}",
 ]
+# What else the page reads to show its figures, by hand: its filters' choices (the sites, the partitions and teams
+# of the nodes, the GPU models with a GPU), the telemetry sources with whether each stored Slurm jobs (stale banners,
+# the Slurm charts), and the contracts active today (which price the idle GPU-hours).
+BARE_PAGE_READS = [
+    """SELECT 'site', id, name FROM inventory_site
+    UNION ALL SELECT DISTINCT 'partition', NULL::integer, partition FROM inventory_node WHERE partition <> ''
+    UNION ALL SELECT 'gpu_model', m.id, m.name FROM inventory_gpumodel m
+        WHERE EXISTS (SELECT 1 FROM inventory_gpu g WHERE g.gpu_model_id = m.id)
+    UNION ALL SELECT DISTINCT 'team', NULL::integer, owner_team FROM inventory_node WHERE owner_team <> ''""",
+    """SELECT s.*, EXISTS (SELECT 1 FROM inventory_slurmjob j WHERE j.source_id = s.id)
+    FROM inventory_telemetrysource s""",
+    """SELECT c.* FROM planning_contract c WHERE c.start <= %(today)s AND (c."end" IS NULL OR c."end" >= %(today)s)""",
+]
 
 
-def bare_sql(statements, span, buckets):
+def bare_sql(statements, span, buckets, rows=None):
     """Seconds to run ``statements`` (templates of ROWS, SERIES, HEATMAP) for the range and fetch every row;
-    ``%(nodes)s`` is the first 60 nodes of the previous statement's rows."""
+    ``%(nodes)s`` is the first 60 nodes of the previous statement's rows. ``rows``: a list that gets the last
+    statement's rows."""
+    from django.conf import settings
     from django.db import connection
+    from django.utils import timezone
 
     kind = "daily" if span.daily else "hourly"
     names = {"rows": ROWS[kind], "series": SERIES[kind], "heatmap": HEATMAP[kind]}
-    params = {"start": buckets[0], "end": buckets[-1], "nodes": []}
+    params = {"start": buckets[0], "end": buckets[-1], "nodes": [], "cost": settings.IDLE_GPU_HOUR_COST,
+              "today": timezone.localdate()}
     with connection.cursor() as cursor:
         start = time.perf_counter()
         for sql in statements:
             cursor.execute(sql.format(**names), params)
-            params["nodes"] = [row[1] for row in cursor.fetchall() if row[0] == "node" and row[1] is not None][:60]
-        return time.perf_counter() - start
+            fetched = cursor.fetchall()
+            params["nodes"] = [row[1] for row in fetched if row[0] == "node" and row[1] is not None][:60]
+        seconds = time.perf_counter() - start
+    if rows is not None:
+        rows[:] = fetched
+    return seconds
 
 
-def side_by_side(answer, bare, repeat=15):
-    """Median seconds of ``answer()`` (a test client GET, checked) and of ``bare()``, run in turn so that both
-    see the same load on a shared machine. 15 of each: with 7, two runs on the same data differed by 0.07 in a
+def check_bare_figures(client, range_key, span, buckets):
+    """The bare SQL's groups are the API's (same GPUs, GPU-hours and idle cost in each), else its time compares the
+    page with other work."""
+    for group_by, sql in BARE_API_SQL.items():
+        rows = []
+        bare_sql([sql], span, buckets, rows)
+        bare = {str(name): (int(gpus), float(gpu_hours), float(idle_cost))
+                for *_, name, gpus, gpu_hours, _, idle_cost in rows}
+        answer = client.get(f"/api/inventory/utilization/?range={range_key}&group_by={group_by}").json()
+        shown = {str(g["name"]): (g["gpus"], g["gpu_hours"], g["idle_cost"]) for g in answer["groups"]}
+        assert bare.keys() == shown.keys() and all(
+            bare[key][0] == shown[key][0]
+            and all(math.isclose(a, b, abs_tol=0.01) for a, b in zip(bare[key][1:], shown[key][1:], strict=True))
+            for key in bare), (range_key, group_by, bare, shown)
+
+
+def side_by_side(answer, *bares, repeat=15):
+    """Median seconds of ``answer()`` (a test client GET, checked) and of each of ``bares``, run in turn so that
+    all see the same load on a shared machine. 15 of each: with 7, two runs on the same data differed by 0.07 in a
     ratio near 1.2."""
-    answers, bares = [], []
+    times = [[] for _ in range(1 + len(bares))]
     for _ in range(repeat):
-        answers.append(timed(answer)[0])
-        bares.append(bare())
-    return statistics.median(answers), statistics.median(bares)
+        times[0].append(timed(answer)[0])
+        for bare, seconds in zip(bares, times[1:], strict=True):
+            seconds.append(bare())
+    return [statistics.median(seconds) for seconds in times]
 
 
 def dashboard(client, range_key, now, repeat=15):
@@ -297,17 +340,19 @@ def dashboard(client, range_key, now, repeat=15):
 
     page_url = f"/inventory/utilization/?range={range_key}"
     get(page_url)
-    page_seconds, bare_seconds = side_by_side(lambda: get(page_url, b"Fleet utilization over time"),
-                                              lambda: bare_sql(BARE_PAGE_SQL, span, buckets), repeat)
+    check_bare_figures(client, range_key, span, buckets)
+    page_seconds, figures_seconds, reads_seconds = side_by_side(
+        lambda: get(page_url, b"Fleet utilization over time"), lambda: bare_sql(BARE_PAGE_SQL, span, buckets),
+        lambda: bare_sql(BARE_PAGE_SQL + BARE_PAGE_READS, span, buckets), repeat=repeat)
     with CaptureQueriesContext(connection) as queries:
         get(page_url)
     query_seconds = sum(float(q["time"]) for q in queries.captured_queries)
-    page = (page_seconds, query_seconds, len(queries), bare_seconds)
+    page = (page_seconds, query_seconds, len(queries), figures_seconds, reads_seconds)
     api = {}
     for group_by, sql in BARE_API_SQL.items():
         api_url = f"/api/inventory/utilization/?range={range_key}&group_by={group_by}"
         api[group_by] = side_by_side(lambda url=api_url: get(url), lambda sql=sql: bare_sql([sql], span, buckets),
-                                     repeat)
+                                     repeat=repeat)
     return page, api
 
 
@@ -363,13 +408,15 @@ def main():
         # Timed as production serves them: with DEBUG (set above for the settings' defaults) Django keeps the SQL of
         # every query, about 0.4 ms more for the page's 8 queries than for the bare SQL's 3.
         override_settings(DEBUG=False).enable()
+        # The page against the bare SQL of its figures (BARE_PAGE_SQL), and of everything it reads but the session
+        # and the user (+ BARE_PAGE_READS: its filters' choices, the sources, the contracts): "+ reads".
         print(f"{'range':6} {'what':18} {'server s':>8} {'queries s':>9} {'n':>3} {'bare SQL s':>10} "
-              f"{'× bare':>6} {'queries × bare':>14}")
+              f"{'× bare':>6} {'queries × bare':>14} {'+ reads s':>9} {'× bare + reads':>14}")
         # 1y reads daily rows: its server time must stay under a second however long the hourly history grows.
         for range_key in ("7d", "30d", "1y"):
-            (page_s, query_s, count, bare_s), api = dashboard(client, range_key, now, args.repeat)
+            (page_s, query_s, count, bare_s, reads_s), api = dashboard(client, range_key, now, args.repeat)
             print(f"{range_key:6} {'page':18} {page_s:8.3f} {query_s:9.3f} {count:3d} {bare_s:10.3f} "
-                  f"{page_s / bare_s:6.2f} {query_s / bare_s:14.2f}")
+                  f"{page_s / bare_s:6.2f} {query_s / bare_s:14.2f} {reads_s:9.3f} {page_s / reads_s:14.2f}")
             for group_by, (api_s, bare_s) in api.items():
                 print(f"{range_key:6} {'API ' + group_by:18} {api_s:8.3f} {'':9} {'':3} {bare_s:10.3f} "
                       f"{api_s / bare_s:6.2f}")
