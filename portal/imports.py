@@ -19,6 +19,7 @@ import csv
 import io
 import time
 from dataclasses import dataclass, field
+from datetime import timedelta
 
 from django import forms
 from django.core.exceptions import NON_FIELD_ERRORS, ValidationError
@@ -484,21 +485,83 @@ def first_line(error):
 # --- Large files: a Celery task (portal.tasks.run_import_job) ---------------------------------------
 
 
+class TakenOver(Exception):
+    """Another run took the job over (this one had stopped moving for longer than ``IMPORT_STALL_SECONDS`` and was
+    thought dead): this run stops at once and leaves the job and the rows it wrote to the other."""
+
+
+def claim_job(job_id, now=None):
+    """Start a run of the ``ImportJob``: the job, its ``attempts`` counting this run, or None when there is nothing
+    to run: it is gone or finished, or another run moved it within ``IMPORT_STALL_SECONDS`` (a broker delivering
+    the task twice, a visibility timeout shorter than the import). A job checking or writing that has not moved for
+    longer is taken over: its worker died. After ``IMPORT_MAX_ATTEMPTS`` runs it fails instead, saying what stays
+    written. The job's row is locked while deciding, so of two workers claiming it at once one runs it."""
+    from django.conf import settings
+    from django.db.models import Q
+    from django.utils import timezone
+
+    from .models import ImportJob
+
+    now = now or timezone.now()
+    state = ImportJob.State
+    stalled = Q(state__in=[state.CHECKING, state.WRITING],
+                progressed__lt=now - timedelta(seconds=settings.IMPORT_STALL_SECONDS))
+    with transaction.atomic():
+        job = ImportJob.objects.select_for_update().filter(Q(state=state.QUEUED) | stalled, pk=job_id).first()
+        if job is None:
+            return None
+        if job.attempts >= settings.IMPORT_MAX_ATTEMPTS:
+            job.state, job.finished, job.errors = state.FAILED, now, [given_up(job)]
+            job.save(update_fields=["state", "finished", "errors"])
+            return None
+        job.attempts += 1
+        job.state, job.done, job.progressed = state.CHECKING, 0, now
+        job.save(update_fields=["attempts", "state", "done", "progressed"])
+    return job
+
+
+def given_up(job):
+    """Why a job whose runs kept stopping failed, and what of it stays written."""
+    stopped = f"The import stopped {job.attempts} times without finishing (its worker died or hung) and was given up"
+    if not job.written:
+        return f"{stopped}; nothing was imported."
+    return (f"{stopped}: {job.written} of {job.total} rows had been written and stay. Import the same file again to "
+            f"write the rest: the rows already written are found by their {job_key(job)} and updated, not repeated.")
+
+
+def job_key(job):
+    from django.utils.module_loading import import_string
+
+    return " and ".join(import_string(job.importer).match_on.values())
+
+
 def run_job(job, batch_rows):
-    """Run an ``ImportJob``: its progress is saved as it goes (one short write per 500 rows checked and per
-    batch written), and its outcome (counts, errors) when it ends."""
+    """Run a claimed ``ImportJob`` (``claim_job``): its progress is saved as it goes (one short write per 500 rows
+    checked and per batch written, which also tells ``claim_job`` that this run is alive), and its outcome (counts,
+    errors) when it ends. Raises ``TakenOver`` if another run took the job over meanwhile."""
     from django.utils import timezone
     from django.utils.module_loading import import_string
 
     view = import_string(job.importer)
-    job_rows = type(job).objects.filter(pk=job.pk)
+    mine = type(job).objects.filter(pk=job.pk, attempts=job.attempts)  # the job, while this run still has it
+    earlier = job.written  # rows an earlier run wrote before its worker died: they stay whatever this run does
 
     def progress(phase, done):
-        job_rows.update(state=phase, done=done)
+        moved = {"state": phase, "done": done, "progressed": timezone.now()}
+        if phase == "writing":
+            moved["written"] = max(earlier, done)
+        if not mine.update(**moved):
+            raise TakenOver(f"import #{job.pk}: run {job.attempts} was taken over")
 
     result = run_import(job.text, view.form_class, view.match_on, commit=job.commit, user=job.user,
                         batch_rows=batch_rows, progress=progress)
-    job_rows.update(state=job.State.DONE, done=job.total, errors=result.errors[:ERRORS_KEPT],
-                    created_count=result.created, updated_count=result.updated, finished=timezone.now())
+    errors = result.errors[:ERRORS_KEPT]
+    if earlier and not result.committed and job.commit:
+        errors.append(f"An earlier run of this import, stopped when its worker died, had written {earlier} rows; "
+                      f"they stay.")
+    if not mine.update(state=job.State.DONE, done=job.total, errors=errors, created_count=result.created,
+                       updated_count=result.updated, finished=timezone.now(), progressed=timezone.now(),
+                       written=result.created + result.updated if result.committed else earlier):
+        raise TakenOver(f"import #{job.pk}: run {job.attempts} was taken over")
     job.refresh_from_db()
     return result

@@ -125,7 +125,12 @@ class IdempotentRequest(models.Model):
 
 
 class ImportJob(models.Model):
-    """A large CSV import (or its preview) run by a Celery task; its page polls ``done`` for the progress bar."""
+    """A large CSV import (or its preview) run by a Celery task; its page polls ``done`` for the progress bar.
+
+    A worker that dies mid-import (killed, out of memory, its machine lost) leaves the job checking or writing with
+    no more progress: ``progressed`` says when it last moved. ``portal.tasks.resume_stalled_imports`` runs such a job
+    again from the start (``attempts`` counts the runs); rows the dead run had written are matched on the import's
+    natural key and updated, so none is written twice."""
 
     class State(models.TextChoices):
         QUEUED = "queued", "Queued"
@@ -144,6 +149,9 @@ class ImportJob(models.Model):
     created_count = models.PositiveIntegerField(default=0)
     updated_count = models.PositiveIntegerField(default=0)
     errors = models.JSONField(default=list, blank=True)
+    written = models.PositiveIntegerField(default=0, help_text="Rows committed so far (imports write in batches).")
+    attempts = models.PositiveSmallIntegerField(default=0, help_text="Runs started; more than one after a worker died.")
+    progressed = models.DateTimeField(default=timezone.now, help_text="When the job last moved (queued, a batch).")
     created = models.DateTimeField(auto_now_add=True)
     finished = models.DateTimeField(null=True, blank=True)
 

@@ -330,6 +330,7 @@ CELERY_TIMEZONE = TIME_ZONE
 CELERY_BEAT_SCHEDULE_FILENAME = str(VAR_DIR / "celerybeat-schedule")
 CELERY_BEAT_SCHEDULE = {
     "worker-heartbeat": {"task": "portal.tasks.record_heartbeat", "schedule": 60.0},
+    "import-resume": {"task": "portal.tasks.resume_stalled_imports", "schedule": 300.0},
     # TELEMETRY_POLL_SECONDS: how often beat looks for due sources (the load test shortens it; each source's
     # own interval still decides when it is pulled).
     "telemetry-poll": {"task": "inventory.tasks.poll_telemetry_sources",
@@ -416,6 +417,10 @@ CONTRACT_DOCUMENT_MAX_BYTES = int(os.environ.get("CONTRACT_DOCUMENT_MAX_BYTES", 
 # the import for more than a moment (SQLite has one write lock).
 IMPORT_BACKGROUND_ROWS = int(os.environ.get("IMPORT_BACKGROUND_ROWS", "1000"))
 IMPORT_BATCH_ROWS = int(os.environ.get("IMPORT_BATCH_ROWS", "300"))
+# A background import that has not moved for this long (its progress is saved every few hundred rows) lost its worker:
+# it is run again from the start (portal.tasks.resume_stalled_imports), at most IMPORT_MAX_ATTEMPTS runs in all.
+IMPORT_STALL_SECONDS = int(os.environ.get("IMPORT_STALL_SECONDS", "600"))
+IMPORT_MAX_ATTEMPTS = int(os.environ.get("IMPORT_MAX_ATTEMPTS", "3"))
 
 # --- Support ----------------------------------------------------------------------------------
 # SLA when no active support contract covers the ticket's asset: priority -> (response hours, resolution hours).

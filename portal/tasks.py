@@ -32,19 +32,40 @@ def enqueue(task, *args):
 
 @shared_task
 def run_import_job(job_id):
-    """A large CSV import or preview (``portal.imports.run_job``); a failure is recorded on the job for its page."""
+    """A large CSV import or preview (``portal.imports.run_job``); a failure is recorded on the job for its page.
+    Runs the job only if it is queued, or stalled (its worker died: ``claim_job``); a second delivery of the task
+    while a run is alive does nothing."""
     from django.conf import settings
 
-    from .imports import run_job
+    from .imports import TakenOver, claim_job, run_job
     from .models import ImportJob
 
-    job = ImportJob.objects.filter(pk=job_id).first()
-    if job is None or job.state != ImportJob.State.QUEUED:
-        return  # gone, or already run (the broker delivered it twice)
+    job = claim_job(job_id)
+    if job is None:
+        return
     try:
         run_job(job, settings.IMPORT_BATCH_ROWS)
+    except TakenOver as stopped:
+        log.warning("%s: this run stops, the other goes on", stopped)
     except Exception as error:
         log.exception("Import %s failed", job_id)
-        ImportJob.objects.filter(pk=job_id).update(
+        ImportJob.objects.filter(pk=job_id, attempts=job.attempts).update(
             state=ImportJob.State.FAILED, errors=[f"The import failed: {error}"], finished=timezone.now())
         raise
+
+
+@shared_task
+def resume_stalled_imports():
+    """Beat runs this every few minutes: each import whose run stopped moving (its worker died or hung for longer
+    than ``IMPORT_STALL_SECONDS``) is queued again; ``run_import_job`` takes it over (or gives it up after
+    ``IMPORT_MAX_ATTEMPTS`` runs). Returns the jobs queued."""
+    from datetime import timedelta
+
+    from django.conf import settings
+
+    from .models import ImportJob
+
+    cutoff = timezone.now() - timedelta(seconds=settings.IMPORT_STALL_SECONDS)
+    running = [ImportJob.State.CHECKING, ImportJob.State.WRITING]
+    stalled = ImportJob.objects.filter(state__in=running, progressed__lt=cutoff).values_list("pk", flat=True)
+    return [job_id for job_id in stalled if enqueue(run_import_job, job_id)]

@@ -8,18 +8,20 @@ import subprocess
 import sys
 import threading
 import time
+from datetime import timedelta
 
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.db import connection
 from django.urls import reverse
+from django.utils import timezone
 
 from inventory.forms import SiteImportForm
 from inventory.models import GPU, LifecycleState, Node, Rack, Site, StateTransition
-from portal.imports import run_import
+from portal.imports import TakenOver, claim_job, run_import, run_job
 from portal.models import ImportJob
 from portal.roles import MANAGER
-from portal.tasks import run_import_job
+from portal.tasks import resume_stalled_imports, run_import_job
 from tests.factories import make_gpu_model, make_node, make_node_model, make_rack, make_site
 from tests.helpers.accounts import make_user
 from tests.helpers.paths import ROOT
@@ -409,3 +411,166 @@ def test_on_the_demos_sqlite_an_import_does_not_hold_others_writes(tmp_path):
     # Batches back to back kept a waiting writer out until the last one (about 1 s for these 8,000 rows, 10 s for
     # 80,000); with a pause after each batch a write waits about one batch (0.11 s measured on an idle machine).
     assert result["writes"] >= 5 and result["max_wait"] < 0.75, result
+
+
+# --- A worker that dies mid-import -----------------------------------------------------------------
+
+
+def stalled_job(owner, rows=250, written=0, attempts=1, minutes_ago=60):
+    """A site import whose run was writing when its worker died ``minutes_ago``, having written the first
+    ``written`` sites (and their change records) as its committed batches did."""
+    for i in range(written):
+        site = Site.objects.create(name=f"big-{i:05}", location=f"Hall {i}", power_capacity_kw=100,
+                                   cooling_capacity_kw=100)
+        assert site.history.count() == 1
+    return ImportJob.objects.create(
+        importer="inventory.views.SiteImportView", user=owner, text=site_rows(rows), commit=True, total=rows,
+        state=ImportJob.State.WRITING, done=written, written=written, attempts=attempts,
+        progressed=timezone.now() - timedelta(minutes=minutes_ago))
+
+
+@pytest.fixture
+def requeued(monkeypatch):
+    """The jobs ``resume_stalled_imports`` hands to Celery (the test runs them)."""
+    jobs = []
+    monkeypatch.setattr("portal.tasks.enqueue", lambda task, *args: jobs.append(args[0]) or True)
+    return jobs
+
+
+def test_a_job_whose_worker_died_is_run_again_and_writes_each_row_once(manager_client, manager, requeued):
+    job = stalled_job(manager, rows=250, written=80)
+    assert "Run 2" not in manager_client.get(reverse("import_job", args=[job.pk])).content.decode()
+
+    assert resume_stalled_imports() == [job.pk] and requeued == [job.pk]
+    run_import_job(job.pk)
+    job.refresh_from_db()
+    assert (job.state, job.attempts, job.written, job.created_count, job.updated_count) == ("done", 2, 250, 170, 80)
+    page = manager_client.get(reverse("import_job", args=[job.pk])).content.decode()
+    assert "Imported 250 sites: 170 created, 80 updated" in page
+    names = list(Site.objects.values_list("name", flat=True))
+    assert len(names) == len(set(names)) == 250
+    assert Site.history.filter(history_type="+").count() == 250  # one creation record per site, none repeated
+
+
+def test_the_sweep_is_on_the_beat_schedule_and_runs_sooner_than_a_job_is_thought_dead(settings):
+    from portal.celery import app
+
+    tasks = {entry["task"]: entry["schedule"] for entry in settings.CELERY_BEAT_SCHEDULE.values()}
+    assert tasks[resume_stalled_imports.name] == 300 < settings.IMPORT_STALL_SECONDS
+    assert resume_stalled_imports.name in app.tasks  # a worker knows the task beat sends
+
+
+def test_a_run_that_is_alive_is_left_alone(manager, requeued, settings):
+    """A job that moved within IMPORT_STALL_SECONDS is not queued again, and a second delivery of its task (a
+    broker's redelivery, a visibility timeout shorter than the import) does not start a second run."""
+    settings.IMPORT_STALL_SECONDS = 600
+    job = stalled_job(manager, written=40, minutes_ago=5)
+    assert resume_stalled_imports() == [] and requeued == []
+    run_import_job(job.pk)
+    job.refresh_from_db()
+    assert (job.state, job.attempts, job.done) == ("writing", 1, 40)
+    assert Site.objects.count() == 40
+
+
+def test_a_job_that_keeps_stopping_is_given_up_saying_what_stays(manager_client, manager, settings):
+    settings.IMPORT_MAX_ATTEMPTS = 3
+    job = stalled_job(manager, rows=250, written=80, attempts=3)
+    run_import_job(job.pk)
+    job.refresh_from_db()
+    assert job.state == "failed" and job.finished is not None and Site.objects.count() == 80
+    assert job.errors == [
+        "The import stopped 3 times without finishing (its worker died or hung) and was given up: 80 of 250 rows "
+        "had been written and stay. Import the same file again to write the rest: the rows already written are "
+        "found by their name and updated, not repeated."]
+    page = manager_client.get(reverse("import_progress", args=[job.pk])).content.decode()
+    assert "1 problem: 80 of 250 rows written, the rest not imported" in page and "every 1s" not in page
+
+
+def test_a_run_taken_over_stops_and_leaves_the_job_to_the_other(manager):
+    """A run that was thought dead (it stopped moving) and taken over stops at its next progress: it writes no
+    row and does not mark the job done over the run that has it."""
+    job = ImportJob.objects.create(importer="inventory.views.SiteImportView", user=manager, text=site_rows(120),
+                                   commit=True, total=120)
+    mine = claim_job(job.pk)
+    ImportJob.objects.filter(pk=job.pk).update(attempts=2)  # another worker claimed it
+    with pytest.raises(TakenOver):
+        run_job(mine, 50)
+    job.refresh_from_db()
+    assert (job.state, job.attempts) == ("checking", 2) and not Site.objects.exists()
+
+
+def claim_at_once(job_id, workers=2):
+    """``claim_job(job_id)`` from ``workers`` threads released together: what each got."""
+    barrier, claimed, failures = threading.Barrier(workers), [], []
+
+    def claim():
+        try:
+            barrier.wait()
+            claimed.append(claim_job(job_id))
+        except Exception as error:  # reported below: a thread's exception would pass unseen
+            failures.append(error)
+        finally:
+            connection.close()
+
+    threads = [threading.Thread(target=claim) for _ in range(workers)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert not failures
+    return claimed
+
+
+@pytest.mark.django_db(transaction=True)
+def test_of_two_workers_claiming_a_stalled_job_at_once_one_runs_it():
+    owner = make_user("importer", MANAGER)
+    for _ in range(5):
+        job = stalled_job(owner, rows=10)
+        claimed = claim_at_once(job.pk)
+        assert sorted(got is None for got in claimed) == [False, True], claimed
+        job.refresh_from_db()
+        assert (job.state, job.attempts) == ("checking", 2)
+
+
+KILLED_IMPORT = """
+import sys
+import django
+django.setup()
+from portal.tasks import run_import_job
+run_import_job(int(sys.argv[1]))
+"""
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_worker_killed_mid_import_is_resumed_and_no_row_is_written_twice(tmp_path, settings, requeued):
+    """A real process runs the import task and is killed (SIGKILL) once it has committed a few batches: the job is
+    left writing, with those rows in the database. The sweep queues it again and the new run ends the import with
+    every row of the file once, each created once."""
+    rows = 6000
+    owner = make_user("importer", MANAGER)
+    job = ImportJob.objects.create(importer="inventory.views.SiteImportView", user=owner, text=site_rows(rows),
+                                   commit=True, total=rows)
+    db = connection.settings_dict
+    env = {**os.environ, "PORTAL_VAR_DIR": str(tmp_path), "IMPORT_BATCH_ROWS": "100",
+           "DATABASE_URL": f"postgres://{db['USER']}@{db['HOST']}:{db['PORT']}/{db['NAME']}"}
+    worker = subprocess.Popen([sys.executable, "-c", KILLED_IMPORT, str(job.pk)], cwd=ROOT, env=env,
+                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    deadline = time.monotonic() + 120
+    while ImportJob.objects.get(pk=job.pk).written < 300 and worker.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.005)
+    worker.kill()
+    output = worker.communicate(timeout=30)[0]
+    job.refresh_from_db()
+    assert job.state == "writing" and 300 <= job.written < rows, (job.state, job.written, output)
+    written = Site.objects.count()
+    assert written >= job.written  # the batch in flight was rolled back or committed, never half-written
+
+    settings.IMPORT_STALL_SECONDS = 0
+    assert resume_stalled_imports() == [job.pk]
+    run_import_job(job.pk)
+    job.refresh_from_db()
+    assert (job.state, job.attempts, job.errors, job.written) == ("done", 2, [], rows)
+    assert (job.created_count, job.updated_count) == (rows - written, written)
+    names = list(Site.objects.values_list("name", flat=True))
+    assert len(names) == len(set(names)) == rows
+    assert Site.history.filter(history_type="+").count() == rows
