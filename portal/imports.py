@@ -525,8 +525,9 @@ def given_up(job):
     stopped = f"The import stopped {job.attempts} times without finishing (its worker died or hung) and was given up"
     if not job.written:
         return f"{stopped}; nothing was imported."
-    return (f"{stopped}: {job.written} of {job.total} rows had been written and stay. Import the same file again to "
-            f"write the rest: the rows already written are found by their {job_key(job)} and updated, not repeated.")
+    return (f"{stopped}: at least {job.written} of {job.total} rows had been written and stay. Import the same file "
+            f"again to write the rest: the rows already written are found by their {job_key(job)} and updated, not "
+            f"repeated.")
 
 
 def job_key(job):
@@ -544,7 +545,9 @@ def run_job(job, batch_rows):
 
     view = import_string(job.importer)
     mine = type(job).objects.filter(pk=job.pk, attempts=job.attempts)  # the job, while this run still has it
-    earlier = job.written  # rows an earlier run wrote before its worker died: they stay whatever this run does
+    # Rows an earlier run wrote before its worker died (at least: it may have died between a batch's commit and
+    # its progress): they stay whatever this run does.
+    earlier = job.written
 
     def progress(phase, done):
         moved = {"state": phase, "done": done, "progressed": timezone.now()}
@@ -557,8 +560,8 @@ def run_job(job, batch_rows):
                         batch_rows=batch_rows, progress=progress)
     errors = result.errors[:ERRORS_KEPT]
     if earlier and not result.committed and job.commit:
-        errors.append(f"An earlier run of this import, stopped when its worker died, had written {earlier} rows; "
-                      f"they stay.")
+        errors.append(f"An earlier run of this import, stopped when its worker died, had written at least {earlier} "
+                      f"rows; they stay.")
     if not mine.update(state=job.State.DONE, done=job.total, errors=errors, created_count=result.created,
                        updated_count=result.updated, finished=timezone.now(), progressed=timezone.now(),
                        written=result.created + result.updated if result.committed else earlier):
