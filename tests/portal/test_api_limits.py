@@ -72,3 +72,35 @@ def test_without_a_rate_limit_nothing_is_throttled(settings):
     settings.API_RATE_LIMIT = ""
     client = token_client(make_user("max", MANAGER))
     assert {client.get("/api/inventory/sites/").status_code for _ in range(30)} == {200}
+
+
+@pytest.fixture
+def clock(limited, monkeypatch):
+    """The throttle's clock, set by the test: ``clock.now`` seconds."""
+    from portal.api.throttling import PortalRateThrottle
+
+    class Clock:
+        now = 1_800_000_000.0  # the start of a minute
+
+    monkeypatch.setattr(PortalRateThrottle, "timer", staticmethod(lambda: Clock.now))
+    return Clock
+
+
+def test_the_window_slides_no_burst_at_a_window_boundary_and_retry_after_says_when(clock):
+    client = token_client(make_user("max", MANAGER))
+    sites = "/api/inventory/sites/"
+    clock.now += 30
+    assert [client.get(sites).status_code for _ in range(6)] == [200] * 5 + [429]
+    # Five in this minute: the next one is allowed once the weighted count of this minute is at most four,
+    # 12 s into the next minute (5 x 48/60): 30 s to the boundary plus 12.
+    assert client.get(sites)["Retry-After"] == "42"
+    clock.now += 30 + 11
+    assert client.get(sites).status_code == 429
+    clock.now += 1
+    assert client.get(sites).status_code == 200
+    assert client.get(sites).status_code == 429
+    # Five requests just before a boundary are not followed by five more just after it (a fixed window's burst).
+    clock.now += 60 * 5 + 59 - 12
+    assert [client.get(sites).status_code for _ in range(6)] == [200] * 5 + [429]
+    clock.now += 2
+    assert client.get(sites).status_code == 429
