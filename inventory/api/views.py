@@ -9,7 +9,7 @@ from rest_framework.decorators import action
 from rest_framework.response import Response
 
 from portal.api.exceptions import Conflict
-from portal.api.viewsets import ChangePermission, PortalModelViewSet
+from portal.api.viewsets import ChangePermission, PortalModelViewSet, changes_object
 
 from .. import filters, lifecycle, querysets
 from . import serializers as api
@@ -57,6 +57,7 @@ class LifecycleActionsMixin:
         return super().get_serializer_class()
 
     @action(detail=True, methods=["post"], permission_classes=[ChangePermission])
+    @changes_object
     def transition(self, request, pk=None):
         obj = self.get_object()
         body = self.get_serializer(data=request.data)

@@ -44,10 +44,16 @@ def check_transition(plan, target):
 
 
 @transaction.atomic
-def _move(plan, target, user, comment, **fields):
-    """Check and make the transition, record its event; ``fields`` are set on the plan as well."""
+def _move(plan, target, user, comment, check=None, **fields):
+    """Lock the plan's row, then check the transition on what is stored — the status it moves from, and
+    ``check(plan, user)``: who may make it — make it and record its event; ``fields`` are set on the plan as well.
+    Nothing is checked on the plan the caller loaded: two requests racing are applied one after the other, each
+    checked against what the other stored (a submit racing an approval by the same manager: the approval sees
+    the plan submitted by that manager and is refused)."""
     plan = CapacityPlan.objects.select_for_update().get(pk=plan.pk)
     check_transition(plan, target)
+    if check is not None:
+        check(plan, user)
     previous, plan.status = plan.status, target
     for name, value in fields.items():
         setattr(plan, name, value)
@@ -58,20 +64,26 @@ def _move(plan, target, user, comment, **fields):
     return plan
 
 
-def submit(plan, user, comment=""):
-    if plan.is_draft and not plan.items.exists():
+def check_has_lines(plan, user):
+    if not plan.items.exists():
         raise ValidationError("A plan needs at least one bill-of-materials line before it is submitted.")
-    return _move(plan, S.SUBMITTED, user, comment, submitted_by=user, submitted_at=timezone.now())
 
 
 def check_second_manager(plan, user):
-    if plan.status == S.SUBMITTED and not not_its_submitter(user, plan):
+    """Four eyes, on the locked plan (which ``check_transition`` found submitted)."""
+    if not not_its_submitter(user, plan):
         raise ValidationError("A second manager approves or rejects: you submitted this plan.")
 
 
+def submit(plan, user, comment=""):
+    return _move(plan, S.SUBMITTED, user, comment, check=check_has_lines, submitted_by=user,
+                 submitted_at=timezone.now())
+
+
+@transaction.atomic  # the approval and its webhook delivery are stored together, or neither
 def approve(plan, user, comment=""):
-    check_second_manager(plan, user)
-    plan = _move(plan, S.APPROVED, user, comment, decided_by=user, decided_at=timezone.now())
+    plan = _move(plan, S.APPROVED, user, comment, check=check_second_manager, decided_by=user,
+                 decided_at=timezone.now())
     events.emit("plan.approved", {
         "plan": {"id": plan.pk, "name": plan.name, "first_month": months.label(plan.first_month),
                  "last_month": months.label(plan.last_month), "horizon_months": plan.horizon_months,
@@ -82,10 +94,10 @@ def approve(plan, user, comment=""):
 
 
 def reject(plan, user, comment=""):
-    check_second_manager(plan, user)
     if not (comment or "").strip():
         raise ValidationError("Say why the plan is rejected (comment).")
-    return _move(plan, S.REJECTED, user, comment, decided_by=user, decided_at=timezone.now())
+    return _move(plan, S.REJECTED, user, comment, check=check_second_manager, decided_by=user,
+                 decided_at=timezone.now())
 
 
 def reopen(plan, user, comment=""):

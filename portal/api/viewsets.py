@@ -1,3 +1,5 @@
+import functools
+
 from django.db import IntegrityError, transaction
 from django.db.models.deletion import ProtectedError, RestrictedError
 from drf_spectacular.utils import extend_schema
@@ -48,7 +50,48 @@ def _blocking(instance, error):
     return f"Cannot delete {instance}: still used by {shown}."
 
 
-class PortalModelViewSet(viewsets.ModelViewSet):
+class OptimisticLocking:
+    """Optimistic locking (``portal.locking``) for a viewset: a detail answer carries an ``ETag`` (``If-None-Match``
+    on a GET answers 304 when unchanged), and ``_check_if_match`` locks the row and refuses a write whose
+    ``If-Match`` no longer matches (412)."""
+
+    def retrieve(self, request, *args, **kwargs):
+        instance = self.get_object()
+        tag = locking.etag(instance)
+        if tag in locking.parse_tags(request.headers.get("If-None-Match")):
+            return Response(status=status.HTTP_304_NOT_MODIFIED, headers={"ETag": tag})
+        return Response(self.get_serializer(instance).data, headers={"ETag": tag})
+
+    def _check_if_match(self, request):
+        instance = self.get_object()  # 404 and object permissions first
+        locked = type(instance)._default_manager.select_for_update().get(pk=instance.pk)
+        if not locking.if_match_allows(request.headers.get("If-Match"), locked):
+            raise PreconditionFailed(
+                f"{instance._meta.verbose_name.capitalize()} {instance} has changed since you read it: its ETag is "
+                f"now {locking.etag(locked)}. GET it again, re-apply your change and send the new ETag in If-Match."
+            )
+        return locked
+
+
+def changes_object(action_function):
+    """Marks a detail action that changes its object (a transition, an accept, a cancel) and makes it honour
+    ``If-Match`` as ``PUT`` does: with the header, the row is locked and the tag checked (412, nothing changed, on
+    a stale one) in the transaction the action then runs in. Without it the action runs as it is; it checks its
+    own preconditions on the row it locks."""
+
+    @functools.wraps(action_function)
+    def run(self, request, *args, **kwargs):
+        if not request.headers.get("If-Match"):
+            return action_function(self, request, *args, **kwargs)
+        with transaction.atomic():
+            self._check_if_match(request)
+            return action_function(self, request, *args, **kwargs)
+
+    run.changes_object = True
+    return run
+
+
+class PortalModelViewSet(OptimisticLocking, viewsets.ModelViewSet):
     """Base for every model's API: a viewset declares ``queryset``, ``serializer_class`` and
     ``filterset_class``; filters, ordering, pagination and permissions come from the settings.
 
@@ -92,13 +135,6 @@ class PortalModelViewSet(viewsets.ModelViewSet):
 
     # --- One object ------------------------------------------------------------------------------
 
-    def retrieve(self, request, *args, **kwargs):
-        instance = self.get_object()
-        tag = locking.etag(instance)
-        if tag in locking.parse_tags(request.headers.get("If-None-Match")):
-            return Response(status=status.HTTP_304_NOT_MODIFIED, headers={"ETag": tag})
-        return Response(self.get_serializer(instance).data, headers={"ETag": tag})
-
     def update(self, request, *args, **kwargs):
         with transaction.atomic():
             locked = self._check_if_match(request)
@@ -111,16 +147,6 @@ class PortalModelViewSet(viewsets.ModelViewSet):
         with transaction.atomic():
             self._check_if_match(request)
             return super().destroy(request, *args, **kwargs)
-
-    def _check_if_match(self, request):
-        instance = self.get_object()  # 404 and object permissions first
-        locked = type(instance)._default_manager.select_for_update().get(pk=instance.pk)
-        if not locking.if_match_allows(request.headers.get("If-Match"), locked):
-            raise PreconditionFailed(
-                f"{instance._meta.verbose_name.capitalize()} {instance} has changed since you read it: its ETag is "
-                f"now {locking.etag(locked)}. GET it again, re-apply your change and send the new ETag in If-Match."
-            )
-        return locked
 
     def perform_create(self, serializer):
         self._save(serializer)

@@ -15,7 +15,7 @@ from inventory.api.serializers import GPUSerializer, NodeSerializer
 from inventory.models import GPU
 from portal.api.exceptions import Conflict
 from portal.api.permissions import RolePermission
-from portal.api.viewsets import PortalModelViewSet
+from portal.api.viewsets import PortalModelViewSet, changes_object
 
 from .. import faults, metrics, rma, workflow
 from ..filters import TicketCommentFilterSet, TicketFilterSet
@@ -77,6 +77,7 @@ class TicketViewSet(PortalModelViewSet):
                               409: OpenApiResponse(description="`from_status` is no longer the ticket's status: "
                                                                "`detail` and `status` (the current one) say so.")})
     @action(detail=True, methods=["post"])
+    @changes_object
     def transition(self, request, pk=None, format=None):
         ticket = self.get_object()
         body = api.TicketTransitionSerializer(data=request.data)
@@ -99,6 +100,7 @@ class TicketViewSet(PortalModelViewSet):
                    responses={201: OpenApiResponse(description="The new GPU or node."),
                               400: OpenApiResponse(description="Refused; nothing was changed.")})
     @action(detail=True, methods=["post"])
+    @changes_object
     def swap(self, request, pk=None, format=None):
         self.require(request, "support.rma_swap")  # before the lookup; a ticket without a node: 400 below
         ticket = self.get_object()
@@ -120,6 +122,7 @@ class TicketViewSet(PortalModelViewSet):
                               409: OpenApiResponse(description="Someone returned it (or moved it) meanwhile; "
                                                                "nothing was changed.")})
     @action(detail=True, methods=["post"], url_path="return-to-service")
+    @changes_object
     def return_to_service(self, request, pk=None, format=None):
         ticket = self.get_object()
         asset = faults.returnable_asset(ticket)

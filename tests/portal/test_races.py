@@ -10,23 +10,18 @@ get the first answer (201, same body) while exactly one order or delivery exists
 """
 
 import re
-import threading
 from datetime import date
 from functools import partial
 
 import pytest
-import requests
-from django.db import connection
 
 from inventory import lifecycle
 from inventory.models import GPU, LifecycleState, Node, StateTransition
 from planning.models import Contract, Delivery, PurchaseOrder
-from portal.models import APIToken
-from portal.roles import MANAGER
 from support import faults, workflow
 from support.models import Ticket
 from tests.factories import make_gpu, make_gpu_model, make_node, make_node_model, make_site
-from tests.helpers.accounts import make_user
+from tests.helpers.races import TIMEOUT, Portal, in_process, race
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -34,68 +29,11 @@ L = LifecycleState
 S = Ticket.Status
 THREADS = 12
 TRIALS = 4
-TIMEOUT = 30
-
-
-# --- Helpers ------------------------------------------------------------------------------------------
-
-
-class Portal:
-    """A manager logged in once through the login form (with its CSRF token); each thread gets its own
-    ``requests`` session carrying that log-in, and the API is called with the manager's token."""
-
-    def __init__(self, base):
-        self.base = base
-        self.user = make_user("racer", MANAGER)
-        _, self.token = APIToken.issue(self.user, "races")
-        login = requests.Session()
-        page = login.get(f"{base}/accounts/login/", timeout=TIMEOUT)
-        csrf = re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', page.text).group(1)
-        done = login.post(f"{base}/accounts/login/", timeout=TIMEOUT, allow_redirects=False,
-                          data={"username": "racer", "password": "pw-racer", "csrfmiddlewaretoken": csrf})
-        assert done.status_code == 302, done.text[:500]
-        self.cookies = login.cookies
-
-    def session(self):
-        session = requests.Session()
-        session.cookies.update(self.cookies)
-        return session
-
-    def post_page(self, session, path, data, **headers):
-        """A form post as the browser sends it; follows the redirect to the page that shows the message."""
-        data = {**data, "csrfmiddlewaretoken": session.cookies["csrftoken"]}
-        return session.post(self.base + path, data=data, timeout=TIMEOUT, headers=headers)
-
-    def api(self, method, path, body=None, **headers):
-        return requests.request(method, self.base + path, json=body, timeout=TIMEOUT,
-                                headers={"Authorization": f"Token {self.token}", **headers})
 
 
 @pytest.fixture
 def portal(live_server):
     return Portal(live_server.url)
-
-
-def race(*calls):
-    """Run the calls at the same moment (one thread each, released together); their results in order."""
-    barrier = threading.Barrier(len(calls))
-    results = [None] * len(calls)
-
-    def run(i, call):
-        barrier.wait()
-        try:
-            results[i] = call()
-        except Exception as error:  # noqa: BLE001 - reported by the assertion below
-            results[i] = error
-
-    threads = [threading.Thread(target=run, args=(i, call)) for i, call in enumerate(calls)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(TIMEOUT * 2)
-    errors = [r for r in results if isinstance(r, Exception)]
-    assert not errors, errors
-    return results
 
 
 def assert_lifecycle_consistent(obj):
@@ -154,16 +92,6 @@ def test_conflicting_lifecycle_transitions_through_the_api_have_one_winner(porta
         assert all(a.json()["state"] == winner for a in answers if a.status_code == 409)
         records = assert_lifecycle_consistent(node)
         assert len(records) == 3
-
-
-def in_process(call):
-    """``call`` for a thread of this process (a Celery task's code), on its own database connection."""
-    def run():
-        try:
-            return call()
-        finally:
-            connection.close()
-    return run
 
 
 def test_the_fault_task_and_a_page_retiring_the_gpu_apply_one_after_the_other(portal):

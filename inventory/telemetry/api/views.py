@@ -11,7 +11,7 @@ from rest_framework.views import APIView
 
 from inventory import querysets
 from portal.api.exceptions import Conflict
-from portal.api.viewsets import ChangePermission, PortalModelViewSet
+from portal.api.viewsets import ChangePermission, PortalModelViewSet, changes_object
 
 from .. import queries as telemetry_queries
 from ..filters import GPUHourlyFilterSet, TelemetrySourceFilterSet, UnknownSeriesFilterSet
@@ -36,6 +36,7 @@ class TelemetrySourceViewSet(PortalModelViewSet):
                    409: OpenApiResponse(description="The source is disabled.")},
     )
     @action(detail=True, methods=["post"], permission_classes=[ChangePermission])
+    @changes_object
     def pull(self, request, pk=None):
         source = self.get_object()
         if not source.enabled:
@@ -69,13 +70,18 @@ class GPUHourlyViewSet(viewsets.ReadOnlyModelViewSet):
 
 class SlurmJobViewSet(viewsets.ReadOnlyModelViewSet):
     """Jobs from Slurm accounting sources (written by their pulls): submit, start and end times, partition, account
-    (team), nodes and allocated GPUs, with each job's queue wait and GPU-hours. Newest submissions first."""
+    (team), nodes and allocated GPUs, with each job's queue wait and GPU-hours. Newest submissions first. Researchers
+    read their own teams' jobs only: every team's allocated GPU-hours are in `allocations/`."""
 
     queryset = querysets.slurm_jobs().select_related("source")
     serializer_class = api.SlurmJobSerializer
     filterset_fields = ["source", "partition", "account", "state", "user", "cluster"]
     ordering = ["-submit_time", "-pk"]
     ordering_fields = "__all__"
+
+    def get_queryset(self):
+        # A researcher reads their own teams' jobs only (``inventory.policy``); another team's is a 404.
+        return super().get_queryset().visible_to(self.request.user)
 
 
 class CanViewTelemetry(permissions.BasePermission):

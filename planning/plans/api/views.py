@@ -9,7 +9,7 @@ from rest_framework.decorators import action
 from rest_framework.response import Response
 
 from portal.api.exceptions import Conflict
-from portal.api.viewsets import ChangePermission, PortalModelViewSet
+from portal.api.viewsets import ChangePermission, PortalModelViewSet, changes_object
 
 from .. import analysis, bom, workflow
 from ..models import CapacityPlan
@@ -31,6 +31,7 @@ def plan_transition(name, summary):
         return Response(self.get_serializer(self.get_queryset().get(pk=plan.pk)).data)
 
     transition.__name__ = name
+    transition = changes_object(transition)
     schema = extend_schema(summary=summary, request=api.PlanCommentSerializer,
                            responses={200: api.CapacityPlanSerializer,
                                       400: OpenApiResponse(description="Not allowed now; `detail` says why.")})
@@ -70,6 +71,7 @@ class CapacityPlanViewSet(PortalModelViewSet):
                                                                "draft (`detail`).")})
     @action(detail=True, methods=["post"], url_path="workloads", url_name="workloads",
             permission_classes=[ChangePermission])
+    @changes_object
     def add_workload(self, request, pk=None):
         with transaction.atomic():  # the plan locked: it cannot be submitted halfway through
             plan = CapacityPlan.objects.select_for_update().get(pk=self.get_object().pk)
@@ -109,6 +111,7 @@ class CapacityPlanViewSet(PortalModelViewSet):
                                                     "`detail` (or `scenario`) says why.")})
     @action(detail=True, methods=["post"], url_path="bom/fill", url_name="bom-fill",
             permission_classes=[ChangePermission])
+    @changes_object
     def fill_bom(self, request, pk=None):
         plan = self.get_object()
         body = api.BOMFillSerializer(data=request.data)

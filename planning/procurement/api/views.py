@@ -10,7 +10,7 @@ from rest_framework.response import Response
 
 from portal.api.exceptions import Conflict
 from portal.api.idempotency import KEY_PARAMETER, IdempotentCreateMixin
-from portal.api.viewsets import ChangePermission, PortalModelViewSet
+from portal.api.viewsets import ChangePermission, PortalModelViewSet, changes_object
 
 from .. import orders
 from ..models import Delivery
@@ -60,6 +60,7 @@ class PurchaseOrderViewSet(IdempotentCreateMixin, PortalModelViewSet):
                    responses={200: api.PurchaseOrderSerializer,
                               409: OpenApiResponse(description="Already cancelled or partly delivered.")})
     @action(detail=True, methods=["post"], permission_classes=[ChangePermission])
+    @changes_object
     def cancel(self, request, pk=None):
         order = self.get_object()
         try:

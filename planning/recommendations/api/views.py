@@ -9,7 +9,7 @@ from rest_framework.decorators import action
 from rest_framework.response import Response
 
 from portal.api.permissions import RolePermission
-from portal.api.viewsets import ChangePermission
+from portal.api.viewsets import ChangePermission, OptimisticLocking, changes_object
 
 from .. import store
 from ..models import Recommendation
@@ -21,7 +21,8 @@ from .serializers import (
 )
 
 
-class RecommendationViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet):
+class RecommendationViewSet(OptimisticLocking, mixins.ListModelMixin, mixins.RetrieveModelMixin,
+                            viewsets.GenericViewSet):
     """Recommendations from telemetry: capacity-, scheduling-, storage-, network- and memory-bound partitions and
     ageing nodes, each with its evidence and a suggested action. Filter by `status`, `kind`, `severity`,
     `partition`, `site`. Managers accept one (a draft capacity plan is created and linked; capacity-bound and
@@ -42,6 +43,7 @@ class RecommendationViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, vi
                    responses={200: ExpansionRecommendationSerializer,
                               400: OpenApiResponse(description="Not open any more; `detail` says why.")})
     @action(detail=True, methods=["post"], permission_classes=[ChangePermission])
+    @changes_object
     def accept(self, request, pk=None):
         body = RecommendationAcceptSerializer(data=request.data)
         body.is_valid(raise_exception=True)
@@ -55,6 +57,7 @@ class RecommendationViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, vi
                    responses={200: ExpansionRecommendationSerializer,
                               400: OpenApiResponse(description="No reason, or not open any more.")})
     @action(detail=True, methods=["post"], permission_classes=[ChangePermission])
+    @changes_object
     def dismiss(self, request, pk=None):
         body = RecommendationDismissSerializer(data=request.data)
         body.is_valid(raise_exception=True)
