@@ -215,6 +215,12 @@ class CapacityPlanEditView(ObjectEditView):
     def form_valid(self, form):
         if form.instance.pk is None and form.instance.owner_id is None:
             form.instance.owner = self.request.user
+        elif form.instance.pk is not None:
+            try:  # again on the row as locked by post(): a plan submitted since dispatch() looked stays as it is
+                workflow.check_editable(form.instance)
+            except ValidationError as error:
+                messages.error(self.request, " ".join(error.messages))
+                return HttpResponseRedirect(form.instance.get_absolute_url())
         return super().form_valid(form)
 
 

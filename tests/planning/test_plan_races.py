@@ -15,6 +15,7 @@ import pytest
 
 from planning.models import CapacityPlan, PlanEvent, WebhookDelivery
 from planning.plans import workflow
+from planning.plans.forms import CapacityPlanForm
 from portal.roles import MANAGER
 from tests.factories import CapacityPlanFactory, PlanItemFactory
 from tests.helpers.races import Portal, race
@@ -121,3 +122,27 @@ def test_any_mix_of_moves_by_anyone_ends_in_a_serial_outcome(managers):
                  for _ in range(6)]
         race(*calls)
         assert_a_serial_outcome(plan)
+
+
+def edit_form(plan, **changes):
+    """What the plan's edit page posts back, as the browser fills it from the plan, with ``changes``."""
+    form = CapacityPlanForm(instance=plan)
+    values = {name: form[name].field.prepare_value(form[name].value()) for name in form.fields}
+    return {**{name: value for name, value in values.items() if value is not None}, **changes}
+
+
+def test_an_edit_racing_a_submit_never_changes_a_submitted_plan(managers):
+    """Only a draft is edited. The edit page checked that before it locked the plan, so an edit arriving with a
+    submit could rename the plan just submitted: serially it is renamed then submitted, or submitted and the
+    edit refused, never changed after its submission."""
+    alice, bob, _ = managers
+    for trial in range(TRIALS):
+        plan = new_plan(managers)
+        edit = edit_form(plan, name=f"renamed {trial}")
+        race(api_call(alice, plan, "submit"),
+             partial(bob.post_page, bob.session(), f"/planning/capacity-plans/{plan.pk}/edit/", edit))
+        records = list(plan.history.order_by("history_date", "history_id"))
+        for before, after in zip(records, records[1:], strict=False):
+            assert after.name == before.name or before.status == S.DRAFT, [(r.status, r.name) for r in records]
+        assert_a_serial_outcome(plan)
+

@@ -5,7 +5,8 @@ Each test reads the outcome the way a user would, from the stored rows: the life
 impossible step (each record starts where the one before ended) and exactly one of two conflicting moves won;
 a ticket keeps every change made to it (a status change and a concurrent edit of another field are both in the
 final row), a double submit of "close" and "reopen" never reopens a closed ticket; a ticket's title never
-reaches another team's records; and N concurrent retries with one ``Idempotency-Key`` or ``external_id`` all
+reaches another team's records; a recommendation accepted and dismissed at once is decided once, with at most
+one plan (issue 33); and N concurrent retries with one ``Idempotency-Key`` or ``external_id`` all
 get the first answer (201, same body) while exactly one order or delivery exists.
 """
 
@@ -17,10 +18,10 @@ import pytest
 
 from inventory import lifecycle
 from inventory.models import GPU, LifecycleState, Node, StateTransition
-from planning.models import Contract, Delivery, PurchaseOrder
+from planning.models import CapacityPlan, Contract, Delivery, PurchaseOrder, Recommendation
 from support import faults, workflow
 from support.models import Ticket
-from tests.factories import make_gpu, make_gpu_model, make_node, make_node_model, make_site
+from tests.factories import RecommendationFactory, make_gpu, make_gpu_model, make_node, make_node_model, make_site
 from tests.helpers.races import TIMEOUT, Portal, in_process, race
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -315,3 +316,28 @@ def test_a_cancel_racing_deliveries_never_cancels_a_delivered_order(portal, orde
         delivered = Delivery.objects.filter(order=order["id"]).count()
         assert cancelled != bool(delivered), (cancelled, delivered, [a.text[:200] for a in answers])
         assert delivered == sum(a.status_code == 201 for a in answers[1:])
+
+
+# --- Recommendations -------------------------------------------------------------------------------------
+
+
+def test_accepts_and_dismissals_of_one_recommendation_at_once_decide_it_once(portal):
+    """Accept ∥ accept ∥ dismiss ∥ dismiss, from the API and the page: one decision, and an accepted
+    recommendation made exactly one draft plan (a double click on "accept" must not make two)."""
+    for trial in range(TRIALS):
+        rec = RecommendationFactory()
+        api = f"/api/planning/recommendations/{rec.pk}/"
+        page = f"/planning/recommendations/{rec.pk}/"
+        answers = race(
+            partial(portal.api, "POST", f"{api}accept/", {"comment": ""}),
+            partial(portal.api, "POST", f"{api}dismiss/", {"reason": "known"}),
+            partial(portal.post_page, portal.session(), f"{page}accept/", {}),
+            partial(portal.post_page, portal.session(), f"{page}dismiss/", {"reason": "known"}),
+        )
+        assert sorted(a.status_code for a in answers[:2]) in ([200, 400], [400, 400]), [a.text for a in answers]
+        rec.refresh_from_db()
+        assert rec.status in (Recommendation.Status.ACCEPTED, Recommendation.Status.DISMISSED)
+        plans = CapacityPlan.objects.filter(name__contains=f"(recommendation #{rec.pk})")
+        assert plans.count() == (rec.status == Recommendation.Status.ACCEPTED), trial
+        assert rec.plan_id == (plans.get().pk if plans else None)
+
