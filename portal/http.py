@@ -10,8 +10,10 @@ The answer is also bounded in size: once its (decompressed) body passes ``OUTBOU
 gzip bomb, cannot fill the worker's memory.
 
 Every call obeys the outbound policy (``portal.outbound``): the host is checked before the request and every
-address again when it is connected to. Redirects are not followed: a 3xx raises ``Redirected``, so a
-receiver cannot send the portal on to a host the policy would refuse.
+address again when it is connected to; through a forwarding proxy, the name is resolved and its addresses checked
+before anything goes to the proxy (a name that does not resolve is refused unless allowed by name). Redirects
+are not followed: a 3xx raises ``Redirected``, so a receiver cannot send the portal on to a host the policy would
+refuse.
 
 ``describe`` turns a failure into the short reason the portal stores and shows: written by the portal, never
 text from the answer (a hostile server could put anything there) nor the URL (it may hold credentials).
@@ -76,12 +78,11 @@ def fetch(method, url, *, timeout, max_bytes=None, **kwargs):
 
 
 def check_url_host(url):
-    """Before any request: literal addresses (in any form) and metadata names; through a proxy (which resolves
-    the name itself) the name's addresses too. Direct connections check the addresses when they connect."""
+    """Before any request: literal addresses (in any form) and metadata names. Names are checked by the policy's
+    adapter: when it connects directly, or before the request when it goes through a proxy (``PolicyAdapter``)."""
     parts = urlsplit(url)
     if parts.hostname:
-        proxied = bool(requests.utils.get_environ_proxies(url))
-        outbound.check_host(parts.hostname, None, resolve_names=proxied)
+        outbound.check_host(parts.hostname, None, resolve_names=False)
 
 
 def read_answer(response, timeout, deadline, max_bytes):

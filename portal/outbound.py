@@ -10,13 +10,21 @@ decides by the address actually connected to, not by the name:
   172.16/12, 192.168/16, fc00::/7), shared CGNAT (100.64/10) and every other address that is not public;
 - any other (public) address, on any port.
 
-IPv6 addresses that carry an IPv4 address (``::ffff:127.0.0.1``, NAT64, 6to4) are judged as that address.
+IPv6 addresses that carry an IPv4 address (mapped ``::ffff:127.0.0.1``, translated ``::ffff:0:127.0.0.1``,
+NAT64, 6to4) are judged as that address; the local-use NAT64 prefix (64:ff9b:1::/48, where the IPv4 address may
+sit in several places) only inside ``OUTBOUND_ALLOWED_NETWORKS``.
 
 ``check_url`` is for saving a URL (forms, serializers): the scheme, no credentials, and the host, whether a
 literal address in any form the resolver accepts (``127.1``, ``2130706433``, ``0x7f000001``) or a name,
 resolved now. Names can be re-pointed after the check (DNS rebinding), so ``PolicyAdapter`` (mounted by
 ``portal.http.fetch``) resolves the host itself when it connects, checks every address, and connects to a
 checked one; TLS still verifies the certificate for the name.
+
+Through a forwarding proxy (``HTTP_PROXY`` / ``HTTPS_PROXY`` in the environment) the proxy resolves and connects,
+so ``PolicyAdapter`` resolves the name before the request and checks every address; a name that does not resolve
+here is refused (the proxy could resolve it to anything, ``169.254.169.254.nip.io`` say), unless
+``OUTBOUND_PROXY_RESOLVES`` is on and the name is in ``OUTBOUND_PROXY_ALLOWED_NAMES``: a name only the proxy can
+resolve is trusted by name, explicitly. The proxy itself is the operator's choice and is not checked.
 """
 
 import ipaddress
@@ -26,6 +34,7 @@ from urllib.parse import urlsplit
 
 from django.conf import settings
 from requests.adapters import HTTPAdapter
+from requests.utils import select_proxy
 from urllib3.connection import HTTPConnection, HTTPSConnection
 from urllib3.connectionpool import HTTPConnectionPool, HTTPSConnectionPool
 from urllib3.exceptions import ConnectTimeoutError, NameResolutionError, NewConnectionError
@@ -36,7 +45,9 @@ METADATA_NAMES = {"metadata", "metadata.google.internal", "metadata.goog", "inst
 METADATA_ADDRESSES = {ipaddress.ip_address(a) for a in ("169.254.169.254", "fd00:ec2::254", "100.100.100.200")}
 CGNAT = ipaddress.ip_network("100.64.0.0/10")
 NAT64 = ipaddress.ip_network("64:ff9b::/96")
+NAT64_LOCAL = ipaddress.ip_network("64:ff9b:1::/48")  # RFC 8215
 IPV4_COMPATIBLE = ipaddress.ip_network("::/96")
+IPV4_TRANSLATED = ipaddress.ip_network("::ffff:0:0:0/96")  # RFC 2765's ::ffff:0:a.b.c.d
 
 
 class PolicyError(Exception):
@@ -59,6 +70,8 @@ def allowed_networks():
 def refusal(address):
     """Why the policy refuses to connect to ``address`` (a string or ``ipaddress`` object), or None."""
     ip = ipaddress.ip_address(address.split("%", 1)[0] if isinstance(address, str) else address)
+    if ip.version == 6 and ip in NAT64_LOCAL and not in_allowed_networks(ip):
+        return "is a local-use NAT64 address (not in OUTBOUND_ALLOWED_NETWORKS)"
     ip = embedded_ipv4(ip) or ip
     if ip in METADATA_ADDRESSES:
         return "is a cloud metadata service"
@@ -68,7 +81,7 @@ def refusal(address):
         return "is an unspecified address"
     if ip.is_multicast:
         return "is a multicast address"
-    if any(ip in network for network in allowed_networks() if network.version == ip.version):
+    if in_allowed_networks(ip):
         return None
     if ip.is_loopback:
         return "is loopback (not in OUTBOUND_ALLOWED_NETWORKS)"
@@ -81,14 +94,19 @@ def refusal(address):
     return None
 
 
+def in_allowed_networks(ip):
+    return any(ip in network for network in allowed_networks() if network.version == ip.version)
+
+
 def embedded_ipv4(ip):
-    """The IPv4 address an IPv6 address carries (mapped ``::ffff:a.b.c.d``, compatible ``::a.b.c.d``, NAT64
-    ``64:ff9b::a.b.c.d``, 6to4 ``2002:aabb:ccdd::``), which is where it leads; None for any other."""
+    """The IPv4 address an IPv6 address carries (mapped ``::ffff:a.b.c.d``, translated ``::ffff:0:a.b.c.d``,
+    compatible ``::a.b.c.d``, NAT64 ``64:ff9b::a.b.c.d``, 6to4 ``2002:aabb:ccdd::``), which is where it leads;
+    None for any other."""
     if ip.version != 6 or ip.is_loopback or ip.is_unspecified:
         return None
     if ip.ipv4_mapped or ip.sixtofour:
         return ip.ipv4_mapped or ip.sixtofour
-    if ip in NAT64 or ip in IPV4_COMPATIBLE:
+    if ip in NAT64 or ip in IPV4_COMPATIBLE or ip in IPV4_TRANSLATED:
         return ipaddress.IPv4Address(int(ip) & 0xFFFFFFFF)
     return None
 
@@ -138,6 +156,39 @@ def check_host(host, port, resolve_names=True):
         except (OSError, UnicodeError):
             return
         check_addresses(host, addresses)
+
+
+def proxy_may_resolve(host):
+    """Whether a name that does not resolve here may go to the proxy: ``OUTBOUND_PROXY_RESOLVES`` on and the name in
+    ``OUTBOUND_PROXY_ALLOWED_NAMES`` (exact names, or ``*.suffix`` for the names below a domain)."""
+    if not settings.OUTBOUND_PROXY_RESOLVES:
+        return False
+    name = host.rstrip(".").lower()
+    for pattern in settings.OUTBOUND_PROXY_ALLOWED_NAMES:
+        pattern = pattern.rstrip(".").lower()
+        if name == pattern or (pattern.startswith("*.") and name.endswith(pattern[1:])):
+            return True
+    return False
+
+
+def check_proxied_host(host, port):
+    """Raises ``PolicyError`` unless a request for ``host`` may go to a forwarding proxy, which will resolve the
+    name and connect on its own: every address the name resolves to here must be allowed, and a name that does
+    not resolve here is refused unless ``proxy_may_resolve`` says otherwise."""
+    if is_metadata_name(host):
+        raise PolicyError(host, "is a cloud metadata service")
+    literal = literal_address(host)
+    if literal is not None:
+        check_addresses(host, [str(literal)])
+        return
+    try:
+        addresses = resolve(host, port)
+    except (OSError, UnicodeError):
+        if proxy_may_resolve(host):
+            return
+        raise PolicyError(host, "does not resolve, and only names in OUTBOUND_PROXY_ALLOWED_NAMES may be resolved "
+                                "by the proxy") from None
+    check_addresses(host, addresses)
 
 
 def url_problem(url, credentials_hint):
@@ -203,11 +254,17 @@ class PolicyHTTPSConnectionPool(HTTPSConnectionPool):
 
 
 class PolicyAdapter(HTTPAdapter):
-    """A ``requests`` adapter whose direct connections obey the policy. Connections through a proxy that the
-    environment sets go to the proxy (which the operator chose); the URL's host is still checked by
-    ``portal.http.fetch`` before the request."""
+    """A ``requests`` adapter that obeys the policy: direct connections check every address when they connect;
+    a request that goes through a proxy (the one ``requests`` picked, from the environment or the call, after
+    ``NO_PROXY``) has its host checked here, before anything is sent to the proxy."""
 
     def init_poolmanager(self, *args, **kwargs):
         super().init_poolmanager(*args, **kwargs)
         self.poolmanager.pool_classes_by_scheme = {"http": PolicyHTTPConnectionPool,
                                                    "https": PolicyHTTPSConnectionPool}
+
+    def send(self, request, stream=False, timeout=None, verify=True, cert=None, proxies=None):
+        if select_proxy(request.url, proxies):
+            parts = urlsplit(request.url)
+            check_proxied_host(parts.hostname or "", parts.port or (443 if parts.scheme == "https" else 80))
+        return super().send(request, stream=stream, timeout=timeout, verify=verify, cert=cert, proxies=proxies)

@@ -356,6 +356,14 @@ for _cidr in OUTBOUND_ALLOWED_NETWORKS:
         ipaddress.ip_network(_cidr, strict=False)
     except ValueError as _error:
         raise ImproperlyConfigured(f"OUTBOUND_ALLOWED_NETWORKS: {_cidr!r} is not a network ({_error})") from None
+# Through a forwarding proxy (HTTP_PROXY/HTTPS_PROXY), a name the portal cannot resolve is refused (it cannot be
+# checked), unless OUTBOUND_PROXY_RESOLVES=1 and the name is in OUTBOUND_PROXY_ALLOWED_NAMES (comma-separated names,
+# or "*.suffix" for every name below a domain): the proxy resolves those, trusted by name.
+OUTBOUND_PROXY_RESOLVES = env_bool("OUTBOUND_PROXY_RESOLVES", False)
+OUTBOUND_PROXY_ALLOWED_NAMES = env_list("OUTBOUND_PROXY_ALLOWED_NAMES", "")
+for _name in OUTBOUND_PROXY_ALLOWED_NAMES:
+    if "*" in _name.removeprefix("*.") or _name.strip("*.") == "" or "/" in _name or ":" in _name:
+        raise ImproperlyConfigured(f"OUTBOUND_PROXY_ALLOWED_NAMES: {_name!r} is not a host name or *.domain")
 # The largest answer a telemetry source or webhook receiver may send (bytes, decompressed); past it the pull fails.
 OUTBOUND_MAX_ANSWER_BYTES = int(os.environ.get("OUTBOUND_MAX_ANSWER_BYTES", str(50 * 1024 * 1024)))
 # Pull reports (the source page's data-quality panel) kept per source.

@@ -37,8 +37,10 @@ FORBIDDEN = [
     "169.254.169.254", "metadata.google.internal", "10.0.0.5", "192.168.1.1", "172.16.0.1", "[fd00::1]", "0.0.0.0",
 ]
 NEVER = ["169.254.169.254", "metadata.google.internal", "[fd00:ec2::254]", "100.100.100.200", "0.0.0.0", "[::]",
-         "[::ffff:169.254.169.254]", "169.254.1.1", "[fe80::1]", "224.0.0.1"]
-EMBEDDED = ["[::7f00:1]", "[64:ff9b::a9fe:a9fe]", "[2002:7f00:1::]", "[::ffff:10.0.0.5]"]  # IPv4 inside IPv6
+         "[::ffff:169.254.169.254]", "[::ffff:0:169.254.169.254]", "169.254.1.1", "[fe80::1]", "224.0.0.1"]
+# IPv4 inside IPv6: compatible, NAT64, 6to4, mapped, translated (RFC 2765, issue 33); the local-use NAT64 prefix.
+EMBEDDED = ["[::7f00:1]", "[64:ff9b::a9fe:a9fe]", "[2002:7f00:1::]", "[::ffff:10.0.0.5]", "[::ffff:0:127.0.0.1]",
+            "[::ffff:0:a9fe:a9fe]", "[0:0:0:0:ffff:0:0a00:0005]", "[64:ff9b:1::808:808]"]
 LOOPBACK = ["127.0.0.1", "127.1", "2130706433", "0x7f000001", "0177.0.0.1"]
 
 
@@ -224,6 +226,18 @@ def test_a_name_connects_to_the_checked_address_and_keeps_its_host_header(settin
     assert http.fetch("GET", f"http://prom.example:{port}/metrics", timeout=2).text == "ok"
     (_, _, headers), = stub.requests
     assert headers["Host"] == f"prom.example:{port}"
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("address, why", [("::ffff:0:7f00:1", "is loopback"),
+                                          ("::ffff:0:169.254.169.254", "is a cloud metadata service")])
+def test_a_name_resolving_to_an_ipv4_translated_address_is_refused_at_connection(strict, stub, monkeypatch,
+                                                                                 address, why):
+    port = stub.base.rsplit(":", 1)[1]
+    resolves_to(monkeypatch, "translated.example", [address])
+    with pytest.raises(http.OutboundRefused, match=rf"translated.example \({address}\) {why}"):
+        http.fetch("GET", f"http://translated.example:{port}/metrics", timeout=1)
+    assert stub.requests == []
 
 
 @pytest.mark.django_db
