@@ -4,6 +4,8 @@ imports this module."""
 
 from django.db import models
 
+from inventory.telemetry.models import TeamRowQuerySet
+
 from . import attribution
 
 
@@ -53,6 +55,8 @@ class Interruption(models.Model):
     lost_wait_gpu_hours = models.FloatField(null=True, blank=True, help_text="GPUs × the restart wait.")
     lost_gpu_hours = models.FloatField(null=True, blank=True, help_text="The two together.")
     assumptions = models.CharField(max_length=300, blank=True, help_text="The estimate's assumptions, in words.")
+
+    objects = TeamRowQuerySet.as_manager()  # ``visible_to(user)``: a researcher's own teams' interruptions
 
     class Meta:
         ordering = ["-ended_at", "-pk"]

@@ -183,6 +183,10 @@ class InterruptionListView(TelemetryPermissionMixin, ObjectListView):
     def get_permission_required(self):
         return [VIEW_TELEMETRY]
 
+    def get_queryset(self):
+        # A researcher's own teams' rows (``inventory.policy``), in the page and its exports alike.
+        return super().get_queryset().visible_to(self.request.user)
+
     def get_table(self, **kwargs):
         table = super().get_table(**kwargs)
         # The ticket finder reads the tickets of the shown rows at once (one query a page).
@@ -330,16 +334,16 @@ class TeamView(TeamPageMixin, View):
         row = found["goodput"]
         start = telemetry_queries.get_range(range_key).start(now)
         rows = list(
-            Interruption.objects.select_related("job", "node", "gpu", "xid_event", "transition")
+            Interruption.objects.visible_to(request.user)
+            .select_related("job", "node", "gpu", "xid_event", "transition")
             .filter(account=name, ended_at__gte=start)
             .order_by("-ended_at")[:LATEST_INTERRUPTIONS]
         )
-        latest = InterruptionTable(
-            rows,
-            orderable=False,
-            exclude=("account",),
-            empty_text=f"No job of {name} ended in anything but COMPLETED in the last {range_key}.",
-        )
+        # Another team's figures are readable, its jobs only by its members and those who read the whole fleet.
+        empty = (f"No job of {name} ended in anything but COMPLETED in the last {range_key}."
+                 if request.user.has_perm("inventory.read_job", Interruption(account=name))
+                 else f"Only the members of {name} see its jobs.")
+        latest = InterruptionTable(rows, orderable=False, exclude=("account",), empty_text=empty)
         latest.tickets = hooks.tickets(rows)
         owned = found["owned"]
         return self.respond(

@@ -314,6 +314,21 @@ class MigInstance(models.Model):
         return f"GPU {self.gpu_id} MIG {self.instance_id} ({self.profile})"
 
 
+class TeamRowQuerySet(models.QuerySet):
+    """Rows of a team's Slurm jobs (jobs, interruptions), whose team is their ``account``."""
+
+    def visible_to(self, user):
+        """The rows ``inventory.read_job`` lets the user read (``inventory.policy``), as a query: every team's for
+        the roles that read the whole fleet, a researcher's own teams' only, none without the rule."""
+        from inventory.policy import team_accounts  # not at import: the models load before the policy
+
+        if user.has_perm("inventory.read_every_job"):
+            return self
+        if not user.has_perm("inventory.read_job"):
+            return self.none()
+        return self.filter(account__in=team_accounts(user))
+
+
 class SlurmJob(models.Model):
     """One run of a job from Slurm accounting: when it waited and ran, where, with how many GPUs.
 
@@ -345,6 +360,8 @@ class SlurmJob(models.Model):
         help_text="Slurm's restart count (restart_cnt): times the job was requeued before this run; empty when the "
         "source does not say.",
     )
+
+    objects = TeamRowQuerySet.as_manager()
 
     class Meta:
         ordering = ["-submit_time"]

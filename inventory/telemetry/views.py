@@ -35,7 +35,12 @@ class TelemetrySourceListView(ObjectListView):
 
 
 UNKNOWN_GPUS = RelatedTable("Unknown GPUs", UnknownSeriesTable, lambda o: querysets.unknown_series().filter(source=o))
-RECENT_JOBS = RelatedTable("Recent Slurm jobs", SlurmJobTable, lambda o: querysets.slurm_jobs().filter(source=o))
+
+
+def recent_jobs(user):
+    """The source's latest jobs that ``user`` may read (a researcher: their own teams', ``inventory.policy``)."""
+    return RelatedTable("Recent Slurm jobs", SlurmJobTable,
+                        lambda o: querysets.slurm_jobs().visible_to(user).filter(source=o))
 
 
 class TelemetrySourceView(ObjectView):
@@ -48,7 +53,9 @@ class TelemetrySourceView(ObjectView):
 
     @property
     def related_tables(self):
-        return [UNKNOWN_GPUS, RECENT_JOBS] if self.object.kind == TelemetrySource.Kind.SLURM else [UNKNOWN_GPUS]
+        if self.object.kind == TelemetrySource.Kind.SLURM:
+            return [UNKNOWN_GPUS, recent_jobs(self.request.user)]
+        return [UNKNOWN_GPUS]
 
     def get_context_data(self, **kwargs):
         context = super().get_context_data(**kwargs)

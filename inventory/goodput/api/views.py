@@ -106,7 +106,8 @@ class InterruptionFilterSet(django_filters.FilterSet):
 class InterruptionViewSet(viewsets.ReadOnlyModelViewSet):
     """Jobs that ended in anything but COMPLETED, newest first: cause (infrastructure, user, scheduler), reason, the
     job, node, GPU, fault (XID event, ECC hour, move to degraded) and ticket, and for the infrastructure's the
-    estimate of the GPU-hours lost (with its assumptions)."""
+    estimate of the GPU-hours lost (with its assumptions). Researchers read their own teams' only: every team's
+    figures are in `goodput/`."""
 
     permission_classes = [CanViewTelemetry]
     queryset = Interruption.objects.select_related("job", "node", "gpu", "xid_event", "transition")
@@ -114,6 +115,9 @@ class InterruptionViewSet(viewsets.ReadOnlyModelViewSet):
     filterset_class = InterruptionFilterSet
     ordering = ["-ended_at", "-pk"]
     ordering_fields = ["ended_at", "lost_gpu_hours", "gpus"]
+
+    def get_queryset(self):
+        return super().get_queryset().visible_to(self.request.user)  # a researcher's own teams' (inventory.policy)
 
     def list(self, request, *args, **kwargs):
         page = self.paginate_queryset(self.filter_queryset(self.get_queryset()))
