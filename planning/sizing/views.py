@@ -1,5 +1,7 @@
 """The workload sizing page: a GET form (results are shareable URLs) over ``planning.sizing.sizing``, the figures of the
-chosen GPU model, the run's cost and the comparison of every GPU model of the catalog. Any logged-in user may size.
+chosen GPU model, the run's cost and the comparison of every GPU model of the catalog. Every role may size; an
+account without one gets the page that says how to get one (the sizing shows the fleet's measured interruption
+rates and its teams).
 
 Under a result, users who may change plans get "Add to plan" (``planning.plans.forms.AddToPlanForm``): a POST to
 the same URL, so the sizing inputs stay in the query string; refused, the page shows the result and the message."""
@@ -7,10 +9,12 @@ the same URL, so the sizing inputs stay in the query string; refused, the page s
 from django.contrib import messages
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.http import HttpResponseRedirect
+from django.shortcuts import render
 from django.views.generic import TemplateView
 
 from inventory.models import GPUModel
 from inventory.queries import most_common_gpu_model
+from portal.roles import role_of
 
 from ..calibration.calibration import calibrate
 from ..goodput import added_goodput, measured_rates
@@ -37,12 +41,24 @@ def display(value, unit=""):
     return f"{value:,.1f}" if abs(value) >= 1 else f"{value:.3g}"
 
 
+# Sizing reads the fleet's goodput (its measured interruption rate per GPU model) and its teams' factors: the
+# readers of telemetry, which every role is.
+SIZES = "inventory.read_telemetry"
+
+
 def may_add_to_plans(user):
     return user.has_perm("planning.change_capacityplan")
 
 
 class SizingView(TemplateView):
     template_name = "planning/sizing.html"
+
+    def dispatch(self, request, *args, **kwargs):
+        if not request.user.has_perm(SIZES):
+            if role_of(request.user) is None:  # as on the dashboard: how to get a role, and nothing of the fleet
+                return render(request, "portal/no_role.html", status=403)
+            raise PermissionDenied
+        return super().dispatch(request, *args, **kwargs)
 
     def post(self, request, *args, **kwargs):
         """Add to plan: the workload sized by the query string into the plan the form names."""

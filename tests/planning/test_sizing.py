@@ -2,8 +2,10 @@
 
 import math
 from types import SimpleNamespace
+from urllib.parse import urlencode
 
 import pytest
+from django.test import Client
 from django.urls import reverse
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -11,6 +13,8 @@ from hypothesis import strategies as st
 from inventory.catalog import GPU_MODELS
 from planning.sizing import sizing
 from planning.sizing.sizing import GPU, SizingError, Workload, compare_all, fit_class, size
+from portal.roles import RESEARCHER
+from tests.helpers.accounts import make_user, token_client
 
 CATALOG = {d["name"]: GPU.of(SimpleNamespace(**d)) for d in GPU_MODELS}
 H100 = "H100 SXM 80GB"
@@ -288,3 +292,22 @@ def test_api_refuses_anonymous(db):
     from rest_framework.test import APIClient
 
     assert APIClient().post(API, QUERY, format="json").status_code in (401, 403)
+
+
+def test_an_account_without_a_role_gets_the_no_role_page_and_a_403_from_the_api(db):
+    """Sizing shows the fleet's measured interruption rate and its teams (issue 33): not to an account without a
+    role, which gets the page that says how to get one; every role may size."""
+    nobody = make_user("newcomer", None)
+    client = Client()
+    client.force_login(nobody)
+    for response in (client.get(reverse("planning:sizing"), QUERY), client.get(reverse("planning:sizing")),
+                     client.post(reverse("planning:sizing") + "?" + urlencode(QUERY))):
+        assert response.status_code == 403
+        html = response.content.decode()
+        assert "no role yet" in html and 'id="sizing-form"' not in html and 'id="figure-gpu_hours"' not in html
+    response = token_client(nobody).post(API, QUERY, format="json")
+    assert response.status_code == 403 and "figures" not in response.json()
+    researcher = make_user("rita", RESEARCHER)
+    client.force_login(researcher)
+    assert 'id="figure-gpu_hours"' in client.get(reverse("planning:sizing"), QUERY).content.decode()
+    assert token_client(researcher).post(API, QUERY, format="json").status_code == 200

@@ -1,6 +1,6 @@
 """What each role may read (issue 15): the browsable API's filter forms name only the tickets, users and teams a
-researcher may see; an account without a role sees no fleet data on the dashboard or in search; the uncovered-assets
-page is for readers of contracts."""
+researcher may see; an account without a role sees no fleet data on the dashboard, in search or on the sizing page;
+the uncovered-assets page is for readers of contracts."""
 
 import pytest
 from django.test import Client
@@ -66,6 +66,9 @@ def test_an_account_without_a_role_sees_no_fleet_data(db):
     found = nobody.get(reverse("search"), {"q": "gpu-secret"})
     assert found.status_code == 200 and "gpu-secret-001" not in found.content.decode()
     assert "no role yet" in found.content.decode()
+    sizing = nobody.get(reverse("planning:sizing"), {"params_billion": 7, "tokens_billion": 100})
+    assert sizing.status_code == 403 and "no role yet" in sizing.content.decode()  # the fleet's rates, its teams
+    assert nobody.post("/api/planning/sizing/", {"params_billion": 7}).status_code == 403
     viewer = logged_in(make_user("vera", VIEWER))
     assert "gpu-secret-001" in viewer.get(reverse("search"), {"q": "gpu-secret"}).content.decode()
     assert viewer.get(reverse("search"), {"q": "gpu-secret-001"}).status_code == 302  # an exact match opens it

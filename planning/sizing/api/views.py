@@ -1,9 +1,10 @@
 """``POST /api/planning/sizing/``: size a workload (nothing is stored)."""
 
 from drf_spectacular.utils import OpenApiResponse, extend_schema
-from rest_framework.permissions import IsAuthenticated
 from rest_framework.response import Response
 from rest_framework.views import APIView
+
+from inventory.telemetry.api.views import CanViewTelemetry
 
 from ...calibration.calibration import calibrate
 from ...goodput import measured_rates
@@ -13,9 +14,10 @@ from . import serializers as api
 
 class SizingView(APIView):
     """Workload sizing (``planning.sizing``): compute, memory, network, storage, host and power of a training run,
-    and the same run on every GPU model of the catalog. Any authenticated user may size."""
+    and the same run on every GPU model of the catalog. Every role may size (an account without one may not: the
+    sizing uses the fleet's measured interruption rates and its teams' factors)."""
 
-    permission_classes = [IsAuthenticated]
+    permission_classes = [CanViewTelemetry]
 
     @extend_schema(
         summary="Size a training workload",
