@@ -3,6 +3,7 @@ Content-Security-Policy (django-csp); and a clear 503 while the database is unre
 
 import logging
 import sys
+import threading
 
 from axes.backends import AxesStandaloneBackend
 from csp.constants import SELF
@@ -11,7 +12,7 @@ from django.conf import settings
 from django.contrib.auth.forms import AuthenticationForm
 from django.contrib.auth.middleware import LoginRequiredMiddleware as DjangoLoginRequiredMiddleware
 from django.core.signals import got_request_exception
-from django.db import InterfaceError, OperationalError
+from django.db import InterfaceError, OperationalError, connection
 from django.http import HttpResponse, JsonResponse
 from django.shortcuts import render
 from django.template.loader import render_to_string
@@ -120,10 +121,45 @@ def _mark_database_error(sender, request=None, **kwargs):
     # process_exception: Django turns it into a 500 (with DEBUG, a traceback page) right there and only
     # sends this signal, while the exception is still being handled. Mark the request; the middleware swaps it.
     if request is not None and isinstance(sys.exc_info()[1], _DATABASE_ERRORS):
-        request.database_unavailable = True
+        request.database_unavailable, request.database_error = True, sys.exc_info()[1]
 
 
 got_request_exception.connect(_mark_database_error, dispatch_uid="portal-database-unavailable")
+
+
+class _Outage:
+    """Whether this process has seen the database down: an outage is logged once, as a WARNING, and its end
+    as an INFO, instead of an "Internal Server Error" traceback for every 503."""
+
+    lock = threading.Lock()
+    down = False
+
+    @classmethod
+    def seen(cls, exception):
+        with cls.lock:
+            first, cls.down = not cls.down, True
+        if first:
+            log.warning("database unreachable: answering 503 until it is back (%s)", exception)
+
+    @classmethod
+    def check_back(cls):
+        # Only while down: the request's own connection worked if it is open and answers.
+        if cls.down and connection.connection is not None and connection.is_usable():
+            with cls.lock:
+                back, cls.down = cls.down, False
+            if back:
+                log.info("database reachable again")
+
+
+class _SkipDatabaseErrors(logging.Filter):
+    """Drops django.request's "Internal Server Error" record (with traceback) for a request whose database error
+    this middleware answers with a 503: Django logs it where the error happens, before the 503 exists."""
+
+    def filter(self, record):
+        return not getattr(getattr(record, "request", None), "database_unavailable", False)
+
+
+logging.getLogger("django.request").addFilter(_SkipDatabaseErrors())
 
 
 class DatabaseUnavailableMiddleware:
@@ -137,12 +173,21 @@ class DatabaseUnavailableMiddleware:
 
     def __call__(self, request):
         response = self.get_response(request)
-        if getattr(request, "database_unavailable", False) and response.status_code == 500:
-            return database_unavailable_response(request)
+        if getattr(request, "database_unavailable", False):
+            if response.status_code == 500:
+                return self.unavailable(request, getattr(request, "database_error", None))
+            return response
+        _Outage.check_back()
         return response
 
     def process_exception(self, request, exception):
         if isinstance(exception, _DATABASE_ERRORS):
-            log.warning("database unavailable for %s %s: %s", request.method, request.path, exception)
-            return database_unavailable_response(request)
+            request.database_unavailable = True
+            return self.unavailable(request, exception)
         return None
+
+    def unavailable(self, request, exception):
+        _Outage.seen(exception)
+        response = database_unavailable_response(request)
+        response._has_been_logged = True  # logged above, once per outage: not again as a 5xx by django.request
+        return response

@@ -5,8 +5,12 @@ shared server is never stopped). PostgreSQL is stopped (``pg_ctl stop -m fast``,
 while the portal keeps running; every kind of request then fails quickly and cleanly with a 503 "try again"
 (a page, or JSON for the API), never a traceback nor a hang; PostgreSQL is started again on the same port and
 the very same portal process serves again. A CSV import cut by the stop halfway through leaves no row behind.
+
+An outage is logged once, as a WARNING "database unreachable" (not an "Internal Server Error" traceback for every
+503), and its end as an INFO "database reachable again" (issue 33).
 """
 
+import logging
 import os
 import re
 import socket
@@ -20,7 +24,12 @@ from pathlib import Path
 import psycopg
 import pytest
 import requests
+from django.db import connection
+from django.test import Client
 
+from portal.models import APIToken
+from portal.roles import MANAGER
+from tests.helpers.accounts import make_user
 from tests.helpers.paths import ROOT
 from tests.helpers.pgserver import find_bindir, free_port, throwaway_postgres
 from tests.helpers.readiness import wait_until, wait_until_answering
@@ -82,8 +91,8 @@ def worker_pids(master):
 
 
 class Portal:
-    def __init__(self, base, process, token):
-        self.base, self.process, self.token = base, process, token
+    def __init__(self, base, process, token, log):
+        self.base, self.process, self.token, self.log = base, process, token, log
         self.session = requests.Session()
 
     def url(self, path):
@@ -131,7 +140,7 @@ def portal(postgres, tmp_path_factory):
         "u.groups.add(Group.objects.get(name='manager')); print(APIToken.issue(u, 'faults')[1])"
     )).strip().splitlines()[-1]
     with gunicorn(env, var) as (base, process):
-        yield Portal(base, process, token)
+        yield Portal(base, process, token, var / "gunicorn.log")
 
 
 @contextmanager
@@ -182,6 +191,7 @@ def test_requests_fail_cleanly_while_postgres_is_down_and_the_same_process_recov
     assert portal.api("GET", "/api/inventory/sites/").status_code == 200
     workers = worker_pids(portal.process.pid)
     assert len(workers) == 1
+    logged_before = len(portal.log.read_text())
 
     postgres.stop()
     try:
@@ -210,6 +220,43 @@ def test_requests_fail_cleanly_while_postgres_is_down_and_the_same_process_recov
     with postgres.connect() as conn:
         names = {row[0] for row in conn.execute("SELECT name FROM inventory_site")}
     assert names == {"after-restart"}  # nothing from the requests that failed
+    # Six 503s from one worker process: one warning, no error and no traceback (LOG_LEVEL=WARNING: no INFO).
+    logged = portal.log.read_text()[logged_before:]
+    assert logged.count("database unreachable") == 1, logged
+    assert "Internal Server Error" not in logged and "Traceback" not in logged and "ERROR" not in logged, logged
+
+
+@pytest.mark.django_db(transaction=True)
+def test_an_outage_is_logged_once_as_a_warning_and_its_end_as_info(caplog):
+    """In this process: the database's port is pointed at one where nothing listens (connection refused), then
+    back. A page (the session read by the login check, outside any view) and an API call (token authentication,
+    inside the view) during the outage: one WARNING, no ERROR; the first request after it: one INFO."""
+    user = make_user("outage", MANAGER)
+    _, token = APIToken.issue(user, "outage")
+    browser, api = Client(raise_request_exception=False), Client(raise_request_exception=False)
+    browser.force_login(user)
+    assert browser.get("/inventory/sites/").status_code == 200
+    caplog.set_level(logging.INFO)
+    port = connection.settings_dict["PORT"]
+    connection.close()
+    connection.settings_dict["PORT"] = free_port()
+    try:
+        answers = [browser.get("/inventory/sites/").status_code,
+                   api.get("/api/inventory/sites/", HTTP_AUTHORIZATION=f"Token {token}").status_code,
+                   browser.get("/").status_code]
+    finally:
+        connection.close()
+        connection.settings_dict["PORT"] = port
+    assert answers == [503, 503, 503]
+    records = [(r.levelname, r.name, r.getMessage()) for r in caplog.records]
+    assert not [r for r in caplog.records if r.levelno >= logging.ERROR], records
+    warnings = [r for r in caplog.records if r.levelno == logging.WARNING]
+    assert len(warnings) == 1 and warnings[0].getMessage().startswith("database unreachable"), records
+    caplog.clear()
+    assert api.get("/api/inventory/sites/", HTTP_AUTHORIZATION=f"Token {token}").status_code == 200
+    assert browser.get("/inventory/sites/").status_code == 200
+    records = [(r.levelname, r.getMessage()) for r in caplog.records if r.name == "portal.middleware"]
+    assert records == [("INFO", "database reachable again")]
 
 
 def last_id(postgres):
