@@ -10,7 +10,7 @@ from django.utils.http import urlencode
 
 from portal.registry import Tile
 
-from . import queries
+from . import capacity, queries
 from .telemetry import summary
 from .telemetry.queries import idle_cost_basis
 
@@ -22,6 +22,14 @@ def _fleet_summary(request):
     if not hasattr(request, "_fleet_summary"):
         request._fleet_summary = queries.fleet_summary()
     return request._fleet_summary
+
+
+def _capacity(request):
+    """The capacity model's counts (``inventory.capacity``), read once per request: the GPU tile (key None) and
+    the fleet panel's sites show them."""
+    if not hasattr(request, "_capacity"):
+        request._capacity = {None: capacity.count(), **capacity.count_by("site")}
+    return request._capacity
 
 
 def _week(request):
@@ -46,9 +54,11 @@ def fleet_tiles(request):
         return None
     fleet, days = _fleet_summary(request), settings.STUCK_NODE_DAYS
     stuck = queries.stuck_nodes(days).count()
+    gpus = _capacity(request)[None]
     return [
         Tile("nodes", "nodes", f"{fleet['node_total']:,}", _url("inventory:node_list")),
-        Tile("gpus", "GPUs", f"{fleet['gpu_total']:,}", _url("inventory:gpu_list")),
+        Tile("gpus", "GPUs", f"{gpus.total:,}", _url("inventory:gpu_list"), note=gpus.says(),
+             warn=bool(gpus.out_of_service)),
         Tile("warranty", "nodes out of warranty", str(fleet["out_of_warranty"]),
              _url("inventory:node_list", warranty_expired="true"), warn=bool(fleet["out_of_warranty"])),
         Tile("stuck", "nodes stuck delivered / in burn-in", str(stuck),
@@ -111,8 +121,12 @@ def fleet_panel(request):
     if not request.user.has_perm("inventory.view_node"):
         return None
     fleet = _fleet_summary(request)
+    by_site = _capacity(request)
     return {
         "summary": fleet,
+        "capacity_by_site": [(site["name"], by_site.get(site["name"], capacity.Capacity()), site)
+                             for site in fleet["sites"]],
+        "capacity": by_site[None],
         "gpus_by_model_chart": json.dumps({
             "x": [row["name"] for row in fleet["gpus_by_model"]],
             "y": [row["n"] for row in fleet["gpus_by_model"]],

@@ -205,3 +205,42 @@ class StorageSystemSerializer(PortalModelSerializer):
             *COMMON, "name", "site", "site_name", "kind", "tier", "capacity_tb", "used_tb", "used_percent",
             "read_gbs", "write_gbs", *TIMESTAMPS,
         ]
+
+
+class CapacityQuerySerializer(serializers.Serializer):
+    """The scope and grouping of ``GET /api/inventory/capacity/``."""
+
+    group_by = serializers.ChoiceField(choices=["site", "partition", "gpu_model"], required=False,
+                                       help_text="Also count per site, partition or GPU model.")
+    site = serializers.PrimaryKeyRelatedField(queryset=Site.objects.all(), required=False)
+    partition = serializers.CharField(max_length=100, required=False)
+    gpu_model = serializers.PrimaryKeyRelatedField(queryset=GPUModel.objects.all(), required=False)
+
+    def scope(self):
+        data = self.validated_data
+        return {"site_id": data["site"].pk if data.get("site") else None, "partition": data.get("partition", ""),
+                "gpu_model_id": data["gpu_model"].pk if data.get("gpu_model") else None}
+
+
+class CapacityCountSerializer(serializers.Serializer):
+    in_service = serializers.IntegerField(help_text="The GPU and its node in service.")
+    out_of_service = serializers.IntegerField(help_text="The GPU or its node degraded or in repair.")
+    burn_in = serializers.IntegerField(help_text="The GPU or its node delivered or in burn-in.")
+    ordered = serializers.IntegerField(help_text="Recorded as ordered, not delivered yet.")
+    spare = serializers.IntegerField(help_text="In service but in no node.")
+    retired = serializers.IntegerField(help_text="The GPU or its node retired: not counted in `owned` or `total`.")
+    owned = serializers.IntegerField(help_text="in_service + out_of_service + burn_in + spare.")
+    total = serializers.IntegerField(help_text="owned + ordered: every GPU that is or will be capacity.")
+    says = serializers.CharField(help_text="What the count is made of, in words.")
+
+
+class CapacityGroupSerializer(CapacityCountSerializer):
+    key = serializers.CharField(allow_null=True, help_text="The site, partition or GPU model (null: none, e.g. a "
+                                                           "spare GPU's site).")
+
+
+class CapacitySerializer(serializers.Serializer):
+    scope = serializers.DictField(help_text="The scope counted: site and GPU model ids, partition.")
+    fleet = CapacityCountSerializer(help_text="The scope's GPUs.")
+    group_by = serializers.CharField(allow_null=True)
+    groups = CapacityGroupSerializer(many=True)

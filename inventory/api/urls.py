@@ -2,7 +2,8 @@
 
 Route basenames are the model names (``node``, ``gpumodel``, ...): serializers link to
 ``inventory-api:<model_name>-detail``. ``utilization/`` (over the telemetry rollups) and ``allocations/`` (over
-the Slurm jobs) and ``goodput/`` (over the jobs and their interruptions) are reports, not models.
+the Slurm jobs), ``goodput/`` (over the jobs and their interruptions) and ``capacity/`` (GPUs by capacity state,
+``inventory.capacity``) are reports, not models.
 """
 
 from django.urls import path
@@ -35,4 +36,5 @@ urlpatterns = [
     path("utilization/", telemetry_views.UtilizationView.as_view(), name="utilization"),
     path("allocations/", telemetry_views.AllocationsView.as_view(), name="allocations"),
     path("goodput/", goodput_views.GoodputView.as_view(), name="goodput"),
+    path("capacity/", views.CapacityView.as_view(), name="capacity"),
 ]

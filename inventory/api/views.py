@@ -4,14 +4,15 @@ the lifecycle actions. Telemetry's viewsets are in ``telemetry/api/views.py``.""
 
 from django.core.exceptions import ValidationError as DjangoValidationError
 from drf_spectacular.utils import OpenApiResponse, extend_schema, extend_schema_view
-from rest_framework import serializers
+from rest_framework import permissions, serializers
 from rest_framework.decorators import action
 from rest_framework.response import Response
+from rest_framework.views import APIView
 
 from portal.api.exceptions import Conflict
 from portal.api.viewsets import ChangePermission, PortalModelViewSet, changes_object
 
-from .. import filters, lifecycle, querysets
+from .. import capacity, filters, lifecycle, querysets
 from . import serializers as api
 
 # --- Lifecycle actions ------------------------------------------------------------------------------
@@ -165,3 +166,43 @@ class StorageSystemViewSet(PortalModelViewSet):
     queryset = querysets.storage_systems()
     serializer_class = api.StorageSystemSerializer
     filterset_class = filters.StorageSystemFilterSet
+
+
+# --- Reports --------------------------------------------------------------------------------------------
+
+
+class ReadsNodes(permissions.BasePermission):
+    """Fleet counts: an authenticated user who may read the nodes (an account without a role may not)."""
+
+    def has_permission(self, request, view):
+        return bool(request.user and request.user.is_authenticated and request.user.has_perm("inventory.view_node"))
+
+
+class CapacityView(APIView):
+    """The capacity model (``inventory.capacity``): a scope's GPUs by what they can do now, the figure the home page
+    and every other page count the fleet with."""
+
+    permission_classes = [ReadsNodes]
+
+    @extend_schema(
+        summary="GPUs by capacity state, for the fleet or a scope, optionally per site, partition or GPU model",
+        description="A GPU is in service when it and its node are; out of service when either is degraded or in "
+                    "repair; in burn-in when either is delivered or in burn-in; retired GPUs (or GPUs of retired "
+                    "nodes) are not counted in `owned` or `total`. `says` is the count in words.",
+        parameters=[api.CapacityQuerySerializer],
+        responses={200: api.CapacitySerializer,
+                   400: OpenApiResponse(description="An unknown site, GPU model or grouping (field errors).")},
+        filters=False,
+    )
+    def get(self, request):
+        params = api.CapacityQuerySerializer(data=request.query_params)
+        params.is_valid(raise_exception=True)
+        scope, group_by = params.scope(), params.validated_data.get("group_by")
+        groups = capacity.count_by(group_by, **scope) if group_by else {}
+        answer = {
+            "scope": scope, "fleet": capacity.count(**scope).as_dict(), "group_by": group_by,
+            "groups": [{"key": key, **counts.as_dict()} for key, counts in
+                       sorted(groups.items(), key=lambda item: (item[0] is None, str(item[0])))],
+        }
+        return Response(api.CapacitySerializer(answer).data)
+
