@@ -15,6 +15,12 @@ timeout is decided in one place:
 - health series (issue 19): temperatures (°C), SM clock (MHz) and error counters as DCGM counts them; the
   rollups store a counter's increase per hour (``counter_increase``); ``sample_fields`` applies the fallback
   (aggregate ECC counter where the volatile one is missing) and sums (retired pages, remapped rows, NVLink kinds);
+- DCGM's blank values (issue 34): a field DCGM has no value for (not supported on this GPU, not found, not
+  permitted) holds a sentinel of the field's type, e.g. ``9223372036854775794`` (INT64 "not supported") for the
+  memory temperature of a GPU without that sensor. ``reading`` turns any of them into None with the reason, for
+  both collectors; the data-quality panel counts them (``blank_notes``), never a figure;
+- the row-remap gauges ``DCGM_FI_DEV_ROW_REMAP_FAILURE`` / ``_PENDING`` (0/1): read like the XID gauge, they
+  become health events (``remap.py``);
 - the labels that name a GPU (``UUID``, else ``Hostname`` + ``gpu`` index) → ``SeriesKey``;
 - ``http_get``: one GET bounded by the source's timeout, every failure turned into a ``SourceError``.
 """
@@ -50,6 +56,9 @@ UNCORRECTABLE_REMAPPED_ROWS = "DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS"
 NVLINK_ERRORS = tuple(f"DCGM_FI_DEV_NVLINK_{kind}_ERROR_COUNT_TOTAL"
                       for kind in ("CRC_FLIT", "CRC_DATA", "REPLAY", "RECOVERY"))
 PCIE_REPLAY = "DCGM_FI_DEV_PCIE_REPLAY_COUNTER"
+# Row remapping (A100 and later), 0/1 gauges: remapping failed (replace the GPU), a remap waits for a GPU reset.
+ROW_REMAP_FAILURE = "DCGM_FI_DEV_ROW_REMAP_FAILURE"
+ROW_REMAP_PENDING = "DCGM_FI_DEV_ROW_REMAP_PENDING"
 
 MJ_PER_WH = 3_600_000  # 1 Wh = 3,600 J
 
@@ -89,6 +98,8 @@ SAMPLE_FIELDS = {
     ECC_SBE_VOL: ("ecc_sbe", float),
     ECC_DBE_VOL: ("ecc_dbe", float),
     PCIE_REPLAY: ("pcie_replay", float),
+    ROW_REMAP_FAILURE: ("row_remap_failure", int),
+    ROW_REMAP_PENDING: ("row_remap_pending", int),
 }
 # Series read only where their field's own series is not on the page (``sample_fields``).
 FALLBACK_FIELDS = {ECC_SBE_AGG: ("ecc_sbe", float), ECC_DBE_AGG: ("ecc_dbe", float)}
@@ -122,6 +133,8 @@ SERIES_HELP = {
     UNCORRECTABLE_REMAPPED_ROWS: ("counter", "Number of remapped rows for uncorrectable errors"),
     NVLINK_ERRORS[0]: ("counter", "Total number of NVLink flow-control CRC errors."),
     PCIE_REPLAY: ("counter", "Total number of PCIe retries."),
+    ROW_REMAP_FAILURE: ("gauge", "Whether remapping of rows has failed"),
+    ROW_REMAP_PENDING: ("gauge", "Whether remapping of rows is pending"),
 }
 
 
@@ -230,13 +243,91 @@ def bad_data_warnings(not_finite, nameless):
 XID_LIMIT = 2**31  # XID codes are small integers; anything past a 32-bit column is garbage
 
 
-def convert(series, value):
-    """A finite value of ``series`` in the portal's unit, or None (NaN, ±Inf, not a number, an XID code that
-    is not a code)."""
-    number = finite(value)
-    if number is None or (series == XID_ERRORS and not 0 <= number < XID_LIMIT):
+def convert(series, number):
+    """A reading of ``series`` (a finite number in DCGM's unit, see ``reading``) in the portal's unit, or None for
+    an XID code that is not a code."""
+    if series == XID_ERRORS and not 0 <= number < XID_LIMIT:
         return None
     return READ_SERIES[series][1](number)
+
+
+# --- DCGM's blank values (issue 34) ------------------------------------------------------------------------
+# What DCGM puts in a field it has no value for, by the field's type: NVIDIA/DCGM dcgmlib/dcgm_structs.h
+# (DCGM_INT32_BLANK … DCGM_FP64_NOT_PERMISSIONED, DCGM_*_IS_BLANK), read at commit
+# 72fa3feaa67d716a75323a8f47c34ff3ee73f824.
+# The base is "blank", +1 "not found", +2 "not supported", +3 "not permissioned"; IS_BLANK(v) is v >= base.
+INT32_BLANK = 0x7FFFFFF0  # 2147483632
+INT64_BLANK = 0x7FFFFFFFFFFFFFF0  # 9223372036854775792
+FP64_BLANK = 140737488355328.0  # 2**47
+BLANK_CODES = ("blank", "not found", "not supported", "not permissioned")
+# An INT64 code read as a float: all four are 2**63 once parsed (and Prometheus keeps only the float).
+UNTOLD = "blank, not supported or not permissioned"
+NO_SENSOR = "reads 0: no sensor"
+NOT_FINITE = "not finite"
+# The series of type DCGM_FT_DOUBLE (dcgmlib/src/dcgm_fields.cpp, same commit); every other series read is INT64.
+DOUBLE_SERIES = {POWER_USAGE, GR_ENGINE_ACTIVE, PIPE_TENSOR_ACTIVE}
+# dcgm-exporter 3.x and later write 0 as the memory temperature of a GPU without the sensor (GDDR boards: the
+# RTX 4000 Ada page in tests/fixtures/dcgm/real; NVIDIA/dcgm-exporter#460); a running GPU's memory is never 0 °C.
+ZERO_IS_NO_SENSOR = {MEMORY_TEMP}
+# How the data-quality panel names a series.
+SERIES_WORDS = {
+    GPU_UTIL: "GPU utilization", FB_USED: "framebuffer used", FB_FREE: "framebuffer free", POWER_USAGE: "power",
+    GR_ENGINE_ACTIVE: "graphics engine activity", PIPE_TENSOR_ACTIVE: "tensor pipe activity", XID_ERRORS: "XID",
+    TOTAL_ENERGY: "energy counter", GPU_TEMP: "GPU temperature", MEMORY_TEMP: "GPU-memory temperature",
+    SM_CLOCK: "SM clock", ECC_SBE_VOL: "single-bit ECC errors", ECC_DBE_VOL: "double-bit ECC errors",
+    ECC_SBE_AGG: "single-bit ECC errors (aggregate)", ECC_DBE_AGG: "double-bit ECC errors (aggregate)",
+    RETIRED_SBE: "retired pages (single-bit)", RETIRED_DBE: "retired pages (double-bit)",
+    CORRECTABLE_REMAPPED_ROWS: "remapped rows (correctable)", UNCORRECTABLE_REMAPPED_ROWS: "remapped rows "
+    "(uncorrectable)", PCIE_REPLAY: "PCIe replays", ROW_REMAP_FAILURE: "row remap failure",
+    ROW_REMAP_PENDING: "row remap pending", **{series: "NVLink errors" for series in NVLINK_ERRORS},
+}
+
+
+def blank(series, number, exact=None):
+    """Why ``number`` (finite) of ``series`` is no reading, or None for a reading: one of ``BLANK_CODES``, ``UNTOLD``
+    for an INT64 code known only as a float (``exact``: the integer as the page wrote it, where it is known), or
+    ``NO_SENSOR``."""
+    if series in DOUBLE_SERIES:
+        return _code(number - FP64_BLANK) if number >= FP64_BLANK else None
+    if number == float(INT64_BLANK):  # 2**63: the float of every INT64 code (past it, no int64 at all: garbage)
+        return UNTOLD if exact is None else _code(exact - INT64_BLANK)
+    # The 32-bit codes only exactly: a 64-bit counter passes through 2**31 (the energy counter in mJ, in an hour).
+    if INT32_BLANK <= number < INT32_BLANK + len(BLANK_CODES) and number == int(number):
+        return _code(number - INT32_BLANK)
+    if number == 0 and series in ZERO_IS_NO_SENSOR:
+        return NO_SENSOR
+    return None
+
+
+def blank_base(series):
+    """The lowest blank value of ``series``' DCGM type."""
+    return FP64_BLANK if series in DOUBLE_SERIES else INT64_BLANK
+
+
+def _code(offset):
+    return BLANK_CODES[int(offset)] if offset == int(offset) and 0 <= offset < len(BLANK_CODES) else BLANK_CODES[0]
+
+
+def reading(series, value, exact=None):
+    """``(number, None)`` for a reading of ``series`` (a finite float in DCGM's unit), ``(None, why)`` for none:
+    ``NOT_FINITE`` (NaN, ±Inf, text) or what ``blank`` says. Both collectors read every DCGM value through it."""
+    number = finite(value)
+    if number is None or (series not in DOUBLE_SERIES and number > float(INT64_BLANK)):  # no int64 is that big
+        return None, NOT_FINITE
+    why = blank(series, number, exact)
+    return (None, why) if why else (number, None)
+
+
+def blank_notes(found):
+    """The data-quality notes on blanks: ``found`` maps (series, why) → the GPUs (series keys) that showed it.
+    Returns ``[(note, GPUs)]``, e.g. ``("GPU-memory temperature: not supported on 12 GPUs (DCGM sentinel)", 12)``."""
+    notes = []
+    for (series, why), gpus in sorted(found.items()):
+        count = len(gpus)
+        where = f"on {count} GPU{'' if count == 1 else 's'}"
+        text = f"reads 0 {where} (no sensor)" if why == NO_SENSOR else f"{why} {where} (DCGM sentinel)"
+        notes.append((f"{SERIES_WORDS.get(series, series)}: {text}", count))
+    return notes
 
 
 class SourceUnreachable(SourceError):

@@ -7,12 +7,18 @@ energy counter, where the exporter publishes it, is stored with the sample: the 
 energy from its increase between scrapes (``rollups.counter_energy``).
 
 The page is read with ``prometheus_client``'s parser. A value that is not a finite number (NaN, ±Inf) is
-kept as None ("not reported") and counted in a warning. If the parser rejects the page (e.g. one line
-whose value is not a number), the page is read again line by line, so only the unreadable lines are left
-out, each counted in the warnings. A page with nothing readable is a ``SourceError``.
+kept as None ("not reported") and counted in a warning. DCGM's blank values (``dcgm.blank``: a field the GPU
+does not support, e.g. ``9223372036854775794`` as its memory temperature) are None too, counted per field and
+reason on the data-quality panel; the parser reads an INT64 code as the float 2**63, so the code's own digits
+are taken from the page's text (``exact_codes``) to tell "not supported" from "not permissioned".
+
+If the parser rejects the page (e.g. one line whose value is not a number), the page is read again line by
+line, so only the unreadable lines are left out, each counted in the warnings. A page with nothing readable
+is a ``SourceError``.
 """
 
-from collections import Counter
+import re
+from collections import Counter, defaultdict
 from datetime import UTC, datetime
 
 from django.utils import timezone
@@ -33,7 +39,32 @@ def collect(source, start, end):
 
 
 def read_samples(text, url, warnings):
-    """``(name, labels, value, unix timestamp or None)`` for every sample on an exposition page."""
+    """``(name, labels, value, unix timestamp or None, exact)`` for every sample on an exposition page; ``exact``
+    is the integer the page wrote where it is one of DCGM's INT64 blank codes (else None)."""
+    codes = exact_codes(text)
+    return [(name, labels, value, timestamp, codes.get((name, tuple(sorted(labels.items())))))
+            for name, labels, value, timestamp in parsed_samples(text, url, warnings)]
+
+
+# A sample line whose value is one of DCGM's INT64 blank codes, 9223372036854775792…95 (``dcgm.INT64_BLANK``).
+INT64_CODE = re.compile(r"^[^#\n].*\s(92233720368547757(?:9[2-5]))(?:\s+-?\d+)?[ \t]*$", re.MULTILINE)
+
+
+def exact_codes(text):
+    """(series, sorted labels) → the INT64 code the page wrote for it: a float holds them all as 2**63."""
+    codes = {}
+    for match in INT64_CODE.finditer(text) if "92233720368547757" in text else ():
+        try:
+            families = list(text_string_to_metric_families(match.group(0) + "\n"))
+        except ValueError:
+            continue
+        for family in families:
+            for sample in family.samples:
+                codes[(series_name(family, sample), tuple(sorted(sample.labels.items())))] = int(match.group(1))
+    return codes
+
+
+def parsed_samples(text, url, warnings):
     try:
         return [(series_name(family, s), s.labels, s.value, s.timestamp)
                 for family in text_string_to_metric_families(text) for s in family.samples]
@@ -83,7 +114,8 @@ def sample_records(samples, scraped_at, warnings, quality=None):
     GPU's MIG instances are combined into it (``dcgm.combine_instances``) and counted in ``quality``."""
     parts = {}  # (series key, ts) → [series, whole-GPU fields, {instance: fields}]
     not_finite, nameless, unreadable_times = Counter(), 0, 0
-    for name, labels, value, timestamp in samples:
+    blanks = defaultdict(set)  # (series, why) → GPUs
+    for name, labels, value, timestamp, exact in samples:
         stored = name in dcgm.READ_SERIES
         if not stored and not (name.startswith("DCGM_FI_") and dcgm.mig_instance(labels)):
             continue  # other series matter only to see a MIG instance (one may publish only a temperature)
@@ -100,8 +132,11 @@ def sample_records(samples, scraped_at, warnings, quality=None):
         readings = part[1] if instance is None else part[2].setdefault(instance, {})
         if not stored:
             continue
-        converted = dcgm.convert(name, value)
-        if converted is None:
+        number, why = dcgm.reading(name, value, exact)
+        converted = None if number is None else dcgm.convert(name, number)
+        if why not in (None, dcgm.NOT_FINITE):
+            blanks[(name, why)].add(series.key)
+        elif converted is None:
             not_finite[name] += 1
         readings[name] = converted
     records = []
@@ -120,6 +155,8 @@ def sample_records(samples, scraped_at, warnings, quality=None):
     if quality is not None:
         for name, count in sorted(not_finite.items()):
             quality.add("not_finite", f"{name}: {count}", count=count)
+        for note, count in dcgm.blank_notes(blanks):
+            quality.add("dcgm_blank", note, count=count)
     if not records and not nameless:
         warnings.append("no DCGM series on the page")
     return records

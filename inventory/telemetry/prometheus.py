@@ -15,7 +15,12 @@ is the hour [t - 1h, t] and becomes ``HourRecord(hour=t - 1h)``. Per GPU and hou
   refused by Prometheus once the function drops the names and the series' labels clash.
 - the XID gauge (``DCGM_FI_DEV_XID_ERRORS``, the last XID code, sticky): its last, highest and lowest value
   in the hour and how often it changed (``last_over_time``, ``max_over_time``, ``min_over_time``,
-  ``changes``); the pull turns them into XID events (``xid.py``), never counts hours of a sticky value.
+  ``changes``); the pull turns them into XID events (``xid.py``), never counts hours of a sticky value. The
+  row-remap gauges (failure, pending: 0/1) likewise, by their last and highest value (``remap.py``).
+- DCGM's blank values (``dcgm.blank``: a field the GPU does not support reads e.g. 2**63): every value is read
+  through ``dcgm.reading``, so a blank is None, counted per series on the data-quality panel. A mean or an
+  increase would hide one (a blank counter increases by 0; a mean of blanks and readings is neither), so those
+  queries give the series' blank itself for an hour in which it read one (``_guarded``).
 - MIG: series are grouped by ``GPU_I_ID`` / ``GPU_I_PROFILE`` as well, and each GPU's instances combined
   into one record (``dcgm.combine_instances``): averaging them would read a third of a GPU's memory.
 - ``energy_wh``: where the GPU's exporter publishes DCGM's energy counter, its ``increase`` over the
@@ -57,7 +62,17 @@ GROUP = "UUID, Hostname, gpu, modelName, job, instance, GPU_I_ID, GPU_I_PROFILE"
 
 
 def _mean(series):
-    return f"avg by ({GROUP}) (avg_over_time({series}[1h]))"
+    return _guarded((f"avg by ({GROUP}) (avg_over_time({series}[1h]))", series))
+
+
+def _guarded(*expressions):
+    """``(expression, series)`` pairs joined by ``or`` (the first one a GPU has wins), each left out where its series
+    read a DCGM blank in the hour, and that blank instead when none of them has a value: the collector then reads a
+    blank, not a mean or an increase of one."""
+    blanks = [f"max by ({GROUP}) (max_over_time({series}[1h])) >= {dcgm.blank_base(series):.0f}"
+              for _, series in expressions]
+    kept = [f"({expression}) unless ({blank})" for (expression, _), blank in zip(expressions, blanks, strict=True)]
+    return " or ".join(kept + [f"({blank})" for blank in blanks])
 
 
 def _count(expression):
@@ -85,8 +100,8 @@ def queries():
         "memory_temp_max_c": _max(dcgm.MEMORY_TEMP),
         "sm_clock_mean_mhz": _mean(dcgm.SM_CLOCK),
         # The volatile ECC counter, else the aggregate one: their increase in an hour is the same errors.
-        "ecc_sbe_errors": f"{_increase(dcgm.ECC_SBE_VOL)} or {_increase(dcgm.ECC_SBE_AGG)}",
-        "ecc_dbe_errors": f"{_increase(dcgm.ECC_DBE_VOL)} or {_increase(dcgm.ECC_DBE_AGG)}",
+        "ecc_sbe_errors": _guarded(_sum_increase(dcgm.ECC_SBE_VOL), _sum_increase(dcgm.ECC_SBE_AGG)),
+        "ecc_dbe_errors": _guarded(_sum_increase(dcgm.ECC_DBE_VOL), _sum_increase(dcgm.ECC_DBE_AGG)),
         "pcie_replays": _increase(dcgm.PCIE_REPLAY),
         # One query per series of a summed field (``SUMS``): a selector of several series (``__name__=~``) is
         # refused by Prometheus once ``increase`` or ``max_over_time`` drops their names and their labels clash.
@@ -95,6 +110,10 @@ def queries():
         "retired_sbe": _max(dcgm.RETIRED_SBE), "retired_dbe": _max(dcgm.RETIRED_DBE),
         "remapped_correctable": _max(dcgm.CORRECTABLE_REMAPPED_ROWS),
         "remapped_uncorrectable": _max(dcgm.UNCORRECTABLE_REMAPPED_ROWS),
+        # Row-remap gauges (0/1): on at the hour's end, on at any time in it.
+        **{f"{name}_{how}": f"max by ({GROUP}) ({how}_over_time({series}[1h]))"
+           for series, name in ((dcgm.ROW_REMAP_FAILURE, "row_remap_failure"),
+                                (dcgm.ROW_REMAP_PENDING, "row_remap_pending")) for how in ("last", "max")},
     }
 
 
@@ -103,7 +122,11 @@ def _max(series):
 
 
 def _increase(series):
-    return f"sum by ({GROUP}) (increase({series}[1h]))"
+    return _guarded(_sum_increase(series))
+
+
+def _sum_increase(series):
+    return f"sum by ({GROUP}) (increase({series}[1h]))", series
 
 
 # Record fields that are the sum of several queries' values (None when none of them has one).
@@ -119,6 +142,24 @@ CONVERT = {"mem_used_mean_gb": dcgm.mib_to_gb, "energy_wh": dcgm.mj_to_wh, "samp
            **{name: round for name in COUNTS}}
 # Values that go into energy_wh or a sum, not into the record as they are.
 HELPERS = {"power_samples", "energy_samples", *COUNTS - set(HourRecord.__dataclass_fields__)}
+REMAP_FIELDS = {f"{name}_{how}": series for series, name in ((dcgm.ROW_REMAP_FAILURE, "row_remap_failure"),
+                                                             (dcgm.ROW_REMAP_PENDING, "row_remap_pending"))
+                for how in ("last", "max")}
+CONVERT.update({field: int for field in REMAP_FIELDS})
+# The DCGM series whose values (or their mean, highest, increase) a field is: read through ``dcgm.reading``, so
+# its blank values are no value. Counts of samples and of changes are the portal's own, never a blank.
+SERIES = {
+    "util_mean": dcgm.GPU_UTIL, "util_max": dcgm.GPU_UTIL, "mem_used_mean_gb": dcgm.FB_USED,
+    "power_mean_w": dcgm.POWER_USAGE, "gr_engine_active_mean": dcgm.GR_ENGINE_ACTIVE,
+    "tensor_active_mean": dcgm.PIPE_TENSOR_ACTIVE, "energy_wh": dcgm.TOTAL_ENERGY,
+    **{field: dcgm.XID_ERRORS for field in ("xid_last", "xid_max", "xid_min")},
+    "gpu_temp_max_c": dcgm.GPU_TEMP, "memory_temp_max_c": dcgm.MEMORY_TEMP, "sm_clock_mean_mhz": dcgm.SM_CLOCK,
+    "ecc_sbe_errors": dcgm.ECC_SBE_VOL, "ecc_dbe_errors": dcgm.ECC_DBE_VOL, "pcie_replays": dcgm.PCIE_REPLAY,
+    **dict(zip(SUMS["nvlink_errors"], dcgm.NVLINK_ERRORS, strict=True)),
+    "retired_sbe": dcgm.RETIRED_SBE, "retired_dbe": dcgm.RETIRED_DBE,
+    "remapped_correctable": dcgm.CORRECTABLE_REMAPPED_ROWS, "remapped_uncorrectable": dcgm.UNCORRECTABLE_REMAPPED_ROWS,
+    **REMAP_FIELDS,
+}
 
 
 def collect(source, start, end):
@@ -128,13 +169,18 @@ def collect(source, start, end):
     intervals = scrape_intervals(source, base)
     values = defaultdict(dict)  # (group labels, hour) → field → value
     bad, negative, negative_counts = Counter(), 0, Counter()
+    blanks = defaultdict(set)  # (series, why) → GPUs
     first_end, last_end = floor_hour(start) + HOUR, floor_hour(end) + HOUR
     chunk_start = first_end
     while chunk_start <= last_end:
         chunk_end = min(chunk_start + CHUNK - HOUR, last_end)
         for field, query in queries().items():
             for labels, ts, raw in query_range(source, base, query, chunk_start, chunk_end, collected.warnings):
-                number = finite(raw)
+                number, why = dcgm.reading(SERIES[field], raw) if field in SERIES else (finite(raw), None)
+                if why not in (None, dcgm.NOT_FINITE):
+                    if (gpu := dcgm.series_key(dict(labels))) is not None:
+                        blanks[(SERIES[field], why)].add(gpu.key)
+                    continue
                 if number is None:
                     bad[field] += 1
                     continue
@@ -154,6 +200,8 @@ def collect(source, start, end):
                                   "(no energy for those hours)")
     collected.warnings += [f"{field}: {count} negative value(s) left out (a count is never negative)"
                            for field, count in sorted(negative_counts.items())]
+    for note, count in dcgm.blank_notes(blanks):
+        collected.quality.add("dcgm_blank", note, count=count)
     return collected
 
 

@@ -55,6 +55,11 @@ class HourRecord:
     pcie_replays: int | None = None
     retired_pages: int | None = None
     remapped_rows: int | None = None
+    # DCGM's row-remap gauges (0/1) over the hour: their last and highest reading (the pull makes health events).
+    row_remap_failure_last: int | None = None
+    row_remap_failure_max: int | None = None
+    row_remap_pending_last: int | None = None
+    row_remap_pending_max: int | None = None
 
 
 @dataclass
@@ -81,6 +86,8 @@ class SampleRecord:
     pcie_replay: float | None = None
     retired_pages: float | None = None  # single- and double-bit retired pages, summed
     remapped_rows: float | None = None  # correctable and uncorrectable remapped rows, summed
+    row_remap_failure: int | None = None  # DCGM's row-remap gauges (0/1): the pull makes health events of them
+    row_remap_pending: int | None = None
     mig: tuple = ()  # (instance id, profile) of the MIG instances summed into this GPU's figures
 
 
@@ -125,6 +132,8 @@ class Quality:
         "unknown_series": "Series that match no GPU",
         "mig_instances": "MIG instances (summed into their GPU)",
         "not_finite": "Samples that are not finite numbers (NaN, Inf)",
+        "dcgm_blank": "DCGM blank values: fields a GPU does not report (not supported, not found, not permitted), "
+                      "stored empty, never as a figure",
         "future": "Samples from the future (left out)",
         "warning": "Parse warnings",
     }

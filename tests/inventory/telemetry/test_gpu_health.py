@@ -156,8 +156,13 @@ def test_prometheus_health_queries_and_values(stub):
     assert (record.pcie_replays, record.memory_temp_max_c, record.retired_pages) == (None, None, None)
     assert "pcie_replays: 1 negative value(s) left out (a count is never negative)" in collected.warnings
     queries = prometheus.queries()
+    group = "UUID, Hostname, gpu, modelName, job, instance, GPU_I_ID, GPU_I_PROFILE"
+    # The volatile counter's increase, else the aggregate's; where a counter read a DCGM blank (2**63) in the hour,
+    # the blank itself (issue 34: a blank counter's increase is 0, which would pass for a count).
+    vol, agg = (f"max by ({group}) (max_over_time(DCGM_FI_DEV_ECC_SBE_{kind}_TOTAL[1h])) >= 9223372036854775808"
+                for kind in ("VOL", "AGG"))
     assert queries["ecc_sbe_errors"] == (
-        'sum by (UUID, Hostname, gpu, modelName, job, instance, GPU_I_ID, GPU_I_PROFILE) '
-        '(increase(DCGM_FI_DEV_ECC_SBE_VOL_TOTAL[1h])) or sum by (UUID, Hostname, gpu, modelName, job, instance, '
-        'GPU_I_ID, GPU_I_PROFILE) (increase(DCGM_FI_DEV_ECC_SBE_AGG_TOTAL[1h]))')
-    assert queries["nvlink_replay"].endswith("(increase(DCGM_FI_DEV_NVLINK_REPLAY_ERROR_COUNT_TOTAL[1h]))")
+        f"(sum by ({group}) (increase(DCGM_FI_DEV_ECC_SBE_VOL_TOTAL[1h]))) unless ({vol}) or "
+        f"(sum by ({group}) (increase(DCGM_FI_DEV_ECC_SBE_AGG_TOTAL[1h]))) unless ({agg}) or ({vol}) or ({agg})")
+    assert queries["nvlink_replay"].startswith(
+        f"(sum by ({group}) (increase(DCGM_FI_DEV_NVLINK_REPLAY_ERROR_COUNT_TOTAL[1h]))) unless")
