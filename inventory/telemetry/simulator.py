@@ -23,8 +23,10 @@ Scenarios, by the partitions ``seed_demo`` creates:
 - idle nodes (``IDLE_NODES``) and drained (degraded) nodes sit near 0 %; nodes in burn-in run stress
   tests at ~100 %; nodes not in use (delivered, in repair, retired) and GPUs in repair report nothing;
   degraded GPUs now and then report XID errors.
-- health: temperatures and the SM clock follow the load; degraded GPUs run 14 °C hotter, have remapped rows and
-  now and then count ECC single-bit, NVLink and PCIe replay errors; healthy ones count none.
+- health (``sim_health``): temperatures and the SM clock follow the load; degraded GPUs run 14 °C hotter, have
+  remapped rows and now and then count ECC single-bit, NVLink and PCIe replay errors; healthy ones count none.
+  GPUs without a memory-temperature sensor (GDDR boards: L40S, L4, T4…) report DCGM's "not supported" sentinel;
+  the demo's GPUs with a pending row remap report it, and one GPU a failed row remap.
 
 DCGM's energy counter (``energy_mj``) counts each GPU's energy since its driver loaded: every node reboots
 once a week (rolling maintenance, ``driver_loaded``), at an hour of its own, and its GPUs' counters start
@@ -42,7 +44,7 @@ from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 from functools import lru_cache
 
-from . import dcgm
+from . import dcgm, sim_health
 from .records import HourRecord
 
 EPOCH = datetime(2024, 1, 1, tzinfo=UTC).timestamp()
@@ -367,63 +369,8 @@ def gpu_sample(gpu, moment, current=None):
         dcgm.PIPE_TENSOR_ACTIVE: round(tensor, 6),
         dcgm.XID_ERRORS: xid(gpu, t),
         dcgm.TOTAL_ENERGY: round(energy_mj(gpu, t)),
-        **health_sample(gpu, t, util, power),
+        **sim_health.health_sample(gpu, t, util, power),
     }
-
-
-# --- health: temperatures and clocks follow the load; degraded GPUs run hot and count errors ----------------
-
-# series → (rollup field, hash channel, chance of an hour with errors, most errors in such an hour)
-ERROR_COUNTERS = {
-    dcgm.ECC_SBE_VOL: ("ecc_sbe_errors", 11, 0.3, 6), dcgm.NVLINK_ERRORS[0]: ("nvlink_errors", 12, 0.1, 3),
-    dcgm.PCIE_REPLAY: ("pcie_replays", 13, 0.15, 4),
-}
-
-
-def temperatures(gpu, util, power):
-    """(GPU °C, memory °C, SM clock MHz): warmer with power, a degraded GPU 14 °C hotter (a failing fan)."""
-    gpu_c = 27 + 48 * power / gpu.tdp_w + seed(gpu.uuid) % 5 + (14 if gpu.state == "degraded" else 0)
-    clock = 345 + (1980 - 345) * min(1.0, util / 20)  # boost clock as soon as it computes
-    return gpu_c, gpu_c + 6, clock
-
-
-def hour_errors(gpu, hour, series):
-    """Errors a degraded GPU's ``series`` counts in the hour that starts at ``hour`` (unix seconds); 0 elsewhere."""
-    if gpu.state != "degraded":
-        return 0
-    _, channel, chance, most = ERROR_COUNTERS[series]
-    g, h = seed(gpu.uuid), int(hour // HOUR)
-    return 1 + int(unit(g, h, channel + 10) * most) if unit(g, h, channel) < chance else 0
-
-
-def error_counter(gpu, t, series):
-    """The counter at ``t``: errors since the driver loaded, an hour's errors counted from its start."""
-    if gpu.state != "degraded":
-        return 0
-    hour = int(t // HOUR * HOUR)
-    return sum(hour_errors(gpu, h, series) for h in range(int(driver_loaded(gpu.node, t)), hour + 1, HOUR))
-
-
-def remapped_rows(gpu):
-    return 2 + seed(gpu.uuid) % 3 if gpu.state == "degraded" else 0
-
-
-def health_sample(gpu, t, util, power):
-    gpu_c, memory_c, clock = temperatures(gpu, util, power)
-    return {dcgm.GPU_TEMP: round(gpu_c), dcgm.MEMORY_TEMP: round(memory_c), dcgm.SM_CLOCK: round(clock),
-            **{series: error_counter(gpu, t, series) for series in ERROR_COUNTERS},
-            dcgm.ECC_DBE_VOL: 0, dcgm.CORRECTABLE_REMAPPED_ROWS: remapped_rows(gpu),
-            dcgm.UNCORRECTABLE_REMAPPED_ROWS: 0}
-
-
-def health_hour(gpu, hour, util, power):
-    """The health fields of a backfilled hour, from the same model as the live page's: ``util`` and ``power``
-    at the hour's moments."""
-    readings = [temperatures(gpu, u, p) for u, p in zip(util, power, strict=True)]
-    errors = {field: hour_errors(gpu, hour, series) for series, (field, *_) in ERROR_COUNTERS.items()}
-    return {"gpu_temp_max_c": max(r[0] for r in readings), "memory_temp_max_c": max(r[1] for r in readings),
-            "sm_clock_mean_mhz": sum(r[2] for r in readings) / len(readings), "ecc_dbe_errors": 0,
-            "remapped_rows": remapped_rows(gpu), **errors}
 
 
 def values(gpu, t, current):
@@ -551,7 +498,7 @@ def hour_records(gpus, start, end, points=POINTS, interval_seconds=60):
                     tensor_active_mean=sum(tensor) / points, samples=scrapes, xid_last=gauge[-1],
                     xid_max=max(gauge), xid_min=min(gauge),
                     xid_changes=sum(1 for a, b in zip(gauge, gauge[1:], strict=False) if a != b),
-                    **health_hour(gpu, hour, util, power),
+                    **sim_health.health_hour(gpu, hour, util, power),
                 ))
     return records
 

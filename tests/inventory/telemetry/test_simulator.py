@@ -17,6 +17,7 @@ from inventory.management.commands.simulate_telemetry import Command
 from inventory.models import GPUHourly, SlurmJob, TelemetrySource
 from inventory.telemetry import dcgm, exporter, simulator, slurm
 from inventory.telemetry.pull import pull
+from inventory.telemetry.records import Quality
 from inventory.telemetry.simulator import SimGPU, SimNode
 from tests.factories import make_gpu, make_node
 from tests.helpers.pgserver import free_port
@@ -253,3 +254,34 @@ def test_command_serves_metrics_and_jobs():
         thread.join(5)
     assert f"{base}/metrics" in out.getvalue() and f"{base}/slurmdb/v0.0.40/jobs" in out.getvalue()
     assert not thread.is_alive()
+
+
+def test_gpus_without_a_memory_sensor_and_row_remaps(demo):
+    """Issue 34: a GDDR board (an L40S) reports DCGM's "not supported" sentinel as its memory temperature, on the
+    live page and in the backfilled hours (None, never a figure); the demo's GPUs whose incidents say a row remap is
+    pending report it, and one GPU in service a failed remap."""
+    _, gpus, records = demo
+    node = SimNode("zrh-l40s-001", "inference", "platform", "zurich-dc1")
+    l40s = [SimGPU(f"GPU-l40s-{slot}", slot, node, "L40S", 48, 350) for slot in range(4)]
+    moment = END - timedelta(minutes=3)
+    assert simulator.gpu_sample(l40s[0], moment)[dcgm.MEMORY_TEMP] == 9223372036854775794  # DCGM_INT64_NOT_SUPPORTED
+    text = simulator.metrics_text(l40s, moment)
+    assert 'DCGM_FI_DEV_MEMORY_TEMP{gpu="0",UUID="GPU-l40s-0"' in text and "} 9223372036854775794\n" in text
+    warnings, quality = [], Quality()
+    read = exporter.sample_records(exporter.read_samples(text, "sim", warnings), moment, warnings, quality)
+    assert {record.memory_temp_c for record in read} == {None} and all(record.gpu_temp_c > 25 for record in read)
+    assert not warnings and quality.examples["dcgm_blank"] == [
+        "GPU-memory temperature: not supported on 4 GPUs (DCGM sentinel)"]
+    hours = simulator.hour_records(l40s, END - timedelta(hours=2), END)
+    assert {hour.memory_temp_max_c for hour in hours} == {None} and all(hour.gpu_temp_max_c for hour in hours)
+
+    flags = defaultdict(set)
+    for record in records:
+        flags[(record.row_remap_failure_last, record.row_remap_pending_last)].add(record.series.uuid)
+    assert flags[(1, 0)] == {"GPU-zrh-h100-014-5"}  # failed: replace it
+    assert flags[(0, 1)] == {"GPU-zrh-h100-012-6", "GPU-lys-h100-004-1"}  # pending: reset at the next drain
+    assert (1, 1) not in flags
+    failed = next(g for g in gpus if g.uuid == "GPU-zrh-h100-014-5")
+    sample = simulator.gpu_sample(failed, moment)
+    assert (sample[dcgm.ROW_REMAP_FAILURE], sample[dcgm.ROW_REMAP_PENDING], sample[dcgm.MEMORY_TEMP] < 100) == (
+        1, 0, True)
