@@ -1,10 +1,13 @@
 """What a pull learns about GPU health besides the rollups: XID events from the sticky XID gauge
-(``xid.py``), and the MIG instances seen on each GPU.
+(``xid.py``), health events from the row-remap gauges (``remap.py``), and the MIG instances seen on each GPU.
 
 ``save_xid_events`` reads each GPU's gauge readings in time order against the last value stored for it
 (``XidReading``) and writes one ``XidEvent`` per new non-zero code (unique per GPU, time and code, so a
 retried pull writes nothing twice). ``count_xid_events`` then sets each touched hour's ``xid_errors`` to its
 hardware events: the ageing rule and the fault tickets count events, not hours of a sticky value.
+
+``save_remap_events`` does the same for the row-remap gauges (failure, pending: 0/1), per GPU and gauge against
+``HealthReading``: one ``HealthEvent`` each time a gauge turns to 1.
 """
 
 from collections import defaultdict
@@ -13,8 +16,8 @@ from datetime import timedelta
 from django.db.models import Count, OuterRef, Subquery
 from django.db.models.functions import Coalesce
 
-from . import xid
-from .models import GPUHourly, MigInstance, XidEvent, XidReading
+from . import remap, xid
+from .models import GPUHourly, HealthEvent, HealthReading, MigInstance, XidEvent, XidReading
 from .rollups import floor_hour
 
 HOUR = timedelta(hours=1)
@@ -60,6 +63,50 @@ def save_xid_events(source, hours, samples, now):
         [XidEvent(gpu_id=gpu_id, source=source, ts=ts, hour=floor_hour(ts), code=code, kind=xid.kind_of(code))
          for gpu_id, ts, code in events], ignore_conflicts=True, batch_size=2000)
     XidReading.objects.bulk_create(last, update_conflicts=True, unique_fields=["gpu"], update_fields=["code", "ts"])
+    return events
+
+
+def remap_readings(hours, samples, now):
+    """(GPU id, event kind) → the row-remap gauge's ``xid.Reading``\\ s in time order (1 for on, 0 for off), read
+    as ``readings`` reads the XID gauge: an hour by its end, with its highest value as ``passed``."""
+    found = defaultdict(list)
+    for gpu_id, record in hours:
+        for kind in remap.GAUGES:
+            last, highest = getattr(record, f"{kind}_last"), getattr(record, f"{kind}_max")
+            if last is None and highest is None:
+                continue
+            found[(gpu_id, kind)].append(xid.Reading(ts=min(record.hour + HOUR - LAST_MOMENT, now),
+                                                     code=int(bool(last)), passed=int(bool(highest))))
+    for gpu_id, record in samples:
+        for kind in remap.GAUGES:
+            if getattr(record, kind) is not None:
+                found[(gpu_id, kind)].append(xid.Reading(ts=record.ts, code=int(bool(getattr(record, kind)))))
+    for values in found.values():
+        values.sort(key=lambda reading: reading.ts)
+    return found
+
+
+def save_remap_events(source, hours, samples, now):
+    """Write the health events in the row-remap readings of this pull; returns them as ``(gpu id, ts, kind)``."""
+    found = remap_readings(hours, samples, now)
+    if not found:
+        return []
+    state = {(row.gpu_id, row.kind): row
+             for row in HealthReading.objects.filter(gpu_id__in={gpu_id for gpu_id, _ in found})}
+    events, last = [], []
+    for (gpu_id, kind), values in found.items():
+        before = state.get((gpu_id, kind))
+        newer = [reading for reading in values if before is None or reading.ts > before.ts]
+        if not newer:
+            continue
+        turned_on, value = xid.events(before.value if before else 0, newer)
+        events += [(gpu_id, ts, kind) for ts, _ in turned_on]
+        last.append(HealthReading(gpu_id=gpu_id, kind=kind, value=value, ts=newer[-1].ts))
+    HealthEvent.objects.bulk_create(
+        [HealthEvent(gpu_id=gpu_id, source=source, ts=ts, hour=floor_hour(ts), kind=kind)
+         for gpu_id, ts, kind in events], ignore_conflicts=True, batch_size=2000)
+    HealthReading.objects.bulk_create(last, update_conflicts=True, unique_fields=["gpu", "kind"],
+                                      update_fields=["value", "ts"])
     return events
 
 

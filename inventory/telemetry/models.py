@@ -295,6 +295,55 @@ class XidReading(models.Model):
         return f"GPU {self.gpu_id}: XID {self.code} at {self.ts:%Y-%m-%d %H:%M}"
 
 
+class HealthKind(models.TextChoices):
+    """DCGM gauges whose turning to 1 is a health event (``remap.py``)."""
+
+    ROW_REMAP_FAILURE = "row_remap_failure", "Row remap failure"
+    ROW_REMAP_PENDING = "row_remap_pending", "Row remap pending"
+
+
+class HealthEvent(models.Model):
+    """A GPU's row-remap gauge turned to 1 (``remap.py``): counted once however long the gauge stays there."""
+
+    Kind = HealthKind
+
+    gpu = models.ForeignKey("inventory.GPU", on_delete=models.CASCADE, related_name="health_events")
+    source = models.ForeignKey(TelemetrySource, on_delete=models.SET_NULL, null=True, blank=True, related_name="+")
+    ts = models.DateTimeField(help_text="When the gauge was first read at 1.")
+    hour = models.DateTimeField(help_text="The hour of ts.")
+    kind = models.CharField(max_length=30, choices=Kind.choices)
+
+    class Meta:
+        ordering = ["-ts"]
+        constraints = [models.UniqueConstraint(fields=["gpu", "ts", "kind"], name="health_event_unique")]
+        indexes = [models.Index(fields=["hour"]), models.Index(fields=["gpu", "-ts"])]
+
+    def __str__(self):
+        return f"{self.get_kind_display()} on GPU {self.gpu_id} at {self.ts:%Y-%m-%d %H:%M}"
+
+    @property
+    def meaning(self):
+        from .remap import meaning
+
+        return meaning(self.kind)
+
+
+class HealthReading(models.Model):
+    """The last value of a GPU's row-remap gauge the portal read, and when: a new reading is an event only if it
+    turns to 1; a gauge reading 1 now marks the GPU (its badge)."""
+
+    gpu = models.ForeignKey("inventory.GPU", on_delete=models.CASCADE, related_name="+")
+    kind = models.CharField(max_length=30, choices=HealthKind.choices)
+    value = models.PositiveIntegerField(default=0)
+    ts = models.DateTimeField()
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["gpu", "kind"], name="health_reading_unique")]
+
+    def __str__(self):
+        return f"GPU {self.gpu_id}: {self.kind} = {self.value} at {self.ts:%Y-%m-%d %H:%M}"
+
+
 class MigInstance(models.Model):
     """A MIG GPU instance (``GPU_I_ID`` / ``GPU_I_PROFILE`` labels) of a physical GPU, as a source last saw it.
     Its figures are summed into the GPU's (``dcgm.combine_instances``)."""
@@ -450,7 +499,8 @@ class PullReport(models.Model):
 
     # What ``pull.store`` counts, in words for the page.
     COUNT_LABELS = {"hours": "hours rolled up", "samples": "samples", "jobs": "jobs", "unknown": "unknown GPUs",
-                    "xid_events": "XID events", "mig_instances": "MIG instances"}
+                    "xid_events": "XID events", "health_events": "health events (row remap)",
+                    "mig_instances": "MIG instances"}
 
     def read(self):
         """The counts as ``(value, words)`` pairs, in the order the pull wrote them."""

@@ -12,7 +12,7 @@
    portal cannot read ends the pull as failed with the reason, whatever the parser raised: a source never
    keeps showing "ok" after a crash.
 6. Keep a ``PullReport``: counts and the data-quality notes (jobs clipped or skipped and why, unknown
-   series, MIG instances, values that are not numbers, warnings), shown on the source's page.
+   series, MIG instances, values that are not numbers, DCGM blank values, warnings), shown on the source's page.
 """
 
 import logging
@@ -119,6 +119,7 @@ def store(source, collected, now):
     hours = upsert_gpu_hours(matched_hours)
     samples = match(collected.samples)
     xid_events = health.save_xid_events(source, matched_hours, samples, now)
+    health_events = health.save_remap_events(source, matched_hours, samples, now)
     if samples:
         TelemetrySample.objects.bulk_create(
             [TelemetrySample(source=source, gpu_id=gpu_id, **sample_fields(record)) for gpu_id, record in samples],
@@ -133,7 +134,7 @@ def store(source, collected, now):
     save_jobs(source, collected.jobs, now, collected.quality)
     save_unknown(source, unknown.values(), now)
     return {"hours": len(hours), "samples": len(samples), "jobs": len(collected.jobs), "unknown": len(unknown),
-            "xid_events": len(xid_events), "mig_instances": mig}
+            "xid_events": len(xid_events), "health_events": len(health_events), "mig_instances": mig}
 
 
 def record_time(record):

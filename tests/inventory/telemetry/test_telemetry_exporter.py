@@ -118,7 +118,8 @@ def test_pull_matches_by_uuid_then_hostname_and_lists_unknown_gpus(fleet, stub):
 
     summary = pull(source, now=NOW)
 
-    assert summary == {"hours": 1, "samples": 2, "jobs": 0, "unknown": 1, "xid_events": 1, "mig_instances": 0}
+    assert summary == {"hours": 1, "samples": 2, "jobs": 0, "unknown": 1, "xid_events": 1, "health_events": 0,
+                       "mig_instances": 0}
     assert set(TelemetrySample.objects.values_list("gpu_id", flat=True)) == {fleet[0].pk, fleet[1].pk}
     unknown = UnknownSeries.objects.get(source=source)
     assert (unknown.key, unknown.hostname, unknown.gpu_index) == (UUID_9, "dgx-zrh-099", "0")

@@ -17,8 +17,9 @@ import requests
 from django.utils import timezone
 
 from inventory.management.commands.simulate_telemetry import serve_in_thread
-from inventory.models import GPUHourly, NodeHourly, TelemetrySource, UnknownSeries, XidEvent
-from inventory.telemetry import prometheus, simulator
+from inventory.models import GPUHourly, NodeHourly, PullReport, TelemetrySource, UnknownSeries, XidEvent
+from inventory.telemetry import dcgm, prometheus, sim_health, simulator
+from inventory.telemetry.models import HealthEvent
 from inventory.telemetry.pull import pull
 from inventory.telemetry.records import SourceError
 from inventory.telemetry.rollups import floor_hour
@@ -113,6 +114,17 @@ def test_pull_from_a_real_prometheus(fleet, monkeypatch):
     monkeypatch.setattr(simulator, "xid", lambda gpu, t: 79 if gpu.uuid == by_uuid.uuid else real_xid(gpu, t))
     monkeypatch.setattr(simulator, "energy_mj", lambda gpu, t: 3.6e6 * (t - started) if gpu.uuid == by_uuid.uuid
                         else real_energy(gpu, t))
+    # DCGM blanks (issue 34): the other GPU is an L40S (no memory sensor: DCGM's "not supported") whose ECC counter
+    # is "not supported" too (a mean or increase of it must not pass for a figure); the first one's row remap failed.
+    served[1] = dataclasses.replace(served[1], model_name="L40S")
+    real_health = sim_health.health_sample
+
+    def health(gpu, t, util, power):
+        values = real_health(gpu, t, util, power)
+        return {**values, dcgm.ECC_SBE_VOL: sim_health.NOT_SUPPORTED} if gpu.uuid == served[1].uuid else values
+
+    monkeypatch.setattr(sim_health, "health_sample", health)
+    monkeypatch.setattr(sim_health, "ROW_REMAP_FAILED", {("dgx-it-001", 0)})
     exporter = serve_in_thread(port=0, fleet=lambda: served)
     server = RealPrometheus(f"127.0.0.1:{exporter.server_address[1]}")
     try:
@@ -145,8 +157,12 @@ def test_pull_from_a_real_prometheus(fleet, monkeypatch):
             if row.samples == 1:  # an hour the run just touched: one reading of the counter measures nothing
                 assert row.energy_wh is None
             # health (issue 19): a burn-in GPU runs warm at its boost clock, counts no errors, has no remapped rows
-            assert 50 < row.gpu_temp_max_c < row.memory_temp_max_c < 90 and row.sm_clock_mean_mhz > 1900
-            assert row.ecc_sbe_errors in (0, None) and row.remapped_rows == 0 and row.retired_pages is None
+            assert 50 < row.gpu_temp_max_c < 90 and row.sm_clock_mean_mhz > 1900
+            assert row.remapped_rows == 0 and row.retired_pages is None
+            if gpu == by_uuid:
+                assert row.gpu_temp_max_c < row.memory_temp_max_c < 90 and row.ecc_sbe_errors in (0, None)
+            else:  # the L40S: DCGM's blanks are no value, neither 9.2e18 °C nor 0 errors
+                assert row.memory_temp_max_c is None and row.ecc_sbe_errors is None
     # energy: increase() of the counter over the hour, about one sample interval (1 s) per sample
     measured = GPUHourly.objects.filter(gpu=by_uuid, samples__gt=1)
     assert measured and all(row.energy_wh == pytest.approx(row.samples, abs=1.5) for row in measured)  # 1 Wh a s
@@ -156,6 +172,12 @@ def test_pull_from_a_real_prometheus(fleet, monkeypatch):
     assert sum(GPUHourly.objects.filter(gpu=by_uuid).values_list("xid_errors", flat=True)) == 1
     assert list(XidEvent.objects.filter(gpu=by_uuid).values_list("code", "kind")) == [(79, "hardware")]
     assert not GPUHourly.objects.filter(gpu=by_slot, xid_errors__gt=0).exists()
+    # the failed row remap: one health event, in the first hour; the blanks said on the data-quality panel
+    assert list(HealthEvent.objects.values_list("gpu", "kind")) == [(by_uuid.pk, "row_remap_failure")]
+    examples = PullReport.objects.filter(source=source).first().examples["dcgm_blank"]
+    assert examples == [
+        "single-bit ECC errors: blank, not supported or not permissioned on 1 GPU (DCGM sentinel)",
+        "GPU-memory temperature: blank, not supported or not permissioned on 1 GPU (DCGM sentinel)"]
     # idempotent: the second pull rewrote the same hours with the same values
     assert {(row.gpu_id, row.hour): [getattr(row, name) for name in ROLLUP] for row in GPUHourly.objects.all()} == rows
     assert NodeHourly.objects.count() == node_rows == len({hour for _, hour in rows})
