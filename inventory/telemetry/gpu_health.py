@@ -3,7 +3,9 @@ GPU's health figures over it from the rollups, and the badges that flag what nee
 
 Two queries whatever the number of GPUs or buckets: the GPUs, then their rollup rows in the range (hourly rows up
 to ``HOURLY_DAYS`` days, daily rows beyond). A bucket without a row, or a field the exporter does not publish, is
-None (a gap on the chart), never 0; a badge is raised only on figures that were reported.
+None (a gap on the chart), never 0; a badge is raised only on figures that were reported. A sensor the GPU lacks
+(no memory temperature in a range it reported in: DCGM said "not supported", or no series) shows "no sensor".
+The row-remap gauges read 1 now (``HealthReading``, one more query) raise "row remap failed" / "pending" badges.
 """
 
 from collections import defaultdict
@@ -14,8 +16,9 @@ from django.conf import settings
 from django.db.models import F
 from django.utils import timezone
 
+from . import remap
 from .charts import time_label
-from .models import GPUDaily, GPUHourly, XidEvent
+from .models import GPUDaily, GPUHourly, HealthEvent, HealthReading, XidEvent
 from .rollups import day_start, floor_hour
 
 # Rollup field → (chart title, unit). The order is the GPU page's order of charts.
@@ -33,6 +36,8 @@ METRICS = {
     "remapped_rows": ("Remapped rows", "rows"),
 }
 COUNTS = {"ecc_sbe_errors", "ecc_dbe_errors", "xid_errors", "nvlink_errors", "pcie_replays", "remapped_rows"}
+# Metrics a GPU may have no sensor for (GDDR boards have no memory-temperature sensor) → what it lacks.
+SENSORS = {"memory_temp_max_c": "memory-temperature sensor"}
 DEFAULT_METRIC = "gpu_temp_max_c"
 RANGES = {"24h": ("24 hours", timedelta(hours=24)), "7d": ("7 days", timedelta(days=7)),
           "30d": ("30 days", timedelta(days=30))}
@@ -128,7 +133,7 @@ def figures(gpu_ids, chosen):
 
 @dataclass(frozen=True)
 class Badge:
-    key: str  # hot, ecc, xid, nvlink, pcie, remapped, ok, no-data
+    key: str  # row_remap_failure, row_remap_pending, hot, ecc, xid, nvlink, pcie, remapped, ok, no-data
     text: str
     severity: str  # "bad", "warn", "ok", "muted"
     title: str = ""
@@ -144,10 +149,11 @@ def highest(values):
     return max(present) if present else None
 
 
-def badges(values):
-    """What a GPU's figures over the range flag: hot, ECC errors, XID events, NVLink / PCIe errors, remapped rows;
-    "healthy" when it reported and nothing is flagged; "no health data" when it reported nothing."""
-    found = []
+def badges(values, remap_on=()):
+    """What a GPU's figures over the range flag: a row-remap gauge that reads 1 now (``remap_on``: its kinds), hot,
+    ECC errors, XID events, NVLink / PCIe errors, remapped rows; "healthy" when it reported and nothing is flagged;
+    "no health data" when it reported nothing."""
+    found = [Badge(kind, *remap.BADGES[kind]) for kind in remap.BADGES if kind in remap_on]
     hot_c, memory_hot_c = settings.GPU_HOT_C, settings.GPU_MEMORY_HOT_C
     hottest, memory = highest(values["gpu_temp_max_c"]), highest(values["memory_temp_max_c"])
     if hottest is not None and hottest >= hot_c:
@@ -179,6 +185,28 @@ def badges(values):
     if any(v is not None for metric in METRICS for v in values[metric]):
         return [Badge("ok", "healthy", "ok", "reported, and nothing flagged in the range")]
     return [Badge("no-data", "no health data", "muted", "no telemetry in the range")]
+
+
+def no_sensor(values, metric):
+    """What the GPU lacks when ``metric`` is one a GPU may have no sensor for and it reported none of it in a range
+    in which it reported other figures (None otherwise): drawn as "no sensor", never as an empty chart or 0."""
+    if metric not in SENSORS or any(v is not None for v in values[metric]):
+        return None
+    reported = any(v is not None for other in METRICS if other != metric for v in values[other])
+    return SENSORS[metric] if reported else None
+
+
+def remap_states(gpu_ids):
+    """GPU id → the row-remap gauges that read 1 at their last reading (event kinds). One query."""
+    found = defaultdict(set)
+    for gpu_id, kind in HealthReading.objects.filter(gpu_id__in=gpu_ids, value__gt=0).values_list("gpu_id", "kind"):
+        found[gpu_id].add(kind)
+    return found
+
+
+def health_events(gpu_id, limit=20):
+    """A GPU's latest health events (row remap failed / pending), newest first."""
+    return list(HealthEvent.objects.filter(gpu_id=gpu_id)[:limit])
 
 
 def series_chart(chosen, metric, lines):

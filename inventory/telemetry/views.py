@@ -231,14 +231,19 @@ class GPUHealthMixin:
             error, metric = f"Unknown metric '{metric}'.", gpu_health.DEFAULT_METRIC
         gpus = self.health_gpus()
         figures = gpu_health.figures([gpu["pk"] for gpu in gpus], chosen)
+        remap_on = gpu_health.remap_states([gpu["pk"] for gpu in gpus])
         for gpu in gpus:
-            gpu["badges"] = gpu_health.badges(figures[gpu["pk"]])
+            gpu["badges"] = gpu_health.badges(figures[gpu["pk"]], remap_on.get(gpu["pk"], ()))
         context["health"] = {
             "span": chosen, "error": error, "metric": metric, "metrics": gpu_health.METRICS, "gpus": gpus,
             "ranges": gpu_health.RANGES, "charts": self.health_charts(gpus, figures, chosen, metric),
             "has_data": any(badge.key != "no-data" for gpu in gpus for badge in gpu["badges"]),
+            "events": self.health_events(),
         }
         return context
+
+    def health_events(self):
+        return []
 
 
 class NodeHealthMixin(GPUHealthMixin):
@@ -248,7 +253,8 @@ class NodeHealthMixin(GPUHealthMixin):
 
     def health_charts(self, gpus, figures, chosen, metric):
         return [{"id": f"health-{gpu['name']}", "title": gpu["name"], "url": gpu["url"], "badges": gpu["badges"],
-                 "data": gpu_health.series_chart(chosen, metric, [(gpu["name"], figures[gpu["pk"]][metric])])}
+                 "data": gpu_health.series_chart(chosen, metric, [(gpu["name"], figures[gpu["pk"]][metric])]),
+                 "no_sensor": gpu_health.no_sensor(figures[gpu["pk"]], metric)}
                 for gpu in gpus]
 
 
@@ -259,5 +265,9 @@ class GPUOwnHealthMixin(GPUHealthMixin):
     def health_charts(self, gpus, figures, chosen, metric):
         values = figures[self.object.pk]
         return [{"id": f"health-{name}", "title": f"{title} ({unit})", "url": "",
-                 "data": gpu_health.series_chart(chosen, name, [(title, values[name])])}
+                 "data": gpu_health.series_chart(chosen, name, [(title, values[name])]),
+                 "no_sensor": gpu_health.no_sensor(values, name)}
                 for name, (title, unit) in gpu_health.METRICS.items()]
+
+    def health_events(self):
+        return gpu_health.health_events(self.object.pk)
