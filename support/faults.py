@@ -7,6 +7,9 @@
   Application errors (13, 31, 43, 45…: the job's own fault) open nothing and degrade nothing;
 - ``ecc``: a GPU with ``SUPPORT_ECC_REPEAT`` or more ECC XID events (48, 63, 64, 92, 94, 95, 140) in the window;
   they are never reported as plain XID errors;
+- ``row_remap``: a GPU whose DCGM row-remap failure gauge turned to 1 in the window (``inventory.telemetry.remap``):
+  a memory row could not be remapped, the GPU must be replaced (NVIDIA's guidance: RMA). A *pending* remap (the
+  GPU needs a reset) opens nothing: it is the GPU page's badge and event;
 - an event counts once: events from before the latest ticket of the same fault on the GPU (open or resolved)
   open nothing again, so a GPU returned to service after its ticket is not degraded again by the same
   (sticky) code; a new event after that opens a new ticket;
@@ -33,8 +36,8 @@ from django.utils import timezone
 
 from inventory import lifecycle
 from inventory.models import GPU, LifecycleState, Node
-from inventory.telemetry import xid
-from inventory.telemetry.models import GPUHourly, NodeHourly, XidEvent
+from inventory.telemetry import remap, xid
+from inventory.telemetry.models import GPUHourly, HealthEvent, NodeHourly, XidEvent
 from inventory.telemetry.rollups import floor_hour
 
 from . import notifications, workflow
@@ -79,7 +82,7 @@ def detect(now=None):
     gpus = GPU.objects.filter(state__in=WATCHED).select_related("node")
 
     events = defaultdict(list)  # GPU id → its new hardware XID events in the window, oldest first
-    latest = latest_tickets(F.XID, F.ECC)
+    latest = latest_tickets(F.XID, F.ECC, F.ROW_REMAP)
     for gpu_id, ts, code in (XidEvent.objects.filter(ts__gte=start, kind=xid.HARDWARE, gpu__state__in=WATCHED)
                              .order_by("ts").values_list("gpu_id", "ts", "code")):
         events[gpu_id].append((ts, code))
@@ -93,6 +96,17 @@ def detect(now=None):
         new = since_ticket(latest, F.XID, gpu, [(ts, code) for ts, code in seen if code not in xid.ECC_CODES])
         if new:
             faults.append(Fault(F.XID, event_detail(new, hours), node=gpu.node, gpu=gpu))
+
+    failed = defaultdict(list)  # GPU id → when its row-remap failure gauge turned to 1 in the window
+    for gpu_id, ts in (HealthEvent.objects.filter(ts__gte=start, kind=remap.FAILURE, gpu__state__in=WATCHED)
+                       .order_by("ts").values_list("gpu_id", "ts")):
+        failed[gpu_id].append((ts, remap.FAILURE))
+    for gpu in gpus.filter(pk__in=list(failed)):
+        new = since_ticket(latest, F.ROW_REMAP, gpu, failed[gpu.pk])
+        if new:
+            first = timezone.localtime(new[0][0])
+            faults.append(Fault(F.ROW_REMAP, f"DCGM_FI_DEV_ROW_REMAP_FAILURE read 1 at {first:%Y-%m-%d %H:%M}. "
+                                             f"{remap.meaning(remap.FAILURE)}", node=gpu.node, gpu=gpu))
 
     node_reported = NodeHourly.objects.filter(node=OuterRef("node"), hour__gte=start, samples__gt=0)
     gpu_reported = GPUHourly.objects.filter(gpu=OuterRef("pk"), hour__gte=start, samples__gt=0)

@@ -122,6 +122,7 @@ class TicketFault(models.TextChoices):
     GPU_MISSING = "gpu_missing", "GPU missing from telemetry"
     NODE_SILENT = "node_silent", "Node silent"
     ECC = "ecc", "Repeated ECC errors"
+    ROW_REMAP = "row_remap", "Row remap failure"
 
 
 class Ticket(models.Model):

@@ -80,3 +80,36 @@ def test_a_ticket_opened_by_hand_shows_no_fault_metric(engineer_client):
     gpu = faulty_gpu()
     ticket = Ticket.objects.create(title="Slow", description="slow", gpu=gpu, node=gpu.node)
     assert 'id="fault-metric"' not in engineer_client.get(ticket.get_absolute_url()).content.decode()
+
+
+def remap_event(gpu, kind, ts):
+    from inventory.telemetry.models import HealthEvent
+
+    return HealthEvent.objects.create(gpu=gpu, ts=ts, hour=hour(ts), kind=kind)
+
+
+def test_a_row_remap_failure_opens_a_ticket_that_says_to_replace_the_gpu(engineer_client):
+    """DCGM_FI_DEV_ROW_REMAP_FAILURE turning to 1 (issue 34): the memory cannot be repaired any more, NVIDIA's guidance
+    is an RMA. One ticket (hardware, the GPU degraded), none again while it is open; a pending remap (the GPU needs
+    a reset) opens nothing."""
+    from inventory.telemetry import remap
+
+    gpu = faulty_gpu()
+    other = make_gpu(node=gpu.node)
+    for state in (L.BURN_IN, L.IN_SERVICE):
+        transition(other, state)
+    now = timezone.now()
+    remap_event(gpu, remap.FAILURE, now - timedelta(minutes=10))
+    remap_event(other, remap.PENDING, now - timedelta(minutes=10))
+
+    [ticket] = faults.open_tickets(faults.detect(now))
+    assert (ticket.fault, ticket.gpu, ticket.fault_key) == (Ticket.Fault.ROW_REMAP, gpu, f"row_remap:gpu:{gpu.pk}")
+    assert ticket.title == f"Row remap failure on {gpu}" and ticket.category == Ticket.Category.HARDWARE
+    assert "DCGM_FI_DEV_ROW_REMAP_FAILURE read 1" in ticket.description
+    assert "The GPU must be replaced (NVIDIA's guidance: RMA)." in ticket.description
+    gpu.refresh_from_db()
+    other.refresh_from_db()
+    assert (gpu.state, other.state) == (L.DEGRADED, L.IN_SERVICE)
+    assert faults.open_tickets(faults.detect(now)) == []  # its ticket is open
+    html = engineer_client.get(ticket.get_absolute_url()).content.decode()
+    assert "Row remap failure" in html and "RMA" in html
