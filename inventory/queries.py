@@ -7,6 +7,7 @@ from django.db import connection
 from django.db.models import Count, Exists, F, OuterRef, Sum
 from django.utils import timezone
 
+from portal.forms import object_id
 from portal.search import search_kinds
 
 from .lifecycle import state_since
@@ -157,8 +158,7 @@ def filter_choices(site=None, teams=True):
 
 def chosen_site(data):
     """The site id a filter's query string chooses (``?site=2``), or None: the partitions to offer follow it."""
-    site = data.get("site")
-    return site if str(site or "").isdigit() else None
+    return object_id(data.get("site"))  # raw SQL takes it: no '²', nothing past a bigint
 
 
 def unknown_partition(site, partition, known):

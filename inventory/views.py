@@ -10,6 +10,7 @@ from django.urls import reverse
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.views import View
 
+from portal.forms import object_id
 from portal.generic import (
     ModelPermissionMixin,
     ObjectImportView,
@@ -109,7 +110,7 @@ class BulkTransitionView(ModelPermissionMixin, View):
         if not url_has_allowed_host_and_scheme(back, allowed_hosts={request.get_host()}):
             back = reverse(url_name(self.model, "list"))
         form = TransitionForm(request.POST)
-        selected = [pk for pk in request.POST.getlist("select") if pk.isdigit()]
+        selected = [pk for pk in map(object_id, request.POST.getlist("select")) if pk]
         if not selected or not form.is_valid():
             messages.error(request, "Select at least one row and a new state.")
             return HttpResponseRedirect(back)

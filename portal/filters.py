@@ -1,11 +1,12 @@
-"""The base of every app's filter sets (list pages and API alike): the ``q`` search, the state checkboxes and the
-Any / Yes / No boolean."""
+"""The base of every app's filter sets (list pages and API alike): the ``q`` search, the state checkboxes, the
+Any / Yes / No boolean and a calendar month; and the list pages' paginator."""
 
 import django_filters
 from django import forms
+from django.core.paginator import Paginator
 from django.db.models import Q
 
-from .forms import CheckboxSelectMultiple, Select
+from .forms import CheckboxSelectMultiple, MonthField, Select
 
 STATE_WIDGET = CheckboxSelectMultiple(attrs={"class": "inline-choices"})
 
@@ -38,3 +39,21 @@ class SearchFilterSet(django_filters.FilterSet):
         for field in self.search_fields:
             match |= Q(**{f"{field}__icontains": value})
         return queryset.filter(match)
+
+
+class MonthFilter(django_filters.CharFilter):
+    """A calendar month, "YYYY-MM" (``portal.forms.MonthField``): the filter's method gets its first day. A text
+    filter to the API schema, as it was."""
+
+    field_class = MonthField
+
+
+MAX_PER_PAGE = 500
+
+
+class BoundedPaginator(Paginator):
+    """The list pages' paginator. django-tables2 takes ``?per_page=`` from the URL as it is: a negative one was a 500,
+    a huge one every row on one page. Kept from 1 to ``MAX_PER_PAGE``."""
+
+    def __init__(self, object_list, per_page, *args, **kwargs):
+        super().__init__(object_list, min(max(int(per_page), 1), MAX_PER_PAGE), *args, **kwargs)

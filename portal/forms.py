@@ -1,4 +1,8 @@
+import re
+from datetime import date
+
 from django import forms
+from django.core.exceptions import BadRequest
 from django.forms.models import ModelChoiceIterator
 from django.forms.utils import flatatt
 from django.utils.html import escape
@@ -82,3 +86,80 @@ class TokenForm(forms.Form):
     expires_in_days = forms.IntegerField(
         min_value=1, max_value=3650, required=False, help_text="Leave empty for a token that does not expire."
     )
+
+
+# --- Values from a URL or a form: one parser each, for every page and the API ------------------------------------
+
+MAX_ID = 2**63 - 1  # the largest id a BigAutoField (PostgreSQL's bigint) holds: a larger one is a DataError
+
+
+def whole_number(value, low=0, high=MAX_ID):
+    """``value`` as a whole number from ``low`` to ``high``, or None. ASCII digits only: ``"²".isdigit()`` is true
+    but ``int()`` and PostgreSQL refuse it."""
+    text = "" if value is None else str(value)
+    if not (text.isascii() and text.isdigit()):
+        return None
+    number = int(text)
+    return number if low <= number <= high else None
+
+
+def object_id(value):
+    """An object's id from a URL or a form (``?site=2``, ``job=7``), or None for anything no row can have."""
+    return whole_number(value, low=1)
+
+
+def required_id(value, name):
+    """``object_id(value)``; for anything no row can have, ``BadRequest``: a 400 that says so (``portal.middleware``)
+    rather than a ValueError from the lookup (``job=abc`` was a 500)."""
+    found = object_id(value)
+    if found is None:
+        raise BadRequest(f"“{name}” must be the id of an object: a whole number from 1.")
+    return found
+
+
+# The dates a URL or a form may name. Python's run from year 1 to 9999, and the portal counts from what it is given (the
+# next month, a range's hours, a time zone's offset): at either end that overflowed (``?month=9999-12``, a 500).
+FIRST_YEAR, LAST_YEAR = 1900, 2999
+DAY_PATTERN = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}")
+MONTH_PATTERN = re.compile(r"([0-9]{4})-(0[1-9]|1[0-2])")
+YEARS_MESSAGE = f"Enter a year from {FIRST_YEAR} to {LAST_YEAR}."
+
+
+class OutOfCalendar(ValueError):
+    """A well-formed date or month in a year out of ``FIRST_YEAR`` … ``LAST_YEAR``."""
+
+
+def parse_day(text):
+    """The date ``text`` ("YYYY-MM-DD") names; ``ValueError`` with a message for people."""
+    text = str(text).strip()
+    try:
+        day = date.fromisoformat(text) if DAY_PATTERN.fullmatch(text) else None
+    except ValueError:
+        day = None
+    if day is None:
+        raise ValueError("Enter a date as YYYY-MM-DD, e.g. 2026-11-30.")
+    if not FIRST_YEAR <= day.year <= LAST_YEAR:
+        raise OutOfCalendar(YEARS_MESSAGE)
+    return day
+
+
+def parse_month(text):
+    """The first day of the month ``text`` ("YYYY-MM") names; ``ValueError`` with a message for people."""
+    found = MONTH_PATTERN.fullmatch(str(text).strip())
+    if not found:
+        raise ValueError("Enter a month as YYYY-MM, e.g. 2026-11.")
+    if not FIRST_YEAR <= int(found[1]) <= LAST_YEAR:
+        raise OutOfCalendar(YEARS_MESSAGE)
+    return date(int(found[1]), int(found[2]), 1)
+
+
+class MonthField(forms.Field):
+    """A calendar month, "YYYY-MM": its first day (``parse_month``)."""
+
+    def to_python(self, value):
+        if value in self.empty_values:
+            return None
+        try:
+            return parse_month(value)
+        except ValueError as error:
+            raise forms.ValidationError(str(error), code="invalid") from None

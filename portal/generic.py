@@ -31,6 +31,8 @@ from django_tables2.export import ExportMixin
 
 from . import history, locking
 from .exports import EXPORT_PARAM, SafeTableExport, export_links, refuse_format
+from .filters import BoundedPaginator
+from .forms import required_id
 from .imports import decode, read_csv, run_import
 from .models import ImportJob
 from .tables import ColumnChoice, saved_columns
@@ -88,7 +90,7 @@ class ObjectListView(ModelPermissionMixin, ExportMixin, SingleTableMixin, Filter
         return f"{self.get_queryset().model._meta.verbose_name_plural.replace(' ', '-')}.{export_format}"
 
     def get_table_pagination(self, table):
-        return {"per_page": self.per_page}
+        return {"per_page": self.per_page, "paginator_class": BoundedPaginator}  # ?per_page=-1 was a 500
 
     def choosing_columns(self):
         """Whether the page shows the user's choice of columns: a table with a choice, not an export (the
@@ -504,7 +506,7 @@ class ObjectImportView(ModelPermissionMixin, View):
     def post(self, request):
         commit = "confirm" in request.POST
         if request.POST.get("job"):  # the confirmation of a preview that ran in the background
-            previewed = get_object_or_404(ImportJob, pk=request.POST["job"], user=request.user,
+            previewed = get_object_or_404(ImportJob, pk=required_id(request.POST["job"], "job"), user=request.user,
                                           importer=self.importer_path())
             return self.start_job(request, previewed.text, previewed.total, commit)
         form = ImportUploadForm(request.POST, request.FILES)

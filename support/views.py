@@ -20,6 +20,7 @@ from django_tables2 import RequestConfig
 from inventory.telemetry import charts as telemetry_charts
 from inventory.telemetry import gpu_health, xid
 from inventory.telemetry import queries as telemetry_queries
+from portal.forms import object_id, whole_number
 from portal.generic import LockedEditMixin, ObjectListView, ObjectView
 
 from . import faults, metrics, rma, sla, workflow
@@ -199,7 +200,7 @@ class TicketCreateView(TicketFormMixin, TicketAccessMixin, UpdateView):
         initial = {}
         for field in ("node", "gpu"):
             value = self.request.GET.get(field, "")
-            if value.isdigit():
+            if object_id(value):  # not isdigit(): "²" is a digit int() refuses
                 initial[field] = int(value)
         if "gpu" in initial and "node" not in initial:
             from inventory.models import GPU
@@ -400,7 +401,7 @@ class MetricsView(PermissionRequiredMixin, View):
 
     def get(self, request):
         days = request.GET.get("days", "")
-        days = int(days) if days.isdigit() and 0 < int(days) <= 3650 else metrics.DEFAULT_DAYS
+        days = whole_number(days, 1, 3650) or metrics.DEFAULT_DAYS
         data = metrics.summary(days)
         return render(request, "support/metrics.html", {
             "data": data, "charts": {key: json.dumps(value) for key, value in metrics.charts(data).items()},

@@ -16,6 +16,8 @@ from django.conf import settings
 from django.db.models import F
 from django.utils import timezone
 
+from portal.forms import OutOfCalendar, parse_day
+
 from . import remap
 from .charts import time_label
 from .models import GPUDaily, GPUHourly, HealthEvent, HealthReading, XidEvent
@@ -73,7 +75,9 @@ def span(params, now=None):
     now = now or timezone.now()
     if params.get("start") or params.get("end"):
         try:
-            first, last = date.fromisoformat(params.get("start", "")), date.fromisoformat(params.get("end", ""))
+            first, last = parse_day(params.get("start", "")), parse_day(params.get("end", ""))
+        except OutOfCalendar as error:  # a year the ranges cannot count in (9999-12-31 overflowed)
+            return span({}, now)[0], str(error)
         except ValueError:
             return span({}, now)[0], "Enter both dates as YYYY-MM-DD."
         if last < first:

@@ -11,6 +11,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from portal import changelog
+from portal.forms import whole_number
 
 from .pagination import PortalCursorPagination, PortalPagination
 
@@ -89,7 +90,7 @@ class ChangesView(APIView):
             if not models:
                 raise ValidationError({"model": [f"No model {params['model']!r} with a history that you may view."]})
         limit = params.get("limit", "200")
-        if not limit.isdigit() or not 1 <= int(limit) <= MAX_CHANGES:
+        if whole_number(limit, 1, MAX_CHANGES) is None:  # not isdigit(): "²" is a digit int() refuses
             raise ValidationError({"limit": [f"A whole number from 1 to {MAX_CHANGES}."]})
         records = changelog.recent_changes(
             models, username=params.get("user") or None, request_id=params.get("request_id") or None, limit=int(limit),

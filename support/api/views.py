@@ -16,6 +16,7 @@ from inventory.models import GPU
 from portal.api.exceptions import Conflict
 from portal.api.permissions import RolePermission
 from portal.api.viewsets import PortalModelViewSet, changes_object
+from portal.forms import whole_number
 
 from .. import faults, metrics, rma, workflow
 from ..filters import TicketCommentFilterSet, TicketFilterSet
@@ -170,5 +171,5 @@ class MetricsView(APIView):
         if not request.user.has_perm("support.read_every_ticket"):
             return Response({"detail": "You do not have permission to perform this action."}, status=403)
         days = request.query_params.get("days", "")
-        days = int(days) if days.isdigit() and 0 < int(days) <= 3650 else metrics.DEFAULT_DAYS
+        days = whole_number(days, 1, 3650) or metrics.DEFAULT_DAYS
         return Response(metrics.summary(days))

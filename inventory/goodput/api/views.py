@@ -1,11 +1,10 @@
 """The goodput API: the goodput report and the interruptions list. Registered by ``inventory/api/urls.py`` under
 ``/api/inventory/``."""
 
-from datetime import UTC, datetime
+from datetime import UTC, datetime, time
 
 import django_filters
 from django.conf import settings
-from django.core.validators import RegexValidator
 from django.utils import timezone
 from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework import viewsets
@@ -15,6 +14,7 @@ from rest_framework.views import APIView
 from inventory.telemetry import queries as telemetry_queries
 from inventory.telemetry.api.views import ID_GROUPS, CanViewTelemetry
 from inventory.telemetry.models import TelemetrySource
+from portal.filters import MonthFilter
 
 from .. import hooks, queries
 from ..models import Interruption
@@ -84,9 +84,7 @@ class InterruptionFilterSet(django_filters.FilterSet):
     gpu_model = django_filters.NumberFilter(method="by_nodes")
     range = django_filters.ChoiceFilter(choices=[(key, r.label) for key, r in telemetry_queries.RANGES.items()],
                                         method="in_range")
-    month = django_filters.CharFilter(
-        method="in_month", label="Ended in month (UTC)",
-        validators=[RegexValidator(r"^\d{4}-(0[1-9]|1[0-2])$", "Enter a month as YYYY-MM, e.g. 2026-11.")])
+    month = MonthFilter(method="in_month", label="Ended in month (UTC)")
 
     class Meta:
         model = Interruption
@@ -99,7 +97,7 @@ class InterruptionFilterSet(django_filters.FilterSet):
         return rows.filter(ended_at__gte=telemetry_queries.get_range(value).start(timezone.now()))
 
     def in_month(self, rows, name, value):
-        begin = datetime.strptime(value, "%Y-%m").replace(tzinfo=UTC)
+        begin = datetime.combine(value, time(), UTC)
         return rows.filter(ended_at__gte=begin, ended_at__lt=queries.next_month(begin))
 
 
