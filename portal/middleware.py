@@ -1,5 +1,6 @@
 """Request-level security: the login requirement, login throttling glue (django-axes) and the
-Content-Security-Policy (django-csp); and a clear 503 while the database is unreachable."""
+Content-Security-Policy (django-csp); a clear 503 while the database is unreachable; a 400 that says why for a
+request no view can serve as asked (a NUL character, a ``BadRequest``); and JSON for every error on the API."""
 
 import logging
 import sys
@@ -11,11 +12,13 @@ from csp.middleware import CSPMiddleware
 from django.conf import settings
 from django.contrib.auth.forms import AuthenticationForm
 from django.contrib.auth.middleware import LoginRequiredMiddleware as DjangoLoginRequiredMiddleware
+from django.core.exceptions import BadRequest
 from django.core.signals import got_request_exception
 from django.db import InterfaceError, OperationalError, connection
-from django.http import HttpResponse, JsonResponse
+from django.http import HttpResponse, HttpResponseBadRequest, JsonResponse
 from django.shortcuts import render
 from django.template.loader import render_to_string
+from rest_framework.response import Response as APIResponse
 
 from . import history
 
@@ -191,3 +194,94 @@ class DatabaseUnavailableMiddleware:
         response = database_unavailable_response(request)
         response._has_been_logged = True  # logged above, once per outage: not again as a 5xx by django.request
         return response
+
+
+# --- Requests no view can serve as asked ------------------------------------------------------------------------
+NUL_MESSAGE = ("The address or a form field contains a NUL character (\\0), which nothing in the portal can hold: "
+               "remove it and try again.")
+FORM_TYPES = ("application/x-www-form-urlencoded", "multipart/form-data")
+
+
+def is_api(request):
+    return request.path_info.startswith("/api/")
+
+
+def bad_request_response(request, message):
+    """400 with the reason: ``{"detail": ...}`` on the API (as DRF answers), else a page that needs no database."""
+    if is_api(request):
+        return JsonResponse({"detail": message}, status=400)
+    return HttpResponseBadRequest(render_to_string("400.html", {"message": message}))
+
+
+def carries_nul(request):
+    """Whether the path, the query string or a posted form (pages only: the API's bodies are JSON, and its
+    serializers refuse NUL) has a NUL character in a name or a value."""
+    sources = [request.GET]
+    if not is_api(request) and request.content_type in FORM_TYPES:
+        try:
+            sources.append(request.POST)
+        except Exception:  # too big, too many fields, a broken multipart body: the view answers that as before
+            pass
+    return "\0" in request.path or any(
+        "\0" in key or any("\0" in value for value in values) for source in sources for key, values in source.lists()
+    )
+
+
+class BadRequestMiddleware:
+    """A 400 that says why, instead of a 500 deep in a view:
+
+    - a NUL character anywhere in the path, the query string or a posted form: PostgreSQL text cannot hold one, so
+      no lookup, filter or save can take it (``/inventory/teams/x%00y/`` was a 500). A view that reads such a value
+      itself says so with ``accepts_nul = True`` (the search drops it);
+    - ``django.core.exceptions.BadRequest("why")`` raised by a view or a parser: the message is shown (Django's own
+      400 page has none)."""
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request):
+        return self.get_response(request)
+
+    def process_view(self, request, view_func, view_args, view_kwargs):
+        view = getattr(view_func, "view_class", None) or getattr(view_func, "cls", None) or view_func
+        if not getattr(view, "accepts_nul", False) and carries_nul(request):
+            return bad_request_response(request, NUL_MESSAGE)
+        return None
+
+    def process_exception(self, request, exception):
+        if isinstance(exception, BadRequest):
+            return bad_request_response(request, str(exception) or "The request could not be understood.")
+        return None
+
+
+API_ERRORS = {400: "Bad request.", 404: "Not found.", 405: "Method not allowed."}
+KEPT_HEADERS = ("Allow", "Retry-After")
+
+
+class APIErrorsAsJSONMiddleware:
+    """Every error on ``/api/`` is JSON, ``{"detail": ...}`` as DRF writes it. DRF answers its views' errors itself;
+    what Django answers around them was its HTML page: a server error, the 404 of an unknown address, the 400 of a
+    suspicious request. DRF's own answers keep their format (a browser asking for HTML gets the browsable API), and
+    with ``DEBUG`` a server error keeps Django's traceback page. Sits outside the other middleware, whose errors it
+    turns into JSON too."""
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request):
+        response = self.get_response(request)
+        status = response.status_code
+        if (status < 400 or not is_api(request) or isinstance(response, APIResponse)
+                or response.get("Content-Type", "").startswith("application/json")
+                or (settings.DEBUG and status >= 500)):
+            return response
+        if status >= 500:
+            detail = (f"Server error: the request failed on the server and was logged; try again later, or report "
+                      f"request {getattr(request, 'id', '')} to the portal's administrators.")
+        else:
+            detail = API_ERRORS.get(status, response.reason_phrase + ".")
+        answer = JsonResponse({"detail": detail}, status=status)
+        for header in KEPT_HEADERS:
+            if header in response:
+                answer[header] = response[header]
+        return answer

@@ -86,12 +86,14 @@ MIDDLEWARE = [
     "portal.middleware.RequestIdMiddleware",
     "portal.middleware.ContentSecurityPolicyMiddleware",  # before WhiteNoise: static responses get it too
     "whitenoise.middleware.WhiteNoiseMiddleware",
+    "portal.middleware.APIErrorsAsJSONMiddleware",  # outside the rest: their errors on /api/ become JSON too
     "portal.middleware.DatabaseUnavailableMiddleware",  # outside the session and auth: their DB errors too
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "portal.middleware.LoginRequiredMiddleware",
+    "portal.middleware.BadRequestMiddleware",  # after CSRF, which has read the form already
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",

@@ -38,6 +38,8 @@ class SearchView(View):
     """Global search over the providers that apps register (``portal.registry``): the one object that the term
     names exactly (a hostname, a ticket number...) opens; anything else is listed by kind, exact matches first."""
 
+    accepts_nul = True  # a pasted term may carry a NUL: dropped below, not refused (portal.middleware)
+
     def get(self, request):
         term = request.GET.get("q", "").replace("\x00", "").strip()  # PostgreSQL text holds no NUL: none matches
         groups = registry.search(term, request.user)
