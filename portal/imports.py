@@ -155,10 +155,21 @@ class ImportResult:
 # --- Reading ------------------------------------------------------------------------------------
 
 
+# PostgreSQL text holds no NUL, and a large file's text waits in the database for its background run (an
+# ``ImportJob``: saving it was a DataError). An uploaded file's NULs are kept as this noncharacter, which no text file
+# has either: ``read_csv`` reports a line with one as with a NUL, whether the file is checked in the request or later.
+NUL_STAND_IN = "\uffff"
+
+
+def has_nul(text):
+    return "\0" in text or NUL_STAND_IN in text
+
+
 def decode(data):
-    """The text of an uploaded file (UTF-8, a BOM tolerated); ``ValueError`` saying where it is not UTF-8."""
+    """The text of an uploaded file (UTF-8, a BOM tolerated, NULs as ``NUL_STAND_IN``); ``ValueError`` saying where it
+    is not UTF-8."""
     try:
-        return data.decode("utf-8-sig")
+        return data.decode("utf-8-sig").replace("\0", NUL_STAND_IN)
     except UnicodeDecodeError as error:
         line = data[:error.start].count(b"\n") + 1
         raise ValueError(
@@ -176,7 +187,7 @@ def read_csv(text):
         header = next(reader, [])
     except csv.Error as error:
         return [], [], [f"row 1: {unreadable(error)}"]
-    if any("\0" in name for name in header):
+    if any(has_nul(name) for name in header):
         return [], [], [f"row 1: {NUL_MESSAGE}"]
     columns = [name.strip() for name in header]
     rows, errors, number = [], [], 1
@@ -191,7 +202,7 @@ def read_csv(text):
             continue
         if not any(value.strip() for value in record):
             continue
-        if any("\0" in value for value in record):  # Python's csv reads it; no database stores it
+        if any(has_nul(value) for value in record):  # Python's csv reads it; no database stores it
             errors.append(f"row {number}: {NUL_MESSAGE}")
             continue
         if any(value.strip() for value in record[len(columns):]):
