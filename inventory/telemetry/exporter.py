@@ -47,7 +47,7 @@ def read_samples(text, url, warnings):
 
 
 # A sample line whose value is one of DCGM's INT64 blank codes, 9223372036854775792…95 (``dcgm.INT64_BLANK``).
-INT64_CODE = re.compile(r"^[^#\n].*\s(92233720368547757(?:9[2-5]))(?:\s+-?\d+)?[ \t]*$", re.MULTILINE)
+INT64_CODE = re.compile(r"^[^#\n].*[ \t](92233720368547757(?:9[2-5]))(?:[ \t]+-?\d+)?[ \t]*$", re.MULTILINE)
 
 
 def exact_codes(text):
