@@ -8,7 +8,9 @@ GPU model of the catalog, GPUs, precision, published GPU-hours or GPUs × days, 
 ``planning.sizing.sizing.size`` with the default settings (blank MFU and goodput: the calibrated defaults) on the
 run's GPUs, and with MFU 0.40 and no interruption allowance (the rule of thumb). Error = estimate / published − 1.
 The calibrated defaults' few constants were fitted on these runs' implied MFU (see ``sizing.py``), so the share
-within ±25 % is an in-sample figure. No database needed: the GPU figures come from ``inventory.catalog``.
+within ±25 % is an in-sample figure; the runs marked ``held_out`` are left out of it, and
+``planning.calibration.validation`` gives the out-of-sample figures (leave-one-out, held out). No database needed:
+the GPU figures come from ``inventory.catalog``.
 """
 
 import csv
@@ -20,6 +22,7 @@ from types import SimpleNamespace
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from inventory.catalog import GPU_MODELS  # noqa: E402
+from planning.calibration.validation import validate  # noqa: E402
 from planning.sizing.sizing import GPU, Workload, size  # noqa: E402
 
 RUNS = Path(__file__).with_name("published_runs.csv")
@@ -41,9 +44,10 @@ class Estimate:
         return estimate / self.published - 1
 
 
-def load_runs(path=RUNS):
+def load_runs(path=RUNS, held_out=False):
+    """The runs the calibration was fitted on (``held_out``: also those kept out of it)."""
     with open(path, newline="") as f:
-        return list(csv.DictReader(f))
+        return [row for row in csv.DictReader(f) if held_out or row.get("held_out") != "yes"]
 
 
 def estimate(runs):
@@ -76,6 +80,7 @@ def main():
     print(f"\nWithin ±{TOLERANCE:.0%} of the published GPU-hours, {len(estimates)} runs: calibrated defaults "
           f"{share_within(estimates, 'calibrated'):.0%}, constant 40 % MFU "
           f"{share_within(estimates, 'rule_of_thumb'):.0%}")
+    print(f"Out of sample (python -m planning.calibration.validation): {validate().summary}")
 
 
 if __name__ == "__main__":

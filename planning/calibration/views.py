@@ -1,6 +1,7 @@
 """The Calibration page: per team (Slurm account), the GPU-hours its finished planned workloads really took against
 the sizing estimate, and the ratio sizing offers as the team's factor; a team's page lists the workloads behind it.
-Needs the permission to view capacity plans (the workloads are theirs). The figures are ``calibration``."""
+Needs the permission to view capacity plans (the workloads are theirs). The figures are ``calibration``; the page of
+all teams also shows how the sizing model does against published training runs (``validation``)."""
 
 from django.http import Http404
 from django.views.generic import TemplateView
@@ -10,6 +11,7 @@ from portal.generic import ModelPermissionMixin
 from ..plans.models import CapacityPlan
 from ..sizing.views import display
 from .calibration import calibrate, times
+from .validation import load_runs, percent, validate
 
 
 class CalibrationView(ModelPermissionMixin, TemplateView):
@@ -27,6 +29,8 @@ class CalibrationView(ModelPermissionMixin, TemplateView):
             teams = [team for team in teams if team.team == name]
             if not teams:
                 raise Http404(f"No planned workload of an approved plan runs under the Slurm account {name}.")
+        if not name:
+            context.update(self.accuracy())
         context.update(
             team=name,
             teams=[(team, display(team.estimate), display(team.realized), times(team.ratio)) for team in teams],
@@ -34,3 +38,16 @@ class CalibrationView(ModelPermissionMixin, TemplateView):
                   for team in teams for run in team.runs] if name else [],
         )
         return context
+
+    @staticmethod
+    def accuracy():
+        """The sizing model against published runs (``validation``): the figures' rows and the held-out runs."""
+        result = validate()
+        errors = dict(result.held_out.errors)
+        return {
+            "accuracy": result,
+            "accuracy_rows": [(row.label, row.runs, percent(row.median_error), percent(row.within))
+                              for row in result.rows if row.runs],
+            "held_out": [(run, display(run.published_gpu_hours), f"{errors[run.model]:+.0%}")
+                         for run in load_runs() if run.held_out],
+        }
