@@ -22,7 +22,9 @@ The formulas follow public references:
 * Hoffmann et al. 2022, "Training Compute-Optimal Large Language Models" (Chinchilla): a compute-optimal run
   sees about 20 tokens per parameter.
 * The default MFU and goodput are calibrated on published training runs (``default_mfu``, ``default_goodput``
-  below; ``bench/sizing_accuracy.py`` measures how close they come to the published GPU-hours).
+  below; ``bench/sizing_accuracy.py`` measures how close they come to the published GPU-hours in sample,
+  ``planning.calibration.validation`` out of sample too). The goodput uses the fleet's measured interruption rate
+  instead of the published one once it rests on enough interruptions (``rates``).
 
 Gradient synchronisation is a ring all-reduce: each GPU sends and receives 2·(n−1)/n × the gradient bytes
 per step (Patarasuk and Yuan 2009; the "bus bandwidth" of NCCL's tests), and the node's network links are the
@@ -36,6 +38,8 @@ data at 4 bytes per token unless the dataset size says otherwise; power is GPU T
 
 import math
 from dataclasses import dataclass, field, fields, replace
+
+from .rates import MeasuredRate  # noqa: F401 (planning.goodput builds it as sizing.MeasuredRate)
 
 DEFAULT_PUE = 1.3
 PRECISIONS = {"bf16": "BF16", "fp8": "FP8"}
@@ -259,36 +263,21 @@ def default_mfu(active_params, gpu, gpus, precision="bf16"):
     return mfu, why + "."
 
 
-@dataclass(frozen=True)
-class MeasuredRate:
-    """The fleet's infrastructure interruptions of a GPU model's jobs over ``gpu_hours`` allocated GPU-hours
-    (``planning.goodput.measured_rates``, from ``inventory.goodput``), where the history is long enough to trust."""
-
-    gpu_model: str
-    interruptions: int
-    gpu_hours: float
-
-    @property
-    def per_gpu_hour(self):
-        return self.interruptions / self.gpu_hours
-
-    @property
-    def source(self):
-        return f"measured on your fleet: {self.interruptions:,} interruptions over {self.gpu_hours:,.0f} GPU-hours"
-
-
 def default_goodput(gpus, measured=None):
     """(goodput, explanation, source): the share of wall-clock time spent training on ``gpus`` GPUs; the rest is
     lost to interruptions (their number grows with GPUs × hours, each costs the whole run the same time). The rate
-    is the fleet's ``measured`` one (:class:`MeasuredRate`) when given, else the published runs'."""
-    rate = measured.per_gpu_hour if measured else INTERRUPTIONS_PER_GPU_HOUR
+    is the fleet's ``measured`` one (:class:`MeasuredRate`) when it rests on enough interruptions to trust
+    (``rates.MIN_INTERRUPTIONS``), else the published runs', and the explanation says why."""
+    use = measured if measured and measured.trusted else None
+    rate = use.per_gpu_hour if use else INTERRUPTIONS_PER_GPU_HOUR
     lost_share = gpus * rate * HOURS_LOST_PER_INTERRUPTION
-    where = (f"Measured on your fleet: {rate * 24:.2g} interruptions per GPU-day over {measured.gpu_hours:,.0f} "
-             f"GPU-hours of {measured.gpu_model}" if measured else "Published runs")
+    where = (f"Measured on your fleet: {rate * 24:.2g} interruptions per GPU-day over {use.gpu_hours:,.0f} "
+             f"GPU-hours of {use.gpu_model} ({use.interval_text})" if use else "Published runs")
+    why_not = f" {measured.why_not_trusted}." if measured and not use else ""
     return 1 / (1 + lost_share), (
         f"{where}: {rate * 24:.2g} interruptions per GPU-day × {gpus:,} GPUs, "
-        f"{HOURS_LOST_PER_INTERRUPTION * 60:.0f} minutes lost each: {lost_share:.1%} more time."), \
-        measured.source if measured else GOODPUT_SOURCE
+        f"{HOURS_LOST_PER_INTERRUPTION * 60:.0f} minutes lost each: {lost_share:.1%} more time.{why_not}"), \
+        use.source if use else GOODPUT_SOURCE
 
 
 class SizingError(ValueError):

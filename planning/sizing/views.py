@@ -17,11 +17,13 @@ from inventory.queries import most_common_gpu_model
 from portal.roles import role_of
 
 from ..calibration.calibration import calibrate
+from ..calibration.validation import validate
 from ..goodput import added_goodput, measured_rates
 from ..plans.forms import AddToPlanForm
 from ..plans.models import NOT_INPUTS
 from . import sizing
 from .forms import SizingForm, given_inputs
+from .rates import rate_basis
 
 
 def display(value, unit=""):
@@ -92,9 +94,14 @@ class SizingView(TemplateView):
             workload = form.workload()
             rows = sizing.compare_all(workload, gpus, factors, rates)
             result = sizing.size(workload, gpus, factors, rates)
+            measured = rates.get(workload.gpu_model)
             if may_add_to_plans(self.request.user):
-                context["add_form"] = self.add_form(form, result, rates.get(workload.gpu_model))
+                # Only a rate sizing used is the basis kept: one too thin to trust left the published rate.
+                context["add_form"] = self.add_form(form, result, measured if measured and measured.trusted else None)
             context.update(
+                rate_basis=rate_basis(measured, sizing.INTERRUPTIONS_PER_GPU_HOUR, sizing.GOODPUT_SOURCE,
+                                      goodput_given=bool(workload.goodput)),
+                accuracy=validate(),
                 figures=[(figure, display(figure.value, figure.unit)) for figure in result.figures.values()],
                 costs=[(figure, display(figure.value)) for figure in
                        sizing.run_costs(result["gpu_hours"], workload.gpu_model).values()],

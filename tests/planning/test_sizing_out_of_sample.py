@@ -97,3 +97,16 @@ def test_the_calibration_page_states_the_accuracy(manager_client):
     assert [row[0] for row in page.context["accuracy_rows"]] == [row.label for row in validate().rows]
     assert [r.model for r, _, _ in page.context["held_out"]] == [r.model for r in validation.load_runs() if r.held_out]
     assert "BloombergGPT" in html and "arXiv:2303.17564" in html
+
+
+@pytest.mark.django_db
+def test_the_sizing_page_and_api_state_the_accuracy(manager_client, manager_api):
+    summary = validate().summary
+    query = {"params_billion": 7, "tokens_billion": 2000, "gpu_model": "H100 SXM 80GB", "num_gpus": 512}
+    page = manager_client.get(reverse("planning:sizing"), query).content.decode()
+    assert 'id="sizing-accuracy"' in page and summary in page
+    body = manager_api.post("/api/planning/sizing/", query, format="json").json()["accuracy"]
+    assert body["summary"] == summary
+    assert body["leave_one_out"]["median_abs_error"] == pytest.approx(validate().leave_one_out.median_error)
+    assert body["held_out"]["runs"] == validate().held_out.runs
+    assert set(body["held_out"]["errors"]) == {r.model for r in validation.load_runs() if r.held_out}

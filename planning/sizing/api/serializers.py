@@ -101,6 +101,48 @@ class SizingComparisonSerializer(serializers.Serializer):
     })(help_text="The main figures on this GPU model; null when it could not be sized.")
 
 
+class MeasuredRateSerializer(serializers.Serializer):
+    gpu_model = serializers.CharField()
+    interruptions = serializers.IntegerField(help_text="Infrastructure interruptions of the model's jobs.")
+    gpu_days = serializers.FloatField(help_text="Allocated GPU-days they happened in.")
+    per_gpu_day = serializers.FloatField()
+    ci95_per_gpu_day = serializers.ListField(child=serializers.FloatField(), min_length=2, max_length=2,
+                                             help_text="Exact (Garwood) 95 % Poisson interval: [low, high].")
+    trusted = serializers.BooleanField(help_text="Enough interruptions (`min_interruptions`) for sizing to use it.")
+
+
+class InterruptionRateSerializer(serializers.Serializer):
+    used = serializers.ChoiceField(choices=["measured", "published"], help_text=(
+        "The rate behind the default goodput: the fleet's when it rests on at least `min_interruptions` "
+        "interruptions, else the published one (Llama 3)."))
+    per_gpu_day = serializers.FloatField(help_text="That rate, interruptions per GPU-day.")
+    measured = MeasuredRateSerializer(allow_null=True, help_text=(
+        "The fleet's rate for this GPU model and its interval; null without enough allocated GPU-hours."))
+    min_interruptions = serializers.IntegerField(help_text="Interruptions a measured rate needs to be used.")
+    goodput_given = serializers.BooleanField(help_text="The goodput was given: no rate was used.")
+    note = serializers.CharField(help_text="Which rate, and why, in words (as the page shows it).")
+
+
+class AccuracyRowSerializer(serializers.Serializer):
+    runs = serializers.IntegerField()
+    median_abs_error = serializers.FloatField(allow_null=True, help_text="Median |estimate / published − 1|.")
+    share_within_25_percent = serializers.FloatField(allow_null=True)
+    errors = serializers.DictField(child=serializers.FloatField(), help_text="Run → estimate / published − 1.")
+
+
+class SizingAccuracySerializer(serializers.Serializer):
+    """The calibrated GPU-hours against published training runs (``planning.calibration.validation``)."""
+
+    summary = serializers.CharField()
+    tolerance = serializers.FloatField()
+    in_sample = AccuracyRowSerializer(help_text="The shipped constants on the runs they were fitted on.")
+    refit_in_sample = AccuracyRowSerializer(help_text="A least-squares refit on the same runs, on them.")
+    leave_one_out = AccuracyRowSerializer(help_text="Each run under the refit on all the others.")
+    held_out = AccuracyRowSerializer(help_text="The shipped constants on runs never used to fit.")
+    refit = serializers.DictField(child=serializers.DictField(child=serializers.FloatField()), help_text=(
+        "GPU class → MFU at its anchor size and per tenfold of the least-squares refit."))
+
+
 class SizingSerializer(serializers.Serializer):
     """A sizing on the chosen GPU model, its cost and the comparison of every GPU model of the catalog."""
 
@@ -108,6 +150,8 @@ class SizingSerializer(serializers.Serializer):
     figures = serializers.SerializerMethodField()
     costs = SizingCostsSerializer(help_text="The run's cost on the chosen GPU model, with the rates' sources.")
     comparison = SizingComparisonSerializer(many=True, help_text="The same workload on every GPU model.")
+    interruption_rate = InterruptionRateSerializer(help_text="The interruption rate behind the default goodput.")
+    accuracy = SizingAccuracySerializer(help_text="How close the calibrated defaults come to published runs.")
 
     @extend_schema_field(SizingFiguresSerializer)
     def get_figures(self, obj):
