@@ -10,6 +10,7 @@ from playwright.sync_api import expect
 from inventory.goodput import recording
 from planning.models import PlanWorkload
 from planning.plans.models import next_month
+from planning.sizing import rates
 from portal.roles import MANAGER
 from tests.helpers.accounts import make_user
 from tests.helpers.goodput import MIN, H, make_goodput_fleet
@@ -26,6 +27,7 @@ MEASURED = "measured on your fleet: 2 interruptions over 130 GPU-hours, M1, 30 d
 def test_add_to_plan_keeps_the_measured_goodput_in_the_browser(browser_page, monkeypatch):
     session, page = browser_page, browser_page.page
     now = freeze_now(monkeypatch)
+    monkeypatch.setattr(rates, "MIN_INTERRUPTIONS", 2)  # the fleet's 2, trusted here (sizing needs 10)
     make_goodput_fleet(now)
     recording.record_interruptions(now - 48 * H, now + MIN, now)
     make_user("max", MANAGER)

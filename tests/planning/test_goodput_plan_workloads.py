@@ -19,7 +19,7 @@ from inventory.models import SlurmJob, TelemetrySource
 from planning.goodput import LIKE_ESCAPE, job_name_glob, job_name_like, jobs_of, time_to_result
 from planning.models import CapacityPlan, PlanWorkload
 from planning.plans.models import next_month
-from planning.sizing import sizing
+from planning.sizing import rates, sizing
 from tests.factories import CapacityPlanFactory, PlanWorkloadFactory, make_gpu_model
 from tests.helpers.goodput import MIN, H, make_goodput_fleet
 from tests.helpers.telemetry import freeze_now
@@ -64,7 +64,8 @@ def plan_api(client, workload):
 
 @override_settings(SIZING_MEASURED_MIN_GPU_HOURS=100)
 def test_add_to_plan_keeps_the_measured_goodput_and_the_plan_shows_the_sizing_pages_figures(
-        fleet, manager_client, manager_api):
+        fleet, manager_client, manager_api, monkeypatch):
+    monkeypatch.setattr(rates, "MIN_INTERRUPTIONS", 2)  # the fleet's 2, trusted here (sizing needs 10)
     query = {"gpu_model": "M1", **BODY}
     page, workload = add_to_plan(manager_client, query)
     shown = {figure.key: figure for figure, _ in page.context["figures"]}
@@ -98,7 +99,8 @@ def test_add_to_plan_keeps_the_measured_goodput_and_the_plan_shows_the_sizing_pa
 
 
 @override_settings(SIZING_MEASURED_MIN_GPU_HOURS=100)
-def test_an_edited_goodput_says_it_changed(fleet, manager_client, manager_api):
+def test_an_edited_goodput_says_it_changed(fleet, manager_client, manager_api, monkeypatch):
+    monkeypatch.setattr(rates, "MIN_INTERRUPTIONS", 2)  # the fleet's 2, trusted here (sizing needs 10)
     _, workload = add_to_plan(manager_client, {"gpu_model": "M1", **BODY})
     kept = workload.goodput_basis["goodput"]
     workload.inputs = {k: v for k, v in workload.inputs.items() if k != "goodput"}  # back to the default

@@ -13,7 +13,7 @@ from planning.plans.forecast import add_months
 from planning.plans.models import CapacityPlan
 from planning.recommendations import gather, rules, store
 from planning.recommendations.models import Recommendation
-from planning.sizing import sizing
+from planning.sizing import rates, sizing
 from tests.factories import CapacityPlanFactory, PlanWorkloadFactory
 from tests.helpers.goodput import MIN, H, add_job, make_goodput_fleet
 from tests.helpers.telemetry import freeze_now
@@ -131,7 +131,8 @@ SIZING_API = "/api/planning/sizing/"
 BODY = {"params_billion": 1, "tokens_billion": 30, "num_gpus": 64}
 
 
-def test_sizing_uses_a_measured_rate_when_given():
+def test_sizing_uses_a_measured_rate_when_given(monkeypatch):
+    monkeypatch.setattr(rates, "MIN_INTERRUPTIONS", 2)  # the 2 below, trusted here (sizing needs 10)
     gpus = {"G": sizing.GPU("G", 80, 989, 1979, 700, 900)}
     workload = sizing.Workload(gpu_model="G", **BODY)
     published = sizing.size(workload, gpus)["goodput"]
@@ -147,7 +148,8 @@ def test_sizing_uses_a_measured_rate_when_given():
 
 
 @override_settings(SIZING_MEASURED_MIN_GPU_HOURS=100)
-def test_sizing_api_uses_the_fleets_rate_for_a_model_with_history(fleet, now, viewer_api):
+def test_sizing_api_uses_the_fleets_rate_for_a_model_with_history(fleet, now, viewer_api, monkeypatch):
+    monkeypatch.setattr(rates, "MIN_INTERRUPTIONS", 2)  # the fleet's 2, trusted here (sizing needs 10)
     # Over 30 days M1 (n1, n2) held 130 allocated GPU-hours with 2 infrastructure interruptions: history enough
     # (≥ 100 here); M2 (n3) held 8: the published rate.
     recording.record_interruptions(now - 48 * H, now + MIN, now)
