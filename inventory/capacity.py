@@ -1,16 +1,16 @@
 """The capacity model: how many GPUs a scope (the fleet, a site, a partition, a GPU model) has, and what they can do
 now — counted here once, for every page and the API that shows a GPU count.
 
-A GPU serves jobs only when both it and its node are in service, so its *capacity state* combines the two lifecycle
-states, the first that applies winning:
+A GPU serves jobs only when both it and its node do, so its *capacity state* combines the two lifecycle states, the
+first that applies winning:
 
 - ``retired``: the GPU or its node is retired (not capacity any more; not in ``total``);
 - ``out_of_service``: the GPU or its node is degraded or in repair — owned hardware that a repair, an RMA or a
   return to service brings back, before anything is bought;
-- ``ordered``: the GPU is recorded but not delivered yet (or its node is);
-- ``burn_in``: the GPU or its node is delivered or in burn-in: it joins soon;
-- ``spare``: in service but in no node (a spare on the shelf serves no job);
-- ``in_service``: the GPU and its node are in service.
+- for a GPU in a node, the node's state decides the rest (a delivery records its GPUs as delivered, and moving the
+  node to service does not move them): ``ordered`` or ``burn_in`` (delivered or in burn-in: it joins soon) while
+  the node is, else ``in_service``;
+- a GPU in no node serves no job: ``ordered`` if it is, else ``spare``.
 
 ``count(**scope)`` and ``count_by(group, **scope)`` read it in one aggregate query (GPU state × node state, a few
 dozen rows at most, whatever the fleet's size); the rest is plain arithmetic on ``Capacity``. What a plan adds on top
@@ -26,7 +26,8 @@ from .models import GPU, LifecycleState
 L = LifecycleState
 OUT_OF_SERVICE = (L.DEGRADED, L.IN_REPAIR)
 ARRIVING = (L.DELIVERED, L.BURN_IN)
-GROUPS = {"site": "node__site__name", "partition": "node__partition", "gpu_model": "gpu_model__name"}
+GROUPS = {"site": "node__site__name", "partition": "node__partition", "gpu_model": "gpu_model__name",
+          "node": "node_id"}
 
 
 def capacity_state(gpu_state, node_state):
@@ -36,11 +37,11 @@ def capacity_state(gpu_state, node_state):
         return "retired"
     if states & set(OUT_OF_SERVICE):
         return "out_of_service"
-    if L.ORDERED in states:
+    if node_state is None:
+        return "ordered" if gpu_state == L.ORDERED else "spare"
+    if node_state == L.ORDERED:
         return "ordered"
-    if states & set(ARRIVING):
-        return "burn_in"
-    return "spare" if node_state is None else "in_service"
+    return "burn_in" if node_state in ARRIVING else "in_service"
 
 
 @dataclass

@@ -2,10 +2,12 @@
 
 Three parts, each in GPUs averaged over the month (× 730 hours for GPU-hours):
 
-- *Owned*: GPUs of nodes in service or degraded (a degraded node still runs jobs) that no rental covers.
+- *Owned*: GPUs in service that no rental covers, counted by the capacity model (``inventory.capacity``: the GPU
+  and its node in service), as every page counts them. GPUs out of service (degraded, in repair) are not counted:
+  the sources say how many, since returning them to service comes before buying.
 - *Rented*: each rental contract, for the days of the month it runs: the larger of its ``rented_gpus`` and the
   in-service GPUs of the nodes it covers (those leave with the rental when it ends).
-- *Incoming*: nodes delivered or in burn-in join in the next month; what open purchase orders have not
+- *Incoming*: GPUs delivered or in burn-in (theirs or their node's) join in the next month; what open purchase orders have not
   delivered yet (node lines: quantity × the model's GPU slots; GPU lines: quantity) joins in the month of
   ``ordered_on + settings.DELIVERY_LEAD_DAYS`` (the next month if that date has passed).
 
@@ -72,7 +74,7 @@ def baseline(first_month, horizon, today=None, scope=None, node_model_id=None, l
     from django.db.models import Count, Q
     from django.utils import timezone
 
-    from inventory.models import LifecycleState, Node
+    from inventory import capacity as fleet
 
     from ..contracts.coverage import nodes_covered_by
     from ..contracts.models import Contract
@@ -80,14 +82,11 @@ def baseline(first_month, horizon, today=None, scope=None, node_model_id=None, l
 
     today = today or timezone.localdate()
     months = [add_months(first_month, i) for i in range(horizon)]
-    serving = (LifecycleState.IN_SERVICE, LifecycleState.DEGRADED)
-    arriving = (LifecycleState.DELIVERED, LifecycleState.BURN_IN)
     scoped = scope is not None and not scope.fleet
-    node_filters = scope.node_filters() if scoped else {}
-    gpus = Count("gpus", filter=Q(gpus__gpu_model_id=scope.gpu_model_id)) if scoped and scope.gpu_model_id \
-        else Count("gpus")
-    node_gpus = {pk: n for pk, n in Node.objects.filter(state__in=serving, **node_filters).annotate(n=gpus)
-                 .values_list("pk", "n") if n or not scoped}
+    # The inventory's GPUs as the capacity model counts them on every page: in service when the GPU and its node
+    # are; out of service (degraded, in repair) not counted, said so; delivered or in burn-in joining next month.
+    by_node = fleet.count_by("node", **(scope.capacity_filters() if scoped else {}))
+    node_gpus = {pk: counts.in_service for pk, counts in by_node.items() if pk is not None and counts.in_service}
 
     rentals, sources, rented_nodes = [], [], set()
     contracts = list(Contract.objects.filter(Q(end__isnull=True) | Q(end__gte=first_month),
@@ -113,10 +112,13 @@ def baseline(first_month, horizon, today=None, scope=None, node_model_id=None, l
 
     next_month = add_months(today, 1)
     arrivals = []
-    waiting = Node.objects.filter(state__in=arriving, **node_filters).aggregate(n=gpus)["n"]
+    waiting = sum(counts.burn_in for counts in by_node.values())
     if waiting:
         arrivals.append((next_month, waiting))
         sources.append(f"Delivered or in burn-in: {waiting:,} GPUs from {next_month:%b %Y}.")
+    if out := sum(counts.out_of_service for counts in by_node.values()):
+        sources.append(f"Out of service (degraded or in repair): {out:,} GPUs, not counted; returned to service "
+                       "they serve before anything bought does.")
     lead = timedelta(days=settings.DELIVERY_LEAD_DAYS)
     lines = (OrderLine.objects.filter(order__status__in=(PurchaseOrder.Status.OPEN, PurchaseOrder.Status.PARTIAL))
              .select_related("order", "node_model").annotate(delivered=Count("delivered_items")))

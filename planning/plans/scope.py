@@ -61,3 +61,8 @@ class Scope:
         if self.gpu_model_id:
             filters[f"{prefix}gpu_model_id"] = self.gpu_model_id
         return filters
+
+    def capacity_filters(self):
+        """The scope as ``inventory.capacity`` takes it."""
+        return {"site_id": self.site_id, "partition": self.partition, "gpu_model_id": self.gpu_model_id}
+

@@ -17,7 +17,8 @@ from tests.factories import build_gpu, build_node, make_gpu_model, make_node_mod
 L = LifecycleState
 pytestmark = pytest.mark.django_db
 
-# (GPU state, node state or None for a GPU in no node) → capacity state, written down before the code ran.
+# (GPU state, node state or None for a GPU in no node) → capacity state, written down before the code ran
+# (the arrival rows revised once: deliveries leave a node's GPUs "delivered" after the node enters service).
 EXPECTED = {
     (L.IN_SERVICE, L.IN_SERVICE): "in_service",
     (L.IN_SERVICE, L.DEGRADED): "out_of_service",
@@ -26,21 +27,25 @@ EXPECTED = {
     (L.IN_SERVICE, L.IN_REPAIR): "out_of_service",
     (L.IN_SERVICE, L.BURN_IN): "burn_in",
     (L.BURN_IN, L.BURN_IN): "burn_in",
-    (L.DELIVERED, L.IN_SERVICE): "burn_in",
+    (L.DELIVERED, L.IN_SERVICE): "in_service",  # a delivery's GPUs stay "delivered" in a node put in service
+    (L.BURN_IN, L.IN_SERVICE): "in_service",
     (L.ORDERED, L.ORDERED): "ordered",
-    (L.ORDERED, L.IN_SERVICE): "ordered",
+    (L.ORDERED, L.IN_SERVICE): "in_service",
+    (L.IN_SERVICE, L.ORDERED): "ordered",
+    (L.ORDERED, None): "ordered",
     (L.RETIRED, L.IN_SERVICE): "retired",
     (L.IN_SERVICE, L.RETIRED): "retired",
     (L.DEGRADED, L.RETIRED): "retired",
     (L.IN_REPAIR, L.BURN_IN): "out_of_service",
     (L.IN_SERVICE, None): "spare",
     (L.DEGRADED, None): "out_of_service",
-    (L.DELIVERED, None): "burn_in",
+    (L.DELIVERED, None): "spare",
+    (L.RETIRED, None): "retired",
 }
 
 
 @pytest.mark.parametrize(("gpu_state", "node_state"), EXPECTED)
-def test_a_gpu_serves_only_when_it_and_its_node_are_in_service(gpu_state, node_state):
+def test_a_gpu_serves_only_when_it_and_its_node_do(gpu_state, node_state):
     assert capacity.capacity_state(gpu_state, node_state) == EXPECTED[(gpu_state, node_state)]
 
 

@@ -29,8 +29,8 @@ def test_capacity_counts_owned_rented_and_incoming_gpus():
     site = make_site()
     model = make_node_model()
     node_with_gpus(site=site, node_model=model)  # owned: 8
-    node_with_gpus(site=site, node_model=model, state=LifecycleState.DEGRADED)  # still runs jobs: 8
-    node_with_gpus(site=site, node_model=model, state=LifecycleState.IN_REPAIR)  # not counted
+    node_with_gpus(site=site, node_model=model, state=LifecycleState.DEGRADED)  # out of service: named, not counted
+    node_with_gpus(site=site, node_model=model, state=LifecycleState.IN_REPAIR)  # out of service too
     node_with_gpus(site=site, node_model=model, state=LifecycleState.BURN_IN)  # from next month: 8
     rented = node_with_gpus(site=site, node_model=model)  # on a rental that ends mid-February
     rental = Contract.objects.create(kind=Contract.Kind.RENTAL, vendor="Cloud", reference="R-1",
@@ -41,12 +41,13 @@ def test_capacity_counts_owned_rented_and_incoming_gpus():
     OrderLine.objects.create(order=order, node_model=model, quantity=2, unit_price=Decimal("300000"))
 
     cap = capacity.baseline(date(2027, 1, 1), 4, today=TODAY)
-    assert cap.owned == [16.0] * 4
+    assert cap.owned == [8.0] * 4  # as the capacity model counts them (issue 34)
     # max(4 rented GPUs, 8 in service on its node): 8 until 14 February (14 of 28 days), then none.
     assert cap.rented == pytest.approx([8, 4, 0, 0])
     # Burn-in joins in January; the order's 16 GPUs are due 90 days after 20 November: 18 February.
     assert cap.incoming == pytest.approx([8, 8 + 16 * 11 / 28, 24, 24])
-    assert cap.hours[0] == (16 + 8 + 8) * HOURS
+    assert cap.hours[0] == (8 + 8 + 8) * HOURS
+    assert "Out of service (degraded or in repair): 16 GPUs, not counted" in " ".join(cap.sources)
     assert any("PO-7" in line for line in cap.sources)
 
 
