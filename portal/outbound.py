@@ -141,14 +141,20 @@ def check_addresses(host, addresses):
             raise PolicyError(host if host == address else f"{host} ({address})", why)
 
 
-def check_host(host, port, resolve_names=True):
-    """Raises ``PolicyError`` if the policy refuses ``host``. A name is refused by name (metadata) or by
-    any address it resolves to now; a name that does not resolve passes (the connection checks again)."""
+def checked_without_resolving(host):
+    """Refuses a metadata name, and checks a literal address (in any form); True when that settled it."""
     if is_metadata_name(host):
         raise PolicyError(host, "is a cloud metadata service")
     literal = literal_address(host)
     if literal is not None:
         check_addresses(host, [str(literal)])
+    return literal is not None
+
+
+def check_host(host, port, resolve_names=True):
+    """Raises ``PolicyError`` if the policy refuses ``host``. A name is refused by name (metadata) or by
+    any address it resolves to now; a name that does not resolve passes (the connection checks again)."""
+    if checked_without_resolving(host):
         return
     if resolve_names:
         try:
@@ -175,11 +181,7 @@ def check_proxied_host(host, port):
     """Raises ``PolicyError`` unless a request for ``host`` may go to a forwarding proxy, which will resolve the
     name and connect on its own: every address the name resolves to here must be allowed, and a name that does
     not resolve here is refused unless ``proxy_may_resolve`` says otherwise."""
-    if is_metadata_name(host):
-        raise PolicyError(host, "is a cloud metadata service")
-    literal = literal_address(host)
-    if literal is not None:
-        check_addresses(host, [str(literal)])
+    if checked_without_resolving(host):
         return
     try:
         addresses = resolve(host, port)

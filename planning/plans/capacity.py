@@ -7,9 +7,9 @@ Three parts, each in GPUs averaged over the month (× 730 hours for GPU-hours):
   the sources say how many, since returning them to service comes before buying.
 - *Rented*: each rental contract, for the days of the month it runs: the larger of its ``rented_gpus`` and the
   in-service GPUs of the nodes it covers (those leave with the rental when it ends).
-- *Incoming*: GPUs delivered or in burn-in (theirs or their node's) join in the next month; what open purchase orders have not
-  delivered yet (node lines: quantity × the model's GPU slots; GPU lines: quantity) joins in the month of
-  ``ordered_on + settings.DELIVERY_LEAD_DAYS`` (the next month if that date has passed).
+- *Incoming*: GPUs delivered or in burn-in (theirs or their node's) join in the next month; what open purchase
+  orders have not delivered yet (node lines: quantity × the model's GPU slots; GPU lines: quantity) joins in the
+  month of ``ordered_on + settings.DELIVERY_LEAD_DAYS`` (the next month if that date has passed).
 
 A scoped plan (``scope.Scope``: a partition, a site, a GPU model) counts only the GPUs in its scope: owned and
 arriving nodes of the partition / site, their GPUs of the GPU model; rentals only for the nodes in scope they
