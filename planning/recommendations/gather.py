@@ -21,6 +21,7 @@ from django.db.models import (
 from django.db.models.functions import Cast, Coalesce, Greatest, TruncDate
 from django.utils import timezone
 
+from inventory import capacity
 from inventory.costs import gpu_hour_costs
 from inventory.goodput import attribution
 from inventory.goodput import queries as goodput
@@ -199,7 +200,8 @@ def node_prices(model_ids):
 
 
 def add_nodes(stats):
-    """Nodes in service per partition: count, main site and main node model with its price (three queries)."""
+    """Nodes in service per partition: count, main site and main node model with its price, and the GPUs out of
+    service (degraded or in repair) by the capacity model (four queries)."""
     counts = defaultdict(Counter)
     sites, models = {}, {}
     for row in (Node.objects.filter(state=LifecycleState.IN_SERVICE, partition__in=list(stats))
@@ -210,6 +212,9 @@ def add_nodes(stats):
         sites[row["site_id"]] = row["site__name"]
         models[row["node_model_id"]] = (row["node_model__name"], row["node_model__gpu_slots"])
     prices = node_prices(list(models)) if models else {}
+    for name, gpus in capacity.count_by("partition").items():  # as every page counts them (inventory.capacity)
+        if name in stats:
+            stats[name].gpus_out_of_service = gpus.out_of_service
     for name, counter in counts.items():
         p = stats[name]
         (site_id, model_id), _ = counter.most_common(1)[0]

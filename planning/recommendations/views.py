@@ -79,6 +79,7 @@ class RecommendationView(ModelPermissionMixin, DetailView):
             more_tables=[(f["label"], [key.replace("_", " ").capitalize() for key in f["rows"][0]], f["rows"])
                          for f in [f for f in figures if "rows" in f][1:] if f["rows"]],
             chart=evidence.get("chart"),
+            ruled_out=evidence.get("ruled_out", []),
             can_decide=rec.is_open and self.request.user.has_perm("planning.change_recommendation"),
             makes_bom=rec.kind in (R.Kind.CAPACITY, R.Kind.AGEING) and rec.node_model_id and rec.node_count,
         )

@@ -19,12 +19,19 @@ class ExpansionRecommendationSerializer(PortalModelSerializer):
     decided_by = serializers.CharField(source="decided_by.get_username", read_only=True, default=None,
                                        allow_null=True)
     evidence = serializers.JSONField(read_only=True, help_text='{"figures": [{"label", "value", "unit", "rule"}], '
-                                                               '"chart": {"type", "title", "data"}}')
+                                                               '"chart": {"type", "title", "data"}, "ruled_out": '
+                                                               '[...]}')
+    ruled_out = serializers.SerializerMethodField(
+        help_text='The differential: what the rule checked besides its finding, '
+                  '[{"kind", "label", "why", "figures": [{"label", "value", "unit", "rule"}]}] (also in `evidence`).')
+
+    def get_ruled_out(self, rec) -> list[dict]:
+        return (rec.evidence or {}).get("ruled_out", [])
 
     class Meta:
         model = Recommendation
         fields = ["id", "url", "display", "key", "kind", "status", "severity", "title", "summary", "action",
-                  "evidence", "partition", "site", "site_name", "node", "node_model", "node_model_name",
+                  "evidence", "ruled_out", "partition", "site", "site_name", "node", "node_model", "node_model_name",
                   "node_count", "node_price", "created", "updated", "detected_at", "decided_by", "decided_at",
                   "dismiss_reason", "plan"]
         read_only_fields = fields

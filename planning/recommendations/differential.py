@@ -1,0 +1,32 @@
+"""The differentials of the rules: for each alternative a rule checks besides its finding, an entry saying why it
+was ruled out (or taken first), with its figures — shown on the recommendation's page and in the API's evidence.
+Plain functions of ``PartitionStats`` and the thresholds, as the rules are."""
+
+import math
+
+from .evidence import figure, pct, ruled_out
+
+
+def capacity_differential(p, extra_gpus, returned):
+    """Capacity the partition owns but does not use: taken first, or ruled out because there is none."""
+    needed = figure("GPUs needed", math.ceil(extra_gpus), "GPUs")
+    out = figure("GPUs out of service (degraded or in repair)", p.gpus_out_of_service, "GPUs")
+    if not p.gpus_out_of_service:
+        return ruled_out("out_of_service", "No GPU of the partition is degraded or in repair: nothing to return to "
+                                           "service before buying.", out, needed)
+    covered = "all of" if returned >= math.ceil(extra_gpus) else f"{returned} of"
+    return ruled_out("out_of_service", f"Taken first: returning the GPUs out of service covers {covered} the GPUs "
+                                       "needed, before anything bought arrives.", out, needed)
+
+
+def scheduling_differential(p, t):
+    """A queue that holds work back while GPUs sit idle would be scheduling-bound, not capacity-bound."""
+    if p.allocated_share is None:
+        return ruled_out("scheduling_bound", "Not checked: no Slurm accounting for the partition in the window.")
+    unallocated = figure("GPU-hours not allocated to any job", pct(max(0.0, 1 - p.allocated_share)), "%",
+                         f"< {pct(t.unallocated_share):.0f} % to rule it out")
+    if 1 - p.allocated_share < t.unallocated_share:
+        return ruled_out("scheduling_bound", "The queue does not hold work back: nearly every GPU-hour observed was "
+                                             "allocated to a job.", unallocated)
+    return ruled_out("scheduling_bound", "Not ruled out: part of the GPU-hours ran no job while jobs waited; look at "
+                                         "the queue policy too.", unallocated)

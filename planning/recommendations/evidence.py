@@ -1,0 +1,24 @@
+"""The pieces of a finding's evidence, shared by every rule: a figure with its unit and threshold, a share as a
+percentage, and an entry of the differential (what a rule checked besides its finding, and why it was ruled out)."""
+
+
+def figure(label, value, unit="", rule=""):
+    """A figure of the evidence: rounded, with its unit and the threshold it is compared with."""
+    if isinstance(value, float):
+        value = round(value, 2)
+    return {"label": label, "value": value, "unit": unit, "rule": rule}
+
+
+def pct(share):
+    return None if share is None else round(100 * share, 1)
+
+
+# What each kind of differential entry checked, for people.
+CHECKED = {"out_of_service": "Capacity out of service", "scheduling_bound": "Queue policy (scheduling-bound)"}
+
+
+def ruled_out(kind, why, *figures):
+    """One entry of a finding's differential: ``kind`` (what was checked, a key of ``CHECKED``), ``why`` in words,
+    its figures."""
+    return {"kind": kind, "label": CHECKED[kind], "why": why, "figures": list(figures)}
+
