@@ -89,3 +89,23 @@ def add_fleet(n_nodes, now, prefix):
     rollup_usage()
 
 
+
+
+def answer_prometheus(stub, answers, series, end):
+    """Serve ``answers`` ({rollup field: value as Prometheus writes it}) on the stub's ``query_range`` as one
+    sample of ``series`` (its labels) at ``end``, each field under the query the portal sends for it; a field
+    without an answer has no series. ``/api/v1/targets`` is a 404, as on a Prometheus that does not serve it."""
+    import json
+
+    from inventory.telemetry import prometheus
+
+    fields = {query: field for field, query in prometheus.queries().items()}
+
+    def answer(query):
+        value = answers.get(fields[query["query"][0]])
+        result = [{"metric": series, "values": [[end.timestamp(), value]]}] if value else []
+        return 200, "application/json", json.dumps({"status": "success",
+                                                    "data": {"resultType": "matrix", "result": result}})
+
+    stub.route("/api/v1/query_range", answer)
+    stub.route("/api/v1/targets", (404, "text/plain", "404 page not found"))

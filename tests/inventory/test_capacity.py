@@ -4,6 +4,7 @@ The states of a GPU in a node are worked out by hand for every pair; generated f
 against a plain loop over the GPUs, and the counts by site, partition and GPU model add up to the fleet's."""
 
 from collections import Counter
+from datetime import date
 
 import pytest
 from django.db import transaction
@@ -137,6 +138,13 @@ def test_the_home_page_and_the_api_show_the_same_count(client, manager, manager_
     assert [(g["key"], g["total"]) for g in answer["groups"]] == [("zrh-1", 32)]
     scoped = manager_api.get("/api/inventory/capacity/", {"partition": "train", "gpu_model": gpu_model.pk}).json()
     assert scoped["fleet"]["total"] == 32 and scoped["groups"] == []
+
+    # A plan of the same fleet counts the same GPUs: 15 owned in service, the 9 out of service named, 8 arriving.
+    from planning.plans.capacity import baseline
+    plan = baseline(date(2027, 1, 1), 2, today=date(2026, 12, 6))
+    assert plan.owned == [15.0, 15.0] and plan.incoming == [8.0, 8.0]
+    assert plan.sources[0] == "Owned, in service: 15 GPUs."
+    assert "Out of service (degraded or in repair): 9 GPUs, not counted" in " ".join(plan.sources)
 
 
 @pytest.mark.parametrize("query", [{"site": "abc"}, {"site": "999999"}, {"gpu_model": "-1"}, {"group_by": "rack"},

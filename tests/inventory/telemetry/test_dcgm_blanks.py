@@ -24,6 +24,7 @@ from inventory.telemetry.rollups import floor_hour
 from tests.factories import make_gpu, make_node
 from tests.helpers.httpstub import stub_server
 from tests.helpers.paths import FIXTURES
+from tests.helpers.telemetry import answer_prometheus
 
 pytestmark = pytest.mark.django_db
 
@@ -208,23 +209,13 @@ def test_prometheus_blanks_are_null_and_remap_gauges_are_events(stub, viewer_cli
     """What Prometheus answers for a GPU whose exporter writes DCGM blanks: the INT64 code as the float 2**63
     (9223372036854775808: which code it was is lost), the FP64 "not supported" exactly; the row-remap failure gauge
     at 1 all hour, the pending one at 1 in the hour and 0 at its end (reset within the hour)."""
-    from inventory.telemetry import prometheus
 
     now = timezone.now()
     end = floor_hour(now)  # the last complete hour's end
     answers = {"util_mean": "50", "samples": "60", "gpu_temp_max_c": "61", "memory_temp_max_c": "9223372036854775808",
                "power_mean_w": "140737488355330", "row_remap_failure_last": "1", "row_remap_failure_max": "1",
                "row_remap_pending_last": "0", "row_remap_pending_max": "1"}
-    fields = {query: field for field, query in prometheus.queries().items()}
-
-    def answer(query):
-        value = answers.get(fields[query["query"][0]])
-        result = [{"metric": SERIES, "values": [[end.timestamp(), value]]}] if value else []
-        return 200, "application/json", json.dumps({"status": "success",
-                                                    "data": {"resultType": "matrix", "result": result}})
-
-    stub.route("/api/v1/query_range", answer)
-    stub.route("/api/v1/targets", (404, "text/plain", "404 page not found"))
+    answer_prometheus(stub, answers, SERIES, end)
     gpu = make_gpu(node=make_node(hostname="lke-01"), slot=0, uuid=RTX_UUID)
     source = TelemetrySource.objects.create(name="prom", kind="prometheus", url=stub.url(), timeout_seconds=2,
                                             backfill_hours=2)

@@ -2,7 +2,6 @@
 pages and remapped rows, read from real dcgm-exporter pages (values read off the pages by hand), rolled up per
 hour (counters as their increase, a reset counted from 0) and through Prometheus; null where not published."""
 
-import json
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -12,6 +11,7 @@ from inventory.telemetry import dcgm, prometheus
 from inventory.telemetry.pull import pull
 from tests.factories import make_gpu, make_node
 from tests.helpers.httpstub import stub_server
+from tests.helpers.telemetry import answer_prometheus
 from tests.inventory.telemetry.test_telemetry_dcgm_real import page, records
 
 pytestmark = pytest.mark.django_db
@@ -138,16 +138,7 @@ def test_prometheus_health_queries_and_values(stub):
     answers = {"gpu_temp_max_c": "78", "sm_clock_mean_mhz": "1755.5", "ecc_sbe_errors": "2.04",
                "pcie_replays": "-1", "remapped_correctable": "4", "nvlink_replay": "3", "nvlink_crc_flit": "1.02",
                "util_mean": "50"}
-    fields = {query: field for field, query in prometheus.queries().items()}
-
-    def answer(query):
-        value = answers.get(fields[query["query"][0]])
-        result = [{"metric": SERIES, "values": [[end.timestamp(), value]]}] if value else []
-        return 200, "application/json", json.dumps({"status": "success",
-                                                    "data": {"resultType": "matrix", "result": result}})
-
-    stub.route("/api/v1/query_range", answer)
-    stub.route("/api/v1/targets", (404, "text/plain", "404 page not found"))
+    answer_prometheus(stub, answers, SERIES, end)
     collected = prometheus.collect(Source(stub.url()), end - 2 * H, end)
     (record,) = collected.hours
     assert (record.gpu_temp_max_c, record.sm_clock_mean_mhz, record.ecc_sbe_errors, record.remapped_rows) == (
