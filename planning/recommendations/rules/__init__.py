@@ -5,8 +5,9 @@ recommendations page) reads the last ``window_days`` of GPU hourly rollups and S
 nodes' warranty and fault history, and writes a ``Recommendation`` per bottleneck it finds, with its
 evidence (figures and a chart's series) and a suggested action. Three layers, one module each:
 
-- ``gather`` (the query layer): set-based aggregates, a constant number of queries whatever the fleet's
-  size, returning plain data (``PartitionStats`` per Slurm partition, ``NodeHealth`` per suspect node);
+- ``gather`` (the query layer, one module per kind of data): set-based aggregates, a constant number of
+  queries whatever the fleet's size, returning plain data (``PartitionStats`` per Slurm partition,
+  ``NodeHealth`` per suspect node);
 - ``rules`` (this package: the plain data in ``data``, one module per rule, registered in ``RULES``): plain
   functions over that data, no database;
 - ``store``: ``run``, the entry point, gathers, applies the rules and writes the findings idempotently (one open

@@ -1,11 +1,8 @@
-"""The query layer of the recommendations (``rules`` says what they mean): set-based aggregates, a constant
-number of queries whatever the fleet's size, returning the rules' plain data."""
+"""Per Slurm partition (nodes in service only): utilization, memory, jobs, widths and fabric (``PartitionStats``)."""
 
 from collections import Counter, defaultdict
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 
-from django.conf import settings
-from django.contrib.contenttypes.models import ContentType
 from django.db.models import (
     Avg,
     Count,
@@ -18,50 +15,23 @@ from django.db.models import (
     Sum,
     Value,
 )
-from django.db.models.functions import Cast, Coalesce, Greatest, TruncDate
-from django.utils import timezone
+from django.db.models.functions import Cast, Coalesce, Greatest
 
 from inventory import capacity
-from inventory.costs import gpu_hour_costs
-from inventory.goodput import attribution
-from inventory.goodput import queries as goodput
-from inventory.lifecycle import state_since
-from inventory.models import GPU, Fabric, FabricAttachment, LifecycleState, Node, StateTransition
+from inventory.models import FabricAttachment, LifecycleState, Node
 from inventory.telemetry import allocation, jobstats, slurm
 from inventory.telemetry.matching import NodeMatcher
-from inventory.telemetry.models import GPUDaily, GPUHourly, SlurmJob, SlurmJobNode
-from inventory.telemetry.queries import RANGES
+from inventory.telemetry.models import GPUHourly, SlurmJob, SlurmJobNode
 from inventory.telemetry.rollups import floor_hour
-from portal.db import related_count
 
-from ..procurement.models import OrderLine
-from .rules import (
+from ..rules import (
     THRESHOLDS,
     WIDTHS,
-    IdleNode,
-    NodeHealth,
     PartitionStats,
-    Reliability,
-    StuckNode,
-    TeamUse,
     Width,
-    lost_share,
-    lost_share_limit,
     width_of,
 )
-
-FAILED_STATES = ("FAILED", "OUT_OF_MEMORY")
-FAST_FABRICS = (Fabric.Kind.INFINIBAND, Fabric.Kind.ROCE)
-
-
-def window(now, t=THRESHOLDS):
-    return floor_hour(now) - timedelta(days=t.window_days), now
-
-
-def gather(now=None, t=THRESHOLDS):
-    """(partition stats, suspect nodes' health) for the window ending ``now``."""
-    now = now or timezone.now()
-    return partition_stats(now, t), node_health(now, t)
+from .common import FAILED_STATES, FAST_FABRICS, node_prices, window
 
 
 def partition_stats(now, t=THRESHOLDS):
@@ -185,20 +155,6 @@ def add_jobs(stats, start, end, now):
             p.ended_jobs, p.failed_jobs, p.oom_jobs = row["ended_jobs"], row["failed"], row["oom"]
 
 
-def node_prices(model_ids):
-    """Price of one node per model: the last order's unit price, else the list price (two queries)."""
-    from inventory.models import NodeModel
-
-    prices = {pk: price for pk, price in NodeModel.objects.filter(pk__in=model_ids).values_list("pk", "list_price")}
-    seen = set()
-    for model_id, price in (OrderLine.objects.filter(node_model__in=model_ids)
-                            .order_by("-order__ordered_on", "-pk").values_list("node_model_id", "unit_price")):
-        if model_id not in seen:
-            seen.add(model_id)
-            prices[model_id] = price
-    return prices
-
-
 def add_nodes(stats):
     """Nodes in service per partition: count, main site and main node model with its price, and the GPUs out of
     service (degraded or in repair) by the capacity model (four queries)."""
@@ -306,181 +262,3 @@ def add_fabric(stats, multi_node):
 # Other apps that know of faults (support: hardware tickets people filed) register a function here:
 # ``(since) → {(node id, day)}``, days on which the node or one of its GPUs had a fault. Planning imports no
 # app above it; the app registers itself when it loads (``support.apps``).
-FAULT_DAY_SOURCES = []
-
-
-def node_health(now, t=THRESHOLDS):
-    """Nodes (not retired) out of warranty or with faults, with their fault days and XID days (five queries)."""
-    today = timezone.localdate(now)
-    fault_since = now - timedelta(days=t.fault_window_days)
-    types = ContentType.objects.get_for_models(Node, GPU)
-    node_type, gpu_type = types[Node], types[GPU]
-    moves = StateTransition.objects.filter(to_state=LifecycleState.DEGRADED, created__gte=fault_since)
-    days = set(moves.filter(content_type=node_type).values_list("object_id", TruncDate("created")).distinct())
-    gpu_moves = moves.filter(content_type=gpu_type).values_list("object_id", TruncDate("created")).distinct()
-    gpu_moves = list(gpu_moves)
-    gpu_nodes = dict(GPU.objects.filter(pk__in={gpu for gpu, _ in gpu_moves}, node__isnull=False)
-                     .values_list("pk", "node_id")) if gpu_moves else {}
-    days |= {(gpu_nodes[gpu], day) for gpu, day in gpu_moves if gpu in gpu_nodes}
-    for source in FAULT_DAY_SOURCES:
-        days |= source(fault_since)
-    fault_days = Counter(node for node, _ in days)
-    xid = {row["node_id"]: row for row in (
-        GPUDaily.objects.filter(day__gte=today - timedelta(days=t.xid_window_days), xid_errors__gt=0,
-                                gpu__node__isnull=False)
-        .values(node_id=F("gpu__node_id"))
-        .annotate(errors=Sum("xid_errors"), days=Count("day", distinct=True)).order_by())}
-    suspects = Node.objects.exclude(state=LifecycleState.RETIRED).filter(
-        Q(warranty_end__lt=today) | Q(pk__in=list(fault_days)) | Q(pk__in=list(xid)))
-    rows = list(suspects.values("pk", "hostname", "site_id", "site__name", "node_model_id", "node_model__name",
-                                "warranty_end").order_by("hostname"))
-    prices = node_prices({row["node_model_id"] for row in rows}) if rows else {}
-    return [NodeHealth(node_id=row["pk"], hostname=row["hostname"], site_id=row["site_id"],
-                       site_name=row["site__name"], node_model_id=row["node_model_id"],
-                       node_model_name=row["node_model__name"], node_price=prices.get(row["node_model_id"]),
-                       warranty_end=row["warranty_end"], fault_days=fault_days.get(row["pk"], 0),
-                       xid_errors=xid.get(row["pk"], {}).get("errors", 0),
-                       xid_days=xid.get(row["pk"], {}).get("days", 0))
-            for row in rows]
-
-
-# --- Under-used: reclaim before you buy ---------------------------------------------------------------------
-
-
-def hour_cost(costs, node_id):
-    """(cost per GPU-hour, priced by a contract) of a node: its contracts' cost, else ``IDLE_GPU_HOUR_COST``."""
-    return (costs[node_id], True) if node_id in costs else (settings.IDLE_GPU_HOUR_COST, False)
-
-
-def under_used(now, t=THRESHOLDS):
-    """(idle nodes, teams' use of what they held, nodes stuck before service) for the under-used rules: a
-    constant number of queries (two for the idle nodes, three for the teams, one for the stuck nodes, and the
-    costs' own)."""
-    costs = gpu_hour_costs(timezone.localdate(now))
-    return idle_nodes(now, costs, t), team_use(now, costs, t), stuck_nodes(now, costs, t)
-
-
-def idle_nodes(now, costs, t=THRESHOLDS):
-    """In-service nodes with idle days (UTC) in the window: per node and day the GPU-hours and Σ utilization,
-    summed in the database (one row per node and day)."""
-    start, end = window(now, t)
-    days = defaultdict(list)
-    for node_id, _, gpu_hours, util_hours, hours in (
-            GPUHourly.objects.filter(hour__gte=start, hour__lt=end, util_mean__isnull=False,
-                                     gpu__node__state=LifecycleState.IN_SERVICE)
-            .values_list("gpu__node_id", TruncDate("hour", tzinfo=UTC))
-            .annotate(gpu_hours=Count("pk"), util=Sum("util_mean"), hours=Count("hour", distinct=True))
-            .order_by()):
-        if hours >= t.idle_day_min_hours and util_hours / gpu_hours < t.idle_day_util:
-            days[node_id].append((gpu_hours, util_hours))
-    idle = {pk: rows for pk, rows in days.items() if len(rows) >= t.idle_days}
-    if not idle:
-        return []
-    nodes = []
-    for pk, hostname, partition, site_id in (Node.objects.filter(pk__in=list(idle))
-                                             .values_list("pk", "hostname", "partition", "site_id")):
-        gpu_hours = sum(h for h, _ in idle[pk])
-        util_hours = sum(u for _, u in idle[pk])
-        cost, by_contract = hour_cost(costs, pk)
-        nodes.append(IdleNode(pk, hostname, partition, site_id, len(idle[pk]), float(gpu_hours),
-                              gpu_hours - util_hours / 100, util_hours / gpu_hours, cost, by_contract))
-    return nodes
-
-
-def team_use(now, costs, t=THRESHOLDS):
-    """Per Slurm account: the GPU-hours its jobs held on in-service nodes in node-hours with telemetry (each
-    node-hour capped at the GPUs that reported, shared among the accounts in proportion) and the busy part
-    (held × the node's mean utilization in that hour)."""
-    start, end = window(now, t)
-    held = defaultdict(lambda: defaultdict(float))  # (node id, hour) → (account, partition) → GPU-hours
-    hour_length = timedelta(hours=1)
-    for node_id, account, partition, gpus, begin, finish in (
-            allocation.in_window(SlurmJobNode.objects.filter(node__state=LifecycleState.IN_SERVICE, gpus__gt=0),
-                                 start, end, prefix="job__")
-            .annotate(finish=allocation.run_end(now, "job__"))
-            .values_list("node_id", "job__account", "job__partition", "gpus", "job__start_time", "finish")):
-        begin, finish = max(begin, start), min(finish, end)
-        hour = floor_hour(begin)
-        while hour < finish:
-            held[(node_id, hour)][(account, partition)] += gpus * allocation.hours(
-                min(finish, hour + hour_length) - max(begin, hour))
-            hour += hour_length
-    if not held:
-        return []
-    readings = {(node_id, hour): (util, reporting) for node_id, hour, util, reporting in (
-        GPUHourly.objects.filter(gpu__node_id__in={node_id for node_id, _ in held}, hour__gte=start, hour__lt=end,
-                                 util_mean__isnull=False)
-        .values_list("gpu__node_id", "hour").annotate(util=Sum("util_mean"), reporting=Count("pk")).order_by())}
-    teams = {}
-    for (node_id, hour), shares in held.items():
-        if (node_id, hour) not in readings:
-            continue  # no telemetry: nothing says whether the GPUs worked
-        util, reporting = readings[(node_id, hour)]
-        scale = min(1.0, reporting / sum(shares.values()))
-        cost, by_contract = hour_cost(costs, node_id)
-        for (account, partition), gpu_hours in shares.items():
-            gpu_hours *= scale
-            busy = gpu_hours * util / reporting / 100
-            team = teams.setdefault(account, TeamUse(account))
-            team.held_gpu_hours += gpu_hours
-            team.busy_gpu_hours += busy
-            team.idle_cost += (gpu_hours - busy) * cost
-            team.contract_priced_hours += gpu_hours if by_contract else 0.0
-            team.partitions[partition] = team.partitions.get(partition, 0.0) + gpu_hours
-    return list(teams.values())
-
-
-def stuck_nodes(now, costs, t=THRESHOLDS):
-    """Nodes delivered or in burn-in for more than ``stuck_days``, since their lifecycle record (one query)."""
-    limit = now - timedelta(days=t.stuck_days)
-    nodes = []
-    for pk, hostname, state, site_id, site_name, since, gpus in (
-            Node.objects.filter(state__in=[LifecycleState.DELIVERED, LifecycleState.BURN_IN])
-            .annotate(since=state_since(Node)).filter(since__lt=limit)
-            .annotate(gpu_count=related_count(GPU, "node"))
-            .values_list("pk", "hostname", "state", "site_id", "site__name", "since", "gpu_count")):
-        cost, by_contract = hour_cost(costs, pk)
-        nodes.append(StuckNode(pk, hostname, LifecycleState(state).label, site_id, site_name, since,
-                               (now - since).days, gpus, cost, by_contract))
-    return nodes
-
-
-# --- Reliability-bound: inventory.goodput's figures, per partition ---------------------------------------------
-
-
-def goodput_range(t=THRESHOLDS):
-    """The goodput range that covers the window: the shortest of ``RANGES`` at least ``window_days`` long."""
-    fitting = [r for r in RANGES.values() if r.periods * (24 if r.daily else 1) >= t.window_days * 24]
-    return min(fitting, key=lambda r: r.periods * (24 if r.daily else 1)).key if fitting else "1y"
-
-
-def reliability(now, t=THRESHOLDS):
-    """A ``Reliability`` per partition whose infrastructure interruptions lost more than the limit's share: its
-    goodput figures, and per node and GPU model (``goodput_by`` again, filtered to it), its reasons. About ten
-    queries, plus about twenty per partition over the limit."""
-    range_key = goodput_range(t)
-    start = RANGES[range_key].start(now)
-    over = [g for g in goodput.goodput_by("partition", range_key, now=now)
-            if g["interruptions"] and (lost_share(g) or 0) > lost_share_limit(t)]
-    if not over:
-        return []
-    reasons, minutes = defaultdict(Counter), defaultdict(set)
-    for partition, reason, code, checkpoint, count in (
-            goodput.interruptions({"cause": attribution.INFRASTRUCTURE}, start, now)
-            .filter(partition__in=[g["key"] for g in over])
-            .values_list("partition", "reason", "xid_event__code", "checkpoint_minutes")
-            .annotate(n=Count("pk")).order_by()):
-        words = attribution.REASONS.get(reason, reason)
-        if code is not None and reason in (attribution.XID, attribution.ECC):
-            words = f"{words} (XID {code})"
-        reasons[partition][words] += count
-        if checkpoint:
-            minutes[partition].add(checkpoint)
-    found = []
-    for g in over:
-        only = {"partition": g["key"]}
-        nodes = [n for n in goodput.goodput_by("node", range_key, only, now) if n["interruptions"]]
-        models = [m for m in goodput.goodput_by("gpu_model", range_key, only, now) if m["interruptions"]]
-        found.append(Reliability(g["key"], g, nodes, models, dict(reasons[g["key"]].most_common()),
-                                 goodput.cost_basis([g]), sorted(minutes[g["key"]])))
-    return found
