@@ -13,8 +13,11 @@ def pct(share):
     return None if share is None else round(100 * share, 1)
 
 
-# What each kind of differential entry checked, for people.
-CHECKED = {"out_of_service": "Capacity out of service", "scheduling_bound": "Queue policy (scheduling-bound)"}
+# What each kind of differential entry checked, for people (one line per kind; a rule adds its own).
+CHECKED = {
+    "out_of_service": "Capacity out of service",
+    "scheduling_bound": "Queue policy (scheduling-bound)",
+}
 
 
 def ruled_out(kind, why, *figures):
