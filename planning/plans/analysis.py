@@ -222,9 +222,7 @@ def need_of(plan, rec, scope, first, horizon):
         return None, {}
     nodes, larger = {}, []
     if rec.kind == "ageing":
-        from ..recommendations.store import ageing_rows
-
-        hostnames = [row["hostname"] for row in ageing_rows(rec)]
+        hostnames = [row["hostname"] for row in needs.evidence_rows(rec.evidence)]
         gpus = Count("gpus", filter=Q(gpus__gpu_model_id=scope.gpu_model_id)) if scope.gpu_model_id else Count("gpus")
         nodes = {hostname: (pk, n) for pk, hostname, n in Node.objects.filter(hostname__in=hostnames,
                                                                                 **scope.node_filters())

@@ -143,10 +143,15 @@ def need_for(rec, first_month, horizon, nodes=None, larger_models=()):
     return need
 
 
+def evidence_rows(evidence):
+    """The rows of the evidence's tables (an ageing recommendation's nodes to replace: hostname, warranty end…)."""
+    return [row for f in evidence.get("figures", []) for row in f.get("rows", [])]
+
+
 def leaving(evidence, first_month, nodes):
     """({node id: the day it leaves}, one phrase per node saying when and why) for an ageing recommendation."""
     days, said = {}, []
-    for row in (row for f in evidence.get("figures", []) for row in f.get("rows", [])):
+    for row in evidence_rows(evidence):
         if row["hostname"] not in nodes:
             continue
         node_id, _ = nodes[row["hostname"]]

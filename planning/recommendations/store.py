@@ -11,6 +11,7 @@ from django.utils import timezone
 
 from inventory.models import GPU, LifecycleState
 
+from ..plans import needs
 from ..plans.models import CapacityPlan, PlanItem
 from . import gather, rules
 from .models import Recommendation
@@ -85,7 +86,7 @@ def plan_name(rec):
 
 def ageing_rows(rec):
     """The nodes an ageing recommendation would replace, as its evidence lists them (hostname, warranty end…)."""
-    return [row for f in rec.evidence.get("figures", []) for row in f.get("rows", [])]
+    return needs.evidence_rows(rec.evidence)
 
 
 def gpu_model_of(rec):
