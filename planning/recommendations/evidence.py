@@ -17,6 +17,9 @@ def pct(share):
 CHECKED = {
     "out_of_service": "Capacity out of service",
     "scheduling_bound": "Queue policy (scheduling-bound)",
+    "own_history": "The node's own history (earlier weeks)",
+    "fleet_wide_dip": "A dip of the whole fleet or partition (holiday, maintenance)",
+    "low_utilization_not_unused": "Low utilization (performance: storage, input pipeline)",
 }
 
 

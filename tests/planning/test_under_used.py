@@ -93,19 +93,23 @@ def jobs_on(node, account, utils, job_id):
     allocation.save_allocations([job], {(job_id, FIRST_DAY): [node.hostname]})
 
 
-def test_a_team_holding_gpus_it_barely_uses_is_raised_and_a_healthy_one_never():
-    n1, n2, n3, _ = fleet()
-    jobs_on(n1, "vision", [20, 20, 20], "1")  # held 3 × 24 × 2 = 144 GPU-h, busy 144 × 0.2 = 28.8: 20 %
+def test_a_team_holding_gpus_that_ran_nothing_is_raised_one_running_slowly_or_healthily_never():
+    n1, n2, n3, n4 = fleet()
+    jobs_on(n1, "vision", [20, 20, 20], "1")  # held 3 × 24 × 2 = 144 GPU-h, all busy at 20 %: slow, not unused
     jobs_on(n2, "nlp", [60, 60, 60], "2")  # 60 %: healthy
-    jobs_on(n3, "tiny", [5], "3")  # 48 GPU-h at 5 %: too few GPU-hours to judge
+    jobs_on(n3, "tiny", [0], "3")  # 48 GPU-h that ran nothing: too few GPU-hours to judge
+    jobs_on(n4, "idlers", [0, 0, 60], "4")  # 144 GPU-h held, 96 of them ran nothing (two days × 24 h × 2 GPUs)
     teams = {t.account: t for t in gather.under_used(END)[1]}
     assert (teams["vision"].held_gpu_hours, round(teams["vision"].busy_gpu_hours, 2)) == (144.0, 28.8)
+    assert (teams["vision"].unused_gpu_hours, teams["vision"].low_util_gpu_hours) == (0.0, 144.0)
     assert (teams["nlp"].held_gpu_hours, round(teams["nlp"].busy_gpu_hours, 2)) == (144.0, 86.4)
+    assert (teams["idlers"].unused_gpu_hours, teams["idlers"].low_util_gpu_hours) == (96.0, 0.0)
     (found,) = rules.over_allocated(teams.values())
     figures = {f["label"]: f["value"] for f in found.figures}
-    assert found.key == "under_used:team=vision" and found.partition == "hand"
-    assert figures["Used share of the held GPU-hours"] == 20.0
-    assert figures["Cost of the held, unused GPU-hours"] == round((144 - 28.8) * 2.0, 2)  # 230.4
+    assert found.key == "under_used:team=idlers" and found.partition == "hand"
+    assert figures["Unused share of the held GPU-hours"] == 66.7  # 96 / 144
+    assert figures["Cost of the held, unused GPU-hours"] == 96 * 2.0  # 192.0
+    assert found.severity == "high"  # ≥ 60 %: twice the 30 % threshold
     assert "shared partition" in found.action
 
 

@@ -50,6 +50,23 @@ class Thresholds:
     team_used_share: float = 0.4  # under-used: a team's busy GPU-hours below this share of the GPU-hours it held
     team_min_gpu_hours: float = 100.0  # …over at least this many held GPU-hours with telemetry
     stuck_days: int = 14  # under-used: a node delivered or in burn-in for longer than this
+    # under-used, idle nodes, against their own history (the daily rollups of the ``idle_history_weeks`` weeks before
+    # the window): a week is observed with ≥ ``idle_days`` days with readings, idle with ≥ ``idle_days`` idle days.
+    # Reclaim when ≥ ``idle_history_weeks_idle`` earlier weeks were idle too (one week of use allowed: a test, a
+    # demo); busy in more weeks than that allows, the window's idle days are a dip, not the node's trend.
+    idle_history_weeks: int = 4
+    idle_history_weeks_idle: int = 3
+    # With too little history to decide (a new node or fleet): medium severity at most, and not raised when on most
+    # of its idle days at least this share of the fleet's (or its partition's) other nodes were idle too: a holiday,
+    # a maintenance week.
+    idle_shared_share: float = 0.5
+    # Over-allocated teams: a held GPU-hour ran nothing (no process) when its max utilization stayed below
+    # ``team_unused_util_max`` and its memory used, where DCGM reports it, below ``team_no_process_memory_gb``
+    # (a CUDA context alone takes ~0.5 GB); raised when such GPU-hours reach ``team_unused_share`` of those held.
+    # Low but non-zero utilization is a performance problem (storage, input pipeline), not over-allocation.
+    team_unused_util_max: float = 2.0
+    team_no_process_memory_gb: float = 1.0
+    team_unused_share: float = 0.3
     # reliability-bound: infrastructure interruptions' lost GPU-hours above this share of the partition's allocated
     # GPU-hours (None: ``settings.RELIABILITY_LOST_SHARE``); a node with this many of them is a repeat offender.
     reliability_lost_share: float | None = None
@@ -168,6 +185,20 @@ class IdleNode:
     util_mean: float  # % over its idle days
     hour_cost: float  # per GPU-hour
     priced_by_contract: bool
+    # Its own history (the ``idle_history_weeks`` before the window, daily rollups): weeks with readings, idle
+    # weeks, mean utilization (None: no readings).
+    weeks_observed: int = 0
+    weeks_idle: int = 0
+    history_util: float | None = None
+    # Of its idle days in the window, those when ≥ ``idle_shared_share`` of the fleet's (or its partition's) other
+    # nodes were idle too, and the mean share of the fleet's other nodes idle on its idle days.
+    shared_idle_days: int = 0
+    others_idle_share: float | None = None
+    # Mean utilization (%) of the fleet and of its partition (nodes in service) in the window and in the weeks before.
+    fleet_util: float | None = None
+    fleet_history_util: float | None = None
+    partition_util: float | None = None
+    partition_history_util: float | None = None
 
 
 @dataclass
@@ -177,9 +208,18 @@ class TeamUse:
     account: str
     held_gpu_hours: float = 0.0
     busy_gpu_hours: float = 0.0
-    idle_cost: float = 0.0  # (held − busy) priced per node
+    idle_cost: float = 0.0  # the unused GPU-hours priced per node
     contract_priced_hours: float = 0.0  # held GPU-hours on nodes priced by a contract
     partitions: dict = field(default_factory=dict)  # partition → held GPU-hours
+    # The held GPU-hours by what ran: nothing (no process: the unused ones ``idle_cost`` prices), a process that
+    # computed nothing all hour (memory held), something at a low mean utilization (< ``storage_busy_util``).
+    unused_gpu_hours: float = 0.0
+    stalled_gpu_hours: float = 0.0
+    low_util_gpu_hours: float = 0.0
+
+    @property
+    def unused_share(self):
+        return self.unused_gpu_hours / self.held_gpu_hours if self.held_gpu_hours else None
 
     @property
     def used_share(self):
