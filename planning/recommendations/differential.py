@@ -30,3 +30,28 @@ def scheduling_differential(p, t):
                                              "allocated to a job.", unallocated)
     return ruled_out("scheduling_bound", "Not ruled out: part of the GPU-hours ran no job while jobs waited; look at "
                                          "the queue policy too.", unallocated)
+
+
+def rebalance_differential(p, checked, moved, t):
+    """Idle GPUs of the same model in other partitions: taken before buying, or ruled out (busy, their own queue,
+    nothing spare); idle partitions of another GPU model are named and not counted."""
+    model = p.gpu_model_name or "its GPU model"
+    others = [q for q in p.peers if q.gpu_model_id != p.gpu_model_id and q.util_mean < t.rebalance_util_max]
+    other_figures = [figure(f"Partition {q.partition or '(none)'} ({q.gpu_model_name or 'unknown model'}) utilization",
+                            q.util_mean, "%", f"another GPU model than {model}: not counted") for q in others]
+    not_counted = (" Idle partitions of other GPU models are not counted: jobs sized for "
+                   f"{model} do not run the same on another GPU (memory, speed, builds)." if others else "")
+    if p.gpu_model_id is None:
+        return ruled_out("idle_same_model", "Not checked: the partition's GPU model is not recorded.")
+    if not checked:
+        return ruled_out("idle_same_model", f"No other partition has {model} GPUs in service: nothing of the same "
+                                            f"model to move before buying.{not_counted}", *other_figures)
+    figures = [figure(f"Partition {q.partition or '(none)'} ({model}) utilization", q.util_mean, "%",
+                      f"busiest hours {q.util_peak:.0f} %; {verdict}") for q, _, verdict in checked]
+    if moved:
+        why = (f"Taken first: {moved} GPUs of the same model ({model}) sit idle in other partitions beyond what their "
+               "own busiest hours need; moving those nodes is a Slurm change, before anything is bought.")
+    else:
+        why = (f"Ruled out: every other partition of {model} is in use, has its own queue, or has no whole node "
+               f"beyond its busiest hours at the {t.target_util:.0f} % target.")
+    return ruled_out("idle_same_model", why + not_counted, *figures, *other_figures)

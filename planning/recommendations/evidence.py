@@ -20,6 +20,8 @@ CHECKED = {
     "own_history": "The node's own history (earlier weeks)",
     "fleet_wide_dip": "A dip of the whole fleet or partition (holiday, maintenance)",
     "low_utilization_not_unused": "Low utilization (performance: storage, input pipeline)",
+    "idle_same_model": "Idle GPUs of the same model in other partitions",
+    "restart_wait": "Restart wait after interruptions",
 }
 
 

@@ -49,12 +49,13 @@ def test_the_differential_says_what_was_checked_and_why_it_was_ruled_out():
     none_out = rules.capacity_bound(busy_partition(0), rules.THRESHOLDS).evidence["ruled_out"]
     assert [(e["kind"], e["why"][:40]) for e in none_out] == [
         ("out_of_service", "No GPU of the partition is degraded or i"),
+        ("idle_same_model", "Not checked: the partition's GPU model i"),  # no model recorded on this hand-made one
         ("scheduling_bound", "The queue does not hold work back: nearl"),
     ]
-    assert none_out[1]["figures"][0]["value"] == 3.0  # % of the GPU-hours not allocated: 100 − 97
+    assert none_out[2]["figures"][0]["value"] == 3.0  # % of the GPU-hours not allocated: 100 − 97
     some_out = rules.capacity_bound(busy_partition(16, allocated=0.7), rules.THRESHOLDS).evidence["ruled_out"]
     assert some_out[0]["why"].startswith("Taken first: returning the GPUs out of service covers 16 of the GPUs")
-    assert some_out[1]["why"].startswith("Not ruled out: part of the GPU-hours ran no job")
+    assert some_out[2]["why"].startswith("Not ruled out: part of the GPU-hours ran no job")
 
 
 @pytest.mark.django_db
@@ -77,5 +78,5 @@ def test_the_page_and_the_api_show_the_differential(manager_client, manager_api)
     assert 'id="differential"' in page and "Capacity out of service" in page
     assert "Taken first: returning the GPUs out of service covers 16 of the GPUs needed" in page
     answer = manager_api.get(f"/api/planning/recommendations/{rec.pk}/").json()
-    assert [e["kind"] for e in answer["ruled_out"]] == ["out_of_service", "scheduling_bound"]
+    assert [e["kind"] for e in answer["ruled_out"]] == ["out_of_service", "idle_same_model", "scheduling_bound"]
     assert answer["ruled_out"] == answer["evidence"]["ruled_out"]

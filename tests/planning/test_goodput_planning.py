@@ -72,30 +72,38 @@ def reliability(now, **thresholds):
     return [f for r in gather.reliability(now, t) if (f := rules.reliability_bound(r, t))]
 
 
-@override_settings(IDLE_GPU_HOUR_COST=2.0, RELIABILITY_LOST_SHARE=0.05)
+@override_settings(IDLE_GPU_HOUR_COST=2.0, RELIABILITY_LOST_SHARE=0.02)
 def test_reliability_bound_on_a_hand_built_partition(fleet, now):
-    # Partition train (team vision) over the 7-day window: 130 allocated GPU-hours; J1's NODE_FAIL on n1 lost 12
-    # GPU-hours (0.5 h × 8 since its last hourly checkpoint + 1 h × 8 of wait), J2's XID 79 on n2 lost 10 (0.25 h ×
-    # 8 + 8): 22 lost, 22 / 130 = 16.9 % > 5 % (high: at least twice the limit), 44 USD at the default 2.0.
-    # Partition infer only had the users' failures: healthy, not raised.
+    # Partition train (team vision) over the 7-day window: 130 allocated GPU-hours; J1's NODE_FAIL on n1 lost 4
+    # GPU-hours of work (0.5 h × 8 since its last hourly checkpoint) and then waited 8 (1 h × 8) to restart, J2's
+    # XID 79 on n2 lost 2 (0.25 h × 8) and waited 8: 6 of work lost, 6 / 130 = 4.6 % > 2 % (high: at least twice
+    # the limit); goodput ratio (130 − 6) / 130 = 0.9538 = 1 − 4.6 %. The 16 GPU-hours of wait are shown apart;
+    # the 22 together cost 44 USD at the default 2.0. Partition infer only had the users' failures: not raised.
     [found] = reliability(now)
     figures = {f["label"]: f for f in found.evidence["figures"]}
     assert (found.kind, found.key, found.partition, found.severity) == (
         "reliability_bound", "reliability_bound:partition=train", "train", "high")
     assert figures["Infrastructure interruptions"]["value"] == 2
-    assert figures["Lost GPU-hours (estimate)"]["value"] == 22.0
+    assert figures["Lost work (since the last checkpoint, estimate)"]["value"] == 6.0
+    assert figures["Restart wait (not in the lost share)"]["value"] == 16.0
     assert figures["Allocated GPU-hours"]["value"] == 130.0
     assert (figures["Lost share of the allocated GPU-hours"]["value"],
-            figures["Lost share of the allocated GPU-hours"]["rule"]) == (16.9, "> 5 %")
-    assert figures["Cost of the lost GPU-hours"]["value"] == 44.0
-    assert [(n["hostname"], n["interruptions"], n["lost_gpu_hours"], n["lost_cost"], n["repeat_offender"])
-            for n in figures["Worst nodes"]["rows"]] == [("n1", 1, 12.0, 24.0, False), ("n2", 1, 10.0, 20.0, False)]
+            figures["Lost share of the allocated GPU-hours"]["rule"]) == (4.6, "> 2 %")
+    assert figures["Goodput ratio"]["value"] == 95.4  # %
+    assert figures["Cost of the lost work and the restart wait"]["value"] == 44.0
+    assert [(n["hostname"], n["interruptions"], n["lost_work_gpu_hours"], n["restart_wait_gpu_hours"], n["lost_cost"],
+             n["repeat_offender"]) for n in figures["Worst nodes"]["rows"]] == [
+        ("n1", 1, 4.0, 8.0, 24.0, False), ("n2", 1, 2.0, 8.0, 20.0, False)]
     assert figures["Reasons"]["rows"] == [
         {"reason": "Node failure (Slurm NODE_FAIL)", "interruptions": 1},
         {"reason": "GPU fell off the bus (XID 79) near the end", "interruptions": 1}]
-    assert [(m["gpu_model"], m["interruptions"], m["lost_gpu_hours"]) for m in figures["GPU models"]["rows"]] == [
-        ("M1", 2, 22.0)]
-    assert "every 60 min" in found.summary and "16.9 %" in found.summary
+    assert [(m["gpu_model"], m["interruptions"], m["lost_work_gpu_hours"]) for m in figures["GPU models"]["rows"]] == [
+        ("M1", 2, 6.0)]
+    assert "every 60 min" in found.summary and "4.6 %" in found.summary and "goodput ratio 95.4 %" in found.summary
+    [wait] = found.evidence["ruled_out"]
+    assert (wait["kind"], wait["label"]) == ("restart_wait", "Restart wait after interruptions")
+    assert wait["why"].startswith("Not counted as lost work") and "Capacity idle, not work redone" in wait["why"]
+    assert [(f["value"], f["unit"]) for f in wait["figures"]] == [(16.0, "GPU-h"), (16.9, "%")]  # 22 / 130
     assert "Burn in" in found.action and "spare nodes" in found.action and "checkpoint interval" in found.action
     assert "repeat offenders" not in found.action  # one interruption per node: none repeats
 
@@ -112,16 +120,19 @@ def test_a_repeat_offender_is_named_for_replacement(fleet, now):
 
 
 def test_reliability_bound_is_never_raised_on_a_healthy_partition(fleet, now):
-    # Under the limit (16.9 % ≤ 20 %): no finding for train; infer's only failures are the users'.
-    assert reliability(now, reliability_lost_share=0.2) == []
+    # Under the limit (4.6 % of work lost ≤ 5 %): no finding for train, though work and restart wait together are
+    # 16.9 % (the wait is idle capacity, not lost work); infer's only failures are the users'.
+    assert reliability(now, reliability_lost_share=0.05) == []
 
 
-@override_settings(RELIABILITY_LOST_SHARE=0.05)
+@override_settings(RELIABILITY_LOST_SHARE=0.02)
 def test_the_analysis_writes_the_reliability_recommendation(fleet, now):
     recording.record_interruptions(now - 48 * H, now + MIN, now)
     store.run(now)
     rec = Recommendation.objects.get(kind=Recommendation.Kind.RELIABILITY)
-    assert (rec.partition, rec.status, rec.evidence["measured"]["lost_gpu_hours"]) == ("train", "open", 22.0)
+    measured = rec.evidence["measured"]
+    assert (rec.partition, rec.status, measured["lost_run_gpu_hours"], measured["lost_wait_gpu_hours"],
+            measured["lost_gpu_hours"], measured["lost_share"]) == ("train", "open", 6.0, 16.0, 22.0, 0.0462)
     assert not Recommendation.objects.filter(kind=Recommendation.Kind.RELIABILITY, partition="infer").exists()
 
 
@@ -230,7 +241,7 @@ def test_time_to_result_reads_the_jobs_once_for_a_list_of_plans(timed_plan, view
         viewer_api.get("/api/planning/plans/")
 
 
-@override_settings(RELIABILITY_LOST_SHARE=0.05)
+@override_settings(RELIABILITY_LOST_SHARE=0.02)
 def test_the_reliability_recommendations_page_shows_its_tables(fleet, now, viewer_client):
     recording.record_interruptions(now - 48 * H, now + MIN, now)
     store.run(now)

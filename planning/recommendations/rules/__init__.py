@@ -38,8 +38,16 @@ Definitions (per partition, over the window, nodes in service only)
 Rules and thresholds (``Thresholds``; the defaults are ``THRESHOLDS``)
     - capacity-bound: utilization ≥ 80 % and long queue waits (p50 ≥ 1 h or p95 ≥ 4 h, over ≥ 5 started jobs)
       → add nodes (enough that the busy GPUs plus the GPUs waiting on average fill the partition to the 80 %
-      target) or rent burst capacity. Accepting pre-fills the plan's bill of materials with that many nodes of the
-      partition's model.
+      target) or rent burst capacity. Before buying, the partition's GPUs out of service (degraded, in repair) are
+      returned, then idle nodes of the same GPU model (the model of most of its in-service GPUs) are moved from other
+      partitions: a partition gives whole nodes when its mean utilization is < 50 % (``rebalance_util_max``), its
+      own jobs do not wait long, and only the nodes beyond what its busiest hours need — the 95th percentile of its
+      hourly mean utilization (``rebalance_peak_quantile``) plus its own queue, at the 80 % target — so that it
+      stays at or below the target after the move; the most idle first. Other GPU models are not counted (jobs
+      sized for one GPU do not run the same on another). What remains is bought: accepting pre-fills the plan's
+      bill of materials with that many nodes of the partition's model (``measured``: ``returned_gpus``,
+      ``rebalance_gpus``, ``rebalance_from`` {partition: GPUs}). When two busy partitions share one idle donor,
+      each counts the donor's whole spare.
     - scheduling-bound: long queue waits while ≥ 25 % of the observed GPU-hours were not allocated to any job,
       and utilization below 80 % → fix the queue policy (limits, reservations, fragmentation), not hardware.
     - storage-bound: ≥ 70 % of GPU-hours allocated, and either busy-hour utilization < 50 % with a stall share
@@ -71,10 +79,13 @@ Rules and thresholds (``Thresholds``; the defaults are ``THRESHOLDS``)
         lifecycle record → chase the vendor or finish burn-in. Their GPU-hours since then are priced as well.
 
     - reliability-bound (per partition, ``inventory.goodput``'s figures over the window): the infrastructure's
-      interruptions lost (work since the last checkpoint plus the restart wait, an estimate) more than
-      ``RELIABILITY_LOST_SHARE`` (5 %) of the partition's allocated GPU-hours → burn in, replace the repeat
-      offenders (nodes with ≥ 2 of them), keep spare nodes, shorten the checkpoint interval. The evidence lists the
-      worst nodes, the reasons (XID classes), the GPU models and the lost GPU-hours' cost.
+      interruptions lost more than ``RELIABILITY_LOST_SHARE`` (5 %) of the partition's allocated GPU-hours as work
+      (since the last checkpoint, an estimate: ``lost_run_gpu_hours``) → burn in, replace the repeat offenders
+      (nodes with ≥ 2 of them), keep spare nodes, shorten the checkpoint interval. The share is the goodput page's:
+      1 − share = its goodput ratio for the partition and range. The restart wait (the team's GPUs idle until its
+      next job started, ≤ ``GOODPUT_RESTART_WAIT_CAP_HOURS``) lies outside the allocation: shown apart, in the
+      differential, not in the share. The evidence lists the worst nodes, the reasons (XID classes), the GPU
+      models and the cost of the lost work and the wait.
 
 A recommendation dismissed or accepted is not raised again for ``snooze_days`` (30) after the decision.
 """
@@ -92,6 +103,7 @@ from .data import (
     K,
     NodeHealth,
     PartitionStats,
+    Peer,
     Reliability,
     StuckNode,
     TeamUse,
@@ -145,5 +157,5 @@ __all__ = [
     "PartitionStats", "Reliability", "StuckNode", "TeamUse", "Thresholds", "Width", "width_of", "ageing", "is_ageing",
     "capacity_bound", "long_waits", "money", "priced", "util_chart", "wait_figures", "idle_nodes", "memory_bound",
     "network_bound", "lost_share", "lost_share_limit", "reliability_bound", "scheduling_bound", "bursty",
-    "steadily_starved", "storage_bound", "stuck_nodes", "over_allocated", "figure", "pct",
+    "steadily_starved", "storage_bound", "stuck_nodes", "over_allocated", "figure", "pct", "Peer",
 ]

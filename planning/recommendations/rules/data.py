@@ -71,6 +71,12 @@ class Thresholds:
     # GPU-hours (None: ``settings.RELIABILITY_LOST_SHARE``); a node with this many of them is a repeat offender.
     reliability_lost_share: float | None = None
     repeat_offender_interruptions: int = 2
+    # capacity-bound, before buying: another partition of the same GPU model gives whole nodes when its mean
+    # utilization is below this (a partition half busy or more is in use, whatever its spare)…
+    rebalance_util_max: float = 50.0
+    # …and only the nodes beyond what its busiest hours need: this quantile of its hourly utilization, plus its
+    # own queue, at ``target_util`` (a day-busy, night-idle service keeps what its days need).
+    rebalance_peak_quantile: float = 0.95
 
 
 THRESHOLDS = Thresholds()
@@ -113,6 +119,11 @@ class PartitionStats:
     fabric_gbps_per_gpu: float | None = None
     nodes: int = 0
     gpus_out_of_service: int = 0  # degraded or in repair (``inventory.capacity``): returned first, before buying
+    # The main GPU model of its in-service GPUs and the other partitions seen in the window (``Peer``, one per
+    # partition and GPU model): idle ones of the same model are moved before anything is bought (``gather.rebalance``).
+    gpu_model_id: int | None = None
+    gpu_model_name: str = ""
+    peers: list = field(default_factory=list)
     site_id: int | None = None
     site_name: str = ""
     node_model_id: int | None = None
@@ -125,6 +136,27 @@ class PartitionStats:
     def allocated_share(self):
         # At most 1: more GPU-hours allocated than observed means GPUs that did not report, not > 100 %.
         return min(1.0, self.allocated_gpu_hours / self.gpu_hours) if self.gpu_hours else None
+
+
+@dataclass
+class Peer:
+    """Another partition's nodes of one GPU model, and that partition's load over the window, as the capacity rule
+    weighs moving them: ``gpus_total`` GPUs reporting in the partition, ``util_peak`` the ``rebalance_peak_quantile``
+    of its hourly mean utilization (%); ``nodes``/``gpus`` its in-service nodes of ``gpu_model_id`` and their GPUs
+    in service."""
+
+    partition: str
+    gpu_model_id: int | None
+    gpu_model_name: str
+    nodes: int
+    gpus: int
+    gpus_total: int
+    util_mean: float
+    util_peak: float
+    gpus_waiting: float = 0.0
+    jobs_started: int = 0
+    wait_p50_hours: float | None = None
+    wait_p95_hours: float | None = None
 
 
 WIDTHS = ((1, 1), (2, 2), (3, 4), (5, 8), (9, None))  # node-count groups: (fewest, most or None)
