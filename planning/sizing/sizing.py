@@ -504,17 +504,18 @@ def size(workload, gpus, factors=None, rates=None):
     return Sizing(w, gpu, {key: figures[key] for key in FIGURES})
 
 
-def run_costs(gpu_hours, gpu_model):
+def run_costs(gpu_hours, gpu_model, rate=None, rate_source=""):
     """What the run's GPU-hours cost on the fleet's owned ``gpu_model`` nodes (their cost per GPU-hour from the
-    contracts) and rented (the rental rate): ``{"owned_cost": Figure, "rental_cost": Figure}``, each saying where
-    its rate comes from; value None when no rate is known (never 0). The adapter to ``planning.contracts``."""
+    contracts) and rented (``rate`` per GPU-hour with its ``rate_source``, as a plan that sets its own rate passes
+    it; else ``contracts.costs.rental_rate``): ``{"owned_cost": Figure, "rental_cost": Figure}``, each saying where
+    its rate comes from; value None when no rate is known (never 0). The one pricing of a workload's GPU-hours: the
+    sizing page, its API and a plan's workloads read it. The adapter to ``planning.contracts``."""
     from django.conf import settings
 
     from ..contracts.costs import owned_gpu_hour_cost, rental_rate
 
     currency = settings.COST_CURRENCY
     owned, contracts = owned_gpu_hour_cost(gpu_model)
-    rate, rentals = rental_rate()
     power = f"power at PUE {settings.DEFAULT_PUE:g} and {settings.ENERGY_PRICE_PER_KWH:g} {currency}/kWh"
     if owned:
         owned_figure = Figure("owned_cost", "Cost on owned GPUs", gpu_hours * float(owned), currency,
@@ -524,16 +525,21 @@ def run_costs(gpu_hours, gpu_model):
         owned_figure = Figure("owned_cost", "Cost on owned GPUs", None, currency,
                               f"Not known: no {gpu_model} node of the fleet has a cost from a purchase or "
                               "expansion contract.", "the contracts")
-    if rentals:
-        rental_source = "; ".join(f"rental contract {c}" for c in rentals) + " (their mean rate)"
+    if rate is None:
+        rate, rentals = rental_rate()
+        rental_source = ("; ".join(f"rental contract {c}" for c in rentals) + " (their mean rate)" if rentals else
+                         "the setting RENTAL_GPU_HOUR_COST (no active rental contract gives a rate)")
     else:
-        rental_source = "the setting RENTAL_GPU_HOUR_COST (no active rental contract gives a rate)"
+        rate, rental_source = float(rate), rate_source or "the rate given"
+    # Renting the whole run: every GPU-hour rented. A plan's rent scenario prices another quantity (only the
+    # shortfall beyond the fleet, in whole nodes by the month) at this same rate.
+    whole_run = "Renting the whole run: every GPU-hour rented"
     if rate:
         rental_figure = Figure("rental_cost", "Cost rented", gpu_hours * rate, currency,
-                               f"GPU-hours × {rate:.4f} {currency} per GPU-hour rented.", rental_source)
+                               f"{whole_run}, GPU-hours × {rate:.4f} {currency} per GPU-hour.", rental_source)
     else:
-        rental_figure = Figure("rental_cost", "Cost rented", None, currency, "Not known: the rental rate is 0.",
-                               rental_source)
+        rental_figure = Figure("rental_cost", "Cost rented", None, currency,
+                               f"Not known: the rental rate is 0 ({whole_run.lower()}).", rental_source)
     return {"owned_cost": owned_figure, "rental_cost": rental_figure}
 
 

@@ -22,6 +22,7 @@ from ..goodput import added_goodput, measured_rates
 from ..plans.forms import AddToPlanForm
 from ..plans.models import NOT_INPUTS
 from . import sizing
+from .fleet import fleet_fit
 from .forms import SizingForm, given_inputs
 from .rates import rate_basis
 
@@ -105,6 +106,7 @@ class SizingView(TemplateView):
                 figures=[(figure, display(figure.value, figure.unit)) for figure in result.figures.values()],
                 costs=[(figure, display(figure.value)) for figure in
                        sizing.run_costs(result["gpu_hours"], workload.gpu_model).values()],
+                fleet=fleet_fit(workload.gpu_model, result["gpus"]),
                 comparison=[(row, [display(value) for value in row.values.values()]) for row in rows],
                 comparison_headers=[sizing.FIGURES[key][:2] for key in sizing.COMPARISON_FIGURES],
                 chart={"labels": [row.gpu.name for row in rows if row.sizing], "x_title": "GPU-hours",

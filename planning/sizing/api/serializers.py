@@ -5,6 +5,8 @@ from dataclasses import MISSING
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
+from inventory.api.serializers import CapacityCountSerializer
+
 from .. import sizing
 
 
@@ -87,8 +89,21 @@ SizingFiguresSerializer = type("SizingFiguresSerializer", (serializers.Serialize
 class SizingCostsSerializer(serializers.Serializer):
     owned_cost = SizingFigureSerializer(help_text="GPU-hours × the owned cost per GPU-hour of the fleet's nodes of "
                                                   "this GPU model (from the contracts); value null when not known.")
-    rental_cost = SizingFigureSerializer(help_text="GPU-hours × the rental rate (the active rental contracts', else "
-                                                   "the portal's default); value null when not known.")
+    rental_cost = SizingFigureSerializer(help_text="Renting the whole run: GPU-hours × the rental rate (the active "
+                                                   "rental contracts', else the portal's default; a plan prices its "
+                                                   "workloads the same way); value null when not known.")
+
+
+class SizingFleetSerializer(serializers.Serializer):
+    """The fleet's GPUs of the sized model (``planning.sizing.fleet``), counted as every page counts them."""
+
+    gpu_model = serializers.CharField()
+    gpus = serializers.IntegerField(help_text="The GPUs the run is sized for (`figures.gpus`).")
+    fits = serializers.ChoiceField(choices=["in_service", "fleet", "no"], help_text=(
+        "in_service: the run fits in the GPUs in service; fleet: only with those out of service, arriving or "
+        "ordered; no: not in all of them."))
+    says = serializers.CharField(help_text="The count and the verdict, in words (as the page shows it).")
+    capacity = CapacityCountSerializer(help_text="The fleet's GPUs of the model by state (`inventory.capacity`).")
 
 
 class SizingComparisonSerializer(serializers.Serializer):
@@ -149,6 +164,7 @@ class SizingSerializer(serializers.Serializer):
     gpu_model = serializers.CharField(source="gpu.name")
     figures = serializers.SerializerMethodField()
     costs = SizingCostsSerializer(help_text="The run's cost on the chosen GPU model, with the rates' sources.")
+    fleet = SizingFleetSerializer(help_text="The fleet's GPUs of the chosen model and whether the run fits in them.")
     comparison = SizingComparisonSerializer(many=True, help_text="The same workload on every GPU model.")
     interruption_rate = InterruptionRateSerializer(help_text="The interruption rate behind the default goodput.")
     accuracy = SizingAccuracySerializer(help_text="How close the calibrated defaults come to published runs.")

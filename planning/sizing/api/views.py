@@ -10,6 +10,7 @@ from ...calibration.calibration import calibrate
 from ...calibration.validation import validate
 from ...goodput import measured_rates
 from .. import sizing
+from ..fleet import fleet_fit
 from ..rates import rate_basis
 from . import serializers as api
 
@@ -31,7 +32,10 @@ class SizingView(APIView):
             "node, storage and checkpoint throughput, host CPU and RAM per GPU, power and energy. Each figure comes "
             "with its unit, a one-line explanation and the reference it follows; `comparison` sizes the same "
             "workload on every GPU model of the catalog; `costs` prices the GPU-hours on the fleet's owned nodes of "
-            "the GPU model (from the contracts) and at the rental rate, with their sources (null: not known). "
+            "the GPU model (from the contracts) and at the rental rate, with their sources (null: not known): renting "
+            "the whole run, where a plan's rent scenario rents only the shortfall beyond the fleet; `fleet`: the "
+            "fleet's GPUs of the model by the capacity model (as `GET /api/inventory/capacity/` counts them) and "
+            "whether the run's GPUs fit in them. "
             "`team` (a Slurm account) applies that team's sizing factor from `GET /api/planning/calibration/`, "
             "`calibration_factor` a factor of your own: GPU-hours, days, energy and cost × the factor, "
             "`figures.calibration_factor` says which and where from. The default goodput uses the fleet's measured "
@@ -55,6 +59,7 @@ class SizingView(APIView):
         result = sizing.size(workload, gpus, factors, rates)
         answer = {"gpu": result.gpu, "figures": result.figures,
                   "costs": sizing.run_costs(result["gpu_hours"], workload.gpu_model),
+                  "fleet": fleet_fit(workload.gpu_model, result["gpus"]).as_dict(),
                   "comparison": sizing.compare_all(workload, gpus, factors, rates),
                   "interruption_rate": rate_basis(rates.get(workload.gpu_model), sizing.INTERRUPTIONS_PER_GPU_HOUR,
                                                   sizing.GOODPUT_SOURCE, goodput_given=bool(workload.goodput)),
