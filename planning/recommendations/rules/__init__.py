@@ -70,11 +70,24 @@ Rules and thresholds (``Thresholds``; the defaults are ``THRESHOLDS``)
     - under-used (reclaim before you buy; the idle GPU-hours priced at each node's cost per GPU-hour from its
       contracts, else ``settings.IDLE_GPU_HOUR_COST``, and the evidence says which):
       * idle nodes (per partition): in-service nodes with ≥ 3 idle days in the window, a day (UTC) being idle when
-        it has readings for ≥ 12 of its hours and its GPUs' mean utilization is < 5 % → return them to the pool;
+        it has readings for ≥ 12 of its hours and its GPUs' mean utilization is < 5 %, whose idleness persists
+        against their own history: the 4 weeks before the window, from the daily rollups (``GPUDaily``), a week
+        counting when it has ≥ 3 days with readings and idle with ≥ 3 idle days. Idle in ≥ 3 of those 4 weeks too:
+        confirmed → return them to the pool (high severity with ≥ 3 confirmed nodes in the partition). Busy in
+        more than 1 of them: a dip (a holiday, a quiet week), not the node's trend → not raised. With too little
+        history to tell (a new node or fleet): not raised when on most of its idle days ≥ 50 % of the fleet's
+        other nodes (or of its partition's, when it has ≥ 2 others) were idle too (a holiday, a maintenance week),
+        else raised at medium severity at most, the differential saying it is unconfirmed. The differential
+        (``own_history``, ``fleet_wide_dip``) gives the nodes' idle weeks before and the fleet's and the
+        partition's utilization in the window against the weeks before;
       * over-allocated teams (per Slurm account): over the node-hours with telemetry, the GPU-hours the team's jobs
-        held (capped at the GPUs that reported) against their busy GPU-hours (held × the node's mean utilization
-        in that hour, DCGM): busy < 40 % of held, over ≥ 100 held GPU-hours → move the team to a shared partition
-        or shrink its allocation;
+        held (capped at the GPUs that reported) that ran nothing: no process, a GPU-hour whose max utilization
+        stayed < 2 % and its memory used, where reported, < 1 GB (the GPUs no job held are counted first among
+        those). ≥ 30 % of the held GPU-hours (high at ≥ 60 %), over ≥ 100 held GPU-hours → right-size the jobs'
+        GPU requests or move the team to a shared partition. Held GPU-hours that ran something at a low mean
+        utilization (< 50 %), or held memory and computed nothing, are a performance problem (storage, the input
+        pipeline: storage-bound), not over-allocation: not counted, and the differential
+        (``low_utilization_not_unused``) says how many there were;
       * stuck nodes (per site): nodes delivered or in burn-in for more than ``stuck_days`` (14) days, from the
         lifecycle record → chase the vendor or finish burn-in. Their GPU-hours since then are priced as well.
 

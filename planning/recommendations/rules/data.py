@@ -47,8 +47,7 @@ class Thresholds:
     idle_day_util: float = 5.0  # %: a node's day whose GPUs averaged below this is idle…
     idle_day_min_hours: int = 12  # …counted when it has readings for at least this many of its hours
     idle_days: int = 3  # under-used: a node in service with at least this many idle days in the window
-    team_used_share: float = 0.4  # under-used: a team's busy GPU-hours below this share of the GPU-hours it held
-    team_min_gpu_hours: float = 100.0  # …over at least this many held GPU-hours with telemetry
+    team_min_gpu_hours: float = 100.0  # under-used teams: judged over at least this many held GPU-hours with telemetry
     stuck_days: int = 14  # under-used: a node delivered or in burn-in for longer than this
     # under-used, idle nodes, against their own history (the daily rollups of the ``idle_history_weeks`` weeks before
     # the window): a week is observed with ≥ ``idle_days`` days with readings, idle with ≥ ``idle_days`` idle days.
