@@ -10,11 +10,9 @@ from django.utils import timezone
 from portal.forms import object_id
 from portal.search import search_kinds
 
+from . import capacity
 from .lifecycle import state_since
 from .models import GPU, GPUModel, LifecycleState, Node, Rack, Site, StorageSystem, Switch
-
-# GPUs that exist in the fleet's capacity: delivered and not retired.
-COUNTED_STATES = [s for s in LifecycleState.values if s not in (LifecycleState.ORDERED, LifecycleState.RETIRED)]
 
 
 def fleet_summary():
@@ -29,21 +27,22 @@ def fleet_summary():
     nodes_by_state = {s: sum(by_state.get(s, 0) for by_state in nodes_by_site_state.values()) for s, _ in states}
 
     gpus_by_state = dict(GPU.objects.values_list("state").annotate(n=Count("id")))
-    gpus_by_model = list(
-        GPU.objects.filter(state__in=COUNTED_STATES)
-        .values(name=F("gpu_model__name"))
-        .annotate(n=Count("id"))
-        .order_by("-n", "name")
-    )
-    capacity = {
+    # GPUs by model as the capacity model counts them (its ``total``: neither the GPU nor its node retired), the
+    # GPU tile's and the API's figure; memory and FLOP/s per site over the same GPUs (those in a node).
+    by_model = capacity.count_by("gpu_model")
+    gpus_by_model = sorted(({"name": name, "n": gpus.total} for name, gpus in by_model.items()
+                            if name and gpus.total),
+                           key=lambda row: (-row["n"], row["name"]))
+    retired = LifecycleState.RETIRED
+    capacity_by_site = {
         row["site"]: row
-        for row in GPU.objects.filter(state__in=COUNTED_STATES, node__isnull=False)
+        for row in GPU.objects.filter(node__isnull=False).exclude(state=retired).exclude(node__state=retired)
         .values(site=F("node__site__name"))
         .annotate(gpus=Count("id"), memory_gb=Sum("gpu_model__memory_gb"), bf16_tflops=Sum("gpu_model__bf16_tflops"))
     }
     site_rows = []
     for name in sites:
-        cap = capacity.get(name, {})
+        cap = capacity_by_site.get(name, {})
         site_rows.append({
             "name": name,
             "nodes": nodes_by_site_state.get(name, {}),
