@@ -17,6 +17,8 @@ from planning.models import Recommendation
 from planning.recommendations import gather, rules
 from planning.recommendations import store as rec_store
 from planning.recommendations.rules import idle as idle_rule
+from tests.factories import make_gpu_model, make_node_model, make_site
+from tests.planning.test_recommendations import add_partition
 from tests.planning.test_under_used import END, FIRST_DAY, days_at, fleet
 
 pytestmark = pytest.mark.django_db
@@ -149,6 +151,24 @@ def test_a_new_fleets_holiday_is_a_shared_dip_and_reclaims_nothing():
     idle_nodes = gather.under_used(END)[0]
     assert [n.shared_idle_days for n in idle_nodes] == [4, 4, 4, 4]
     assert rules.idle_nodes(idle_nodes) == []
+
+
+def test_a_new_partition_nobody_uses_is_raised_unconfirmed_beside_a_busy_one():
+    spare = add_partition(make_site(name="Spare"), "spr", "spare", 3, make_node_model(name="4-GPU", gpu_slots=4),
+                          make_gpu_model(name="spare GPU"))
+    for node in spare:
+        days_at(node, [1] * 6)
+    for node in fleet(4):
+        days_at(node, [60] * 6)
+    idle_nodes = gather.under_used(END)[0]
+    # Each spare node: 2 of the fleet's 6 other nodes idle (33 %: no holiday), both of its partition's (100 %).
+    assert {(n.hostname, round(n.others_idle_share, 3), n.partition_idle_share) for n in idle_nodes} == {
+        (f"spr-00{i}", 0.333, 1.0) for i in (1, 2, 3)}
+    (found,) = rules.idle_nodes(idle_nodes)
+    assert (found.partition, found.node_count, found.severity) == ("spare", 3, "medium")  # 3 nodes, none confirmed
+    dip = found.ruled_out[1]
+    assert by_figure(dip)["Partition's other nodes idle on these nodes' idle days (mean)"] == 100.0
+    assert "Not ruled out for spr-001, spr-002, spr-003: most of the partition was idle with them" in dip["why"]
 
 
 # --- Teams -------------------------------------------------------------------------------------------------

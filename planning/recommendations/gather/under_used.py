@@ -86,8 +86,9 @@ def idle_nodes(now, costs, t=THRESHOLDS):
             util_hours / gpu_hours, cost, by_contract,
             weeks_observed=len(observed), weeks_idle=sum(sum(d.idle for d in days) >= t.idle_days for days in observed),
             history_util=_util({pk: history_days[pk]}) if pk in history_days else None,
-            shared_idle_days=sum(max(share) >= t.idle_shared_share for share in fleet_shares),
-            others_idle_share=(sum(s[0] for s in fleet_shares) / len(fleet_shares)),
+            shared_idle_days=sum((fleet_share or 0.0) >= t.idle_shared_share for fleet_share, _ in fleet_shares),
+            others_idle_share=_mean(fleet_share for fleet_share, _ in fleet_shares),
+            partition_idle_share=_mean(partition_share for _, partition_share in fleet_shares),
             fleet_util=fleet, fleet_history_util=fleet_before,
             partition_util=by_partition[partition][0], partition_history_util=by_partition[partition][1]))
     return nodes
@@ -123,23 +124,22 @@ FLEET = object()  # the scope of the whole fleet, whatever the partitions are na
 
 
 def _idle_shares(node_days, partition_of):
-    """(node, day) → (share of the fleet's other nodes idle that day, share of its partition's): 0 where too few
-    others had readings (none in the fleet, fewer than two in the partition) to call a dip shared."""
+    """(node, day) → (share of the fleet's other nodes idle that day, share of its partition's other nodes), None
+    where no other node of that scope had readings."""
     idle, seen = defaultdict(int), defaultdict(int)  # (scope, day) → nodes idle, nodes with readings
     for node_id, days in node_days.items():
         for day, d in days.items():
             for scope in (FLEET, partition_of[node_id]):
                 seen[(scope, day)] += 1
                 idle[(scope, day)] += d.idle
-    shares = {}
-    for node_id, days in node_days.items():
-        for day, d in days.items():
-            share = []
-            for scope, fewest in ((FLEET, 1), (partition_of[node_id], 2)):
-                others = seen[(scope, day)] - 1
-                share.append((idle[(scope, day)] - d.idle) / others if others >= fewest else 0.0)
-            shares[(node_id, day)] = tuple(share)
-    return shares
+    return {(node_id, day): tuple((idle[(scope, day)] - d.idle) / (seen[(scope, day)] - 1)
+                                  if seen[(scope, day)] > 1 else None for scope in (FLEET, partition_of[node_id]))
+            for node_id, days in node_days.items() for day, d in days.items()}
+
+
+def _mean(values):
+    values = [v for v in values if v is not None]
+    return sum(values) / len(values) if values else None
 
 
 def team_use(now, costs, t=THRESHOLDS):

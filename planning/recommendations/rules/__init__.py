@@ -76,8 +76,8 @@ Rules and thresholds (``Thresholds``; the defaults are ``THRESHOLDS``)
         confirmed → return them to the pool (high severity with ≥ 3 confirmed nodes in the partition). Busy in
         more than 1 of them: a dip (a holiday, a quiet week), not the node's trend → not raised. With too little
         history to tell (a new node or fleet): not raised when on most of its idle days ≥ 50 % of the fleet's
-        other nodes (or of its partition's, when it has ≥ 2 others) were idle too (a holiday, a maintenance week),
-        else raised at medium severity at most, the differential saying it is unconfirmed. The differential
+        other nodes were idle too (a holiday), else raised at medium severity at most, the differential saying it is
+        unconfirmed (and whether its partition was idle with it: a maintenance week looks the same). The differential
         (``own_history``, ``fleet_wide_dip``) gives the nodes' idle weeks before and the fleet's and the
         partition's utilization in the window against the weeks before;
       * over-allocated teams (per Slurm account): over the node-hours with telemetry, the GPU-hours the team's jobs

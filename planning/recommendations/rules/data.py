@@ -56,8 +56,8 @@ class Thresholds:
     idle_history_weeks: int = 4
     idle_history_weeks_idle: int = 3
     # With too little history to decide (a new node or fleet): medium severity at most, and not raised when on most
-    # of its idle days at least this share of the fleet's (or its partition's) other nodes were idle too: a holiday,
-    # a maintenance week.
+    # of its idle days at least this share of the fleet's other nodes were idle too (a holiday). Its partition's are
+    # not enough: a new partition nobody uses looks like one in a maintenance week (raised, unconfirmed).
     idle_shared_share: float = 0.5
     # Over-allocated teams: a held GPU-hour ran nothing (no process) when its max utilization stayed below
     # ``team_unused_util_max`` and its memory used, where DCGM reports it, below ``team_no_process_memory_gb``
@@ -221,10 +221,11 @@ class IdleNode:
     weeks_observed: int = 0
     weeks_idle: int = 0
     history_util: float | None = None
-    # Of its idle days in the window, those when ≥ ``idle_shared_share`` of the fleet's (or its partition's) other
-    # nodes were idle too, and the mean share of the fleet's other nodes idle on its idle days.
+    # Of its idle days in the window, those when ≥ ``idle_shared_share`` of the fleet's other nodes were idle too,
+    # and the mean share of the fleet's (of its partition's) other nodes idle on its idle days (None: no others).
     shared_idle_days: int = 0
     others_idle_share: float | None = None
+    partition_idle_share: float | None = None
     # Mean utilization (%) of the fleet and of its partition (nodes in service) in the window and in the weeks before.
     fleet_util: float | None = None
     fleet_history_util: float | None = None

@@ -3,8 +3,7 @@
 A week of idleness is not a trend: the whole fleet goes quiet over a holiday or a maintenance week. A node is
 reclaimed when its own history says it is idle (``idle_history_weeks_idle`` of the ``idle_history_weeks`` before the
 window idle too). One busy in its earlier weeks is passed over; one with too little history to tell (a new node or
-fleet) is raised at medium severity at most, and not at all when the fleet (or its partition) was idle on the same
-days."""
+fleet) is raised at medium severity at most, and not at all when most of the fleet was idle on the same days."""
 
 from collections import defaultdict
 
@@ -19,8 +18,8 @@ CONFIRMED, UNCONFIRMED, BUSY_BEFORE, SHARED_DIP = "confirmed", "unconfirmed", "b
 
 def verdict(n, t=THRESHOLDS):
     """What an idle node's history says: ``CONFIRMED`` (idle in enough earlier weeks), ``BUSY_BEFORE`` (busy in too
-    many of them to get there), else ``SHARED_DIP`` (too little history, and the fleet or its partition was idle on
-    most of its idle days) or ``UNCONFIRMED`` (too little history, idle alone)."""
+    many of them to get there), else ``SHARED_DIP`` (too little history, and most of the fleet was idle on most of
+    its idle days: a holiday) or ``UNCONFIRMED`` (too little history)."""
     if n.weeks_idle >= t.idle_history_weeks_idle:
         return CONFIRMED
     if n.weeks_observed - n.weeks_idle > t.idle_history_weeks - t.idle_history_weeks_idle:
@@ -99,6 +98,11 @@ def _hosts(nodes):
     return ", ".join(n.hostname for n in nodes)
 
 
+def _mean(values):
+    values = [v for v in values if v is not None]
+    return sum(values) / len(values) if values else None
+
+
 def own_history(rows, verdicts, t=THRESHOLDS):
     """The differential entry of the nodes' own earlier weeks: a dip of this week only would not be their trend."""
     confirmed, unconfirmed, busy = verdicts[CONFIRMED], verdicts[UNCONFIRMED], verdicts[BUSY_BEFORE]
@@ -137,15 +141,20 @@ def fleet_wide_dip(rows, verdicts, t=THRESHOLDS):
         figure(f"Partition {n.partition or '(none)'} utilization in the window", n.partition_util, "%"),
         figure(f"Partition {n.partition or '(none)'} utilization in the weeks before", n.partition_history_util, "%"),
         figure("Fleet's other nodes idle on these nodes' idle days (mean)",
-               pct(sum(r.others_idle_share or 0.0 for r in rows) / len(rows)), "%",
+               pct(_mean(r.others_idle_share for r in rows)), "%",
                f"a shared dip at ≥ {pct(t.idle_shared_share):.0f} % on most of a node's idle days"),
+        figure("Partition's other nodes idle on these nodes' idle days (mean)",
+               pct(_mean(r.partition_idle_share for r in rows)), "%"),
     ]
     # Wording only (the verdicts decided): a fleet at less than half its earlier utilization is in a quiet spell.
     dipped = n.fleet_util is not None and n.fleet_history_util and n.fleet_util < n.fleet_history_util / 2
     unconfirmed = verdicts[UNCONFIRMED]
     if unconfirmed and not verdicts[CONFIRMED]:
-        why = (f"Ruled out: on most of their idle days most of the fleet's other nodes worked; {_hosts(unconfirmed)} "
-               "sat idle alone.")
+        why = f"Ruled out: on most of the idle days of {_hosts(unconfirmed)} most of the fleet's other nodes worked."
+        together = [n for n in unconfirmed if (n.partition_idle_share or 0.0) >= t.idle_shared_share]
+        if together:
+            why += (f" Not ruled out for {_hosts(together)}: most of the partition was idle with them, and without "
+                    "history a partition nobody uses looks like one in a maintenance week; confirm before reclaiming.")
     elif dipped:
         why = ("The fleet was quieter than in the weeks before, but these nodes were idle then too, while the rest "
                "worked: their idleness is their own, not the fleet's.")
@@ -153,5 +162,5 @@ def fleet_wide_dip(rows, verdicts, t=THRESHOLDS):
         why = "Ruled out: the fleet worked as in the weeks before; these nodes' idleness is their own."
     if shared:
         why += (f" Passed over {_hosts(shared)}: too little history, and idle on the same days as most of the fleet "
-                "or partition (a holiday or a maintenance week).")
+                "(a holiday).")
     return ruled_out("fleet_wide_dip", why, *figures)
