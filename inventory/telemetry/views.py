@@ -9,7 +9,7 @@ from django.shortcuts import get_object_or_404, render
 from django.urls import reverse
 from django.views import View
 
-from inventory import querysets
+from inventory import capacity, querysets
 from portal.generic import ModelPermissionMixin, ObjectListView, ObjectView, RelatedTable
 
 from . import charts, gpu_health, queries
@@ -154,6 +154,11 @@ class UtilizationView(ModelPermissionMixin, View):
             "span": dashboard.span,
             "heatmap_by": dashboard.heatmap_by,
             "totals": dashboard.totals,
+            # The scope's GPUs as every page counts them, beside the GPUs that reported (a different figure).
+            "capacity": capacity.count(site_id=dashboard.filters.get("site"),
+                                       partition=dashboard.filters.get("partition", ""),
+                                       gpu_model_id=dashboard.filters.get("gpu_model")),
+            "capacity_ignores_team": bool(dashboard.filters.get("team")),
             "group_tables": group_tables,
             "least_used": dashboard.least_used,
             "not_in_service": dashboard.not_in_service,
