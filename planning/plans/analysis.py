@@ -29,7 +29,7 @@ from inventory.models import LifecycleState, Node, NodeModel, Site
 from ..contracts.costs import rental_rate
 from ..procurement.models import OrderLine
 from ..sizing import sizing
-from . import capacity, forecast, months, needs, scenarios
+from . import capacity, decision, forecast, months, needs, scenarios
 from .scope import Scope
 
 DAYS_PER_MONTH = 365 / 12
@@ -57,7 +57,7 @@ class Analysis:
     assumptions: scenarios.Assumptions
     assumption_rows: list  # (label, value, where it comes from)
     scenarios: list
-    recommendation: scenarios.Recommendation
+    recommendation: decision.Recommendation
     notes: list = field(default_factory=list)
     scope: Scope = field(default_factory=Scope)
     need: needs.Need | None = None  # the need of the recommendation the plan was made from
@@ -188,6 +188,8 @@ def assumptions_for(plan, today):
         build_energy_price=settings.ENERGY_PRICE_PER_KWH, build_cost_per_kw=settings.BUILD_COST_PER_KW,
         network_share=settings.NETWORK_SHARE_OF_NODE_PRICE, storage_share=settings.STORAGE_SHARE_OF_NODE_PRICE,
         support_share_per_year=settings.SUPPORT_SHARE_OF_CAPEX_PER_YEAR, first_month=plan.first_month,
+        unmet_cost=float(plan.unmet_gpu_hour_cost) if plan.unmet_gpu_hour_cost is not None else None,
+        unmet_rate_source="the plan" if plan.unmet_gpu_hour_cost is not None else "the rental rate",
     )
     site_source = "the plan" if plan.site_id else "the site with the most GPUs in service"
     currency = settings.COST_CURRENCY
@@ -197,6 +199,8 @@ def assumptions_for(plan, today):
          model_source),
         ("Node price", f"{price:,.0f} {currency}", price_source),
         ("Rental", f"{rate:,.2f} {currency} per GPU-hour" if rate is not None else "unknown", rate_source),
+        ("Unserved GPU-hour", f"{scenarios.unmet_rate(a):,.2f} {currency}" if scenarios.unmet_rate(a) is not None
+         else "no price: the option serving the most demand comes first", a.unmet_rate_source),
         ("Target utilization", f"{plan.target_utilization} %", "the plan"),
         ("Lowest utilization of added nodes", f"{plan.min_utilization} % over the horizon, else flagged", "the plan"),
         ("Lead times", f"rent {a.lead_rent}, expand {a.lead_expand}, build {a.lead_build} months", "the plan"),
@@ -250,6 +254,9 @@ def analyse(plan, today=None):
     demand = [predicted.mean[i] + sum(w.per_month[i] for w in workloads) + sum(line.per_month[i] for line in lines)
               for i in range(horizon)]
     base = capacity.baseline(first, horizon, today, scope, plan.node_model_id, need.leaving if need else None)
+    for gpus, words in need.reclaimed if need else ():  # taken first, before anything is bought
+        base.incoming = [gpus + i for i in base.incoming]
+        base.sources.append(words)
     if need and (keep := needs.keep_capacity(need, predicted.months, demand, base.hours, need_nodes,
                                              plan.target_utilization / 100)):
         lines.append(keep)
@@ -267,11 +274,11 @@ def analyse(plan, today=None):
             notes.append(f"Workload {w.name} runs outside the plan's months; only its months inside them count.")
     if not a.node_price:
         notes.append("No node price is known: owned scenarios show no hardware cost. Set one on the plan.")
-    recommendation = scenarios.recommend(demand, base.hours, results, a)
+    recommendation = decision.recommend(demand, base.hours, results, a)
     if need:
         if headline := need.headline(recommendation.kind):
-            recommendation = scenarios.Recommendation(None, headline, recommendation.reasons)
-        if note := need.compare(max((s.nodes for s in results), default=0), predicted, base):
+            recommendation.headline = headline
+        if note := need.compare(recommendation.scenario, a.gpus_per_node, predicted, base):
             notes.append(note)
     return Analysis(plan, predicted.months, predicted, workloads, demand, base, a, rows, results, recommendation,
                     notes, scope, need, lines)
@@ -311,12 +318,15 @@ def as_dict(an):
              "below_min_utilization": s.underused, "rented_gpu_hours": s.rented_hours,
              "rented_useful_gpu_hours": s.rented_useful_hours, "rented_utilization": s.rented_utilization,
              "met_from_month": an.month_label(s.met_from), "unmet_gpu_hours": s.unmet_hours,
-             "useful_gpu_hours": s.useful_hours, "notes": s.notes,
+             "useful_gpu_hours": s.useful_hours, "notes": s.notes, "rented_gpus": s.rented_gpus,
+             "serving_cost": scenarios.serving_cost(s, an.assumptions),
              "capacity_gpu_hours": s.capacity, "added_gpus": s.added_gpus, "cash": s.cash, "cost": s.cost}
             for s in an.scenarios
         ],
         "recommendation": {"kind": an.recommendation.kind, "headline": an.recommendation.headline,
-                           "reasons": an.recommendation.reasons},
+                           "reasons": an.recommendation.reasons, "needed_gpus": an.recommendation.needed_gpus,
+                           "unavoidable_gpu_hours": an.recommendation.unavoidable_hours,
+                           "unmet_gpu_hour_cost": scenarios.unmet_rate(an.assumptions)},
         "notes": an.notes,
     }
 

@@ -77,7 +77,7 @@ class CapacityPlanForm(forms.ModelForm):
         self.fields["horizon_months"].required = False  # derived in clean()
         self.initial.setdefault("first_month", self.instance.first_month)  # a new plan: next month
         self.initial.setdefault("last_month", self.instance.last_month)
-        for name in ("node_price", "rental_gpu_hour_cost"):  # money fields say their currency
+        for name in ("node_price", "rental_gpu_hour_cost", "unmet_gpu_hour_cost"):  # money fields say their currency
             self.fields[name].label = f"{self.fields[name].label} ({settings.COST_CURRENCY})"
         self.fields["min_utilization"].required = False  # as in the API: left out or blank, the plan's stays
 

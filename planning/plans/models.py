@@ -66,6 +66,11 @@ class CapacityPlan(PortalModel):
         "rental cost per GPU-hour", max_digits=10, decimal_places=4, null=True, blank=True,
         validators=[MinValueValidator(0)],
         help_text="Empty: the rate of the active rental contracts, else the portal's default.")
+    unmet_gpu_hour_cost = models.DecimalField(
+        "cost of an unserved GPU-hour", max_digits=10, decimal_places=4, null=True, blank=True,
+        validators=[MinValueValidator(0)],
+        help_text="What a GPU-hour of demand left unserved costs you (a delayed result). The options are compared "
+                  "on their cost plus the GPU-hours they leave unserved at this price. Empty: the rental cost.")
     target_utilization = models.PositiveIntegerField(
         "target utilization (%)", default=80, validators=[MinValueValidator(10), MaxValueValidator(100)],
         help_text="Capacity is sized so that forecast demand fills it to this share.")
@@ -117,8 +122,9 @@ class CapacityPlan(PortalModel):
 # What the plan sizes (empty: the whole fleet) and the assumptions of its scenarios, edited with its name and
 # horizon (page and API).
 SCOPE_FIELDS = ["partition", "gpu_model"]
-SCENARIO_FIELDS = ["site", "node_model", "node_price", "rental_gpu_hour_cost", "target_utilization",
-                   "min_utilization", "build_lead_months", "expand_lead_months", "rent_lead_months"]
+SCENARIO_FIELDS = ["site", "node_model", "node_price", "rental_gpu_hour_cost", "unmet_gpu_hour_cost",
+                   "target_utilization", "min_utilization", "build_lead_months", "expand_lead_months",
+                   "rent_lead_months"]
 
 
 # Sizing inputs that a plan's workload keeps in model fields, not in ``inputs``: its team is ``slurm_account`` (a

@@ -66,24 +66,55 @@ class Need:
         return f"recommendation #{self.rec_id}"
 
     def headline(self, option):
-        """The analysis's headline where the need is not more GPUs and no option to add them is recommended."""
-        if self.bottleneck and option is None:
+        """The analysis's headline where no option to add GPUs is recommended, saying why in the need's terms;
+        None where the decision's own headline stands."""
+        if option is not None:
+            return None
+        if self.bottleneck:
             return f"No more GPUs needed: the bottleneck is {self.bottleneck} ({self.ref})."
+        if self.kind == "ageing" and self.node_count:
+            if not self.leaving:
+                return (f"Nothing to replace in the plan's scope: none of the {self.node_count} nodes of {self.ref} "
+                        "is in it.")
+            return (f"No replacement needed within the plan's months: the {len(self.leaving)} nodes of {self.ref} "
+                    f"stay in service until {max(self.leaving.values()):%b %Y} or the capacity left covers the "
+                    "demand; nothing to buy yet.")
+        if self.kind == "capacity_bound" and self.reclaimed:
+            return (f"No GPUs to buy: the {sum(g for g, _ in self.reclaimed):,} GPUs returned to service or moved "
+                    f"first cover the demand ({self.ref}).")
         return None
 
-    def compare(self, nodes, predicted, base):
-        """Why the analysis adds another number of nodes than the recommendation (capacity-bound, ageing), from
-        the forecast (``forecast.Forecast``) and the baseline (``capacity.Capacity``); None when they agree."""
+    @property
+    def reclaimed(self):
+        """Capacity-bound: (GPUs, words) the recommendation takes first, before buying: its partition's GPUs out of
+        service returned (``measured.returned_gpus``) and idle ones of the same model moved (``rebalance_gpus``)."""
+        found = []
+        if returned := measured(self.evidence, "returned_gpus"):
+            found.append((returned, f"Returned to service first ({self.ref}): {returned:,} GPUs now degraded or in "
+                                    "repair, counted from the first month."))
+        if moved := measured(self.evidence, "rebalance_gpus"):
+            found.append((moved, f"Moved first from idle partitions of the same GPU model ({self.ref}): {moved:,} "
+                                 "GPUs, counted from the first month."))
+        return found if self.kind == "capacity_bound" else []
+
+    def compare(self, best, gpus_per_node, predicted, base):
+        """Why the recommended option (``best``, a ``Scenario`` or None) adds fewer or more nodes than the
+        recommendation asked (capacity-bound, ageing), from the forecast (``forecast.Forecast``) and the baseline
+        (``capacity.Capacity``); None when they agree."""
+        nodes = best.nodes if best else 0
         if not self.node_count or nodes == self.node_count:
             return None
         why = []
+        if best is not None and best.peak_rented_gpus:
+            why.append(f"it rents up to {best.peak_rented_gpus:,} GPUs in place of buying"
+                       + (f" ({self.node_count * gpus_per_node:,} GPUs asked)" if gpus_per_node else ""))
         if self.kind == "capacity_bound":
             gpus, util = measured(self.evidence, "gpus", "GPUs in service"), measured(
                 self.evidence, "util_mean", "Mean GPU utilization")
             peak_cap = max(base.gpus, default=0.0)
             if gpus is not None and round(peak_cap) != gpus:
-                why.append(f"the plan's capacity in scope reaches {peak_cap:,.0f} GPUs (in service or degraded, "
-                           f"rented, arriving) against the {gpus:,} in service the recommendation counted")
+                why.append(f"the plan's capacity in scope reaches {peak_cap:,.0f} GPUs (in service, returned or "
+                           f"moved, rented, arriving) against the {gpus:,} in service the recommendation counted")
             if gpus and util is not None:
                 why.append(f"the forecast of the scope's history peaks at {max(predicted.mean) / HOURS_PER_MONTH:,.1f}"
                            f" busy GPUs against the {gpus * util / 100:,.1f} the recommendation measured")
@@ -91,7 +122,9 @@ class Need:
             if len(self.leaving) != self.node_count:
                 why.append(f"{len(self.leaving)} of the {self.node_count} nodes to replace are in the plan's scope")
             why.append("demand above the capacity kept at the target utilization adds nodes")
-        return (f"The analysis adds {nodes} node{'s' if nodes != 1 else ''}, {self.ref} {self.node_count}: "
+        option = f"The recommended option buys {nodes} node{'s' if nodes != 1 else ''}" if best else \
+            "No option is recommended"
+        return (f"{option}, {self.ref} {self.node_count}: "
                 + "; ".join(why or ["the forecast differs from the window the recommendation measured"]) + ".")
 
 

@@ -20,7 +20,7 @@ The scenarios
     - *Hybrid: own the base, rent the peak*: own ``k`` nodes (expanding the site, after ``lead_expand`` months)
       and rent, from ``lead_rent`` on, the month's shortfall above them in whole nodes (all of it before they
       arrive). ``k`` runs from 0 (renting alone) to the peak's nodes (expanding, renting only until the nodes
-      arrive) and the cheapest wins: horizon cost + unmet GPU-hours × the rental rate, ties to fewer nodes; no
+      arrive) and the cheapest wins: horizon cost + unmet GPU-hours × ``unmet_rate``, ties to fewer nodes; no
       more nodes than the site's power left allows. With an unknown rental rate the trade-off has no price:
       it owns the peak's nodes.
 
@@ -43,23 +43,16 @@ Utilization of the added capacity
     recommendation says so in its reasons and its headline: hardware sized to a short peak is never
     recommended silently.
 
-Meeting demand and the recommendation
-    - A month's demand is met when capacity × target utilization ≥ demand; "meets demand from" is the
-      first month from which every later month is met.
-    - Unmet GPU-hours: Σ max(0, demand − capacity). The recommendation ranks feasible scenarios that serve all
-      the demand before those that leave some unserved, and those before the ones that serve none of it (renting
-      nothing costs 0 and serves nothing); then by horizon cost + unmet GPU-hours × the rental rate (what the
-      missing hours would cost to rent at short notice, if they can be had at all), ties going to the one that
-      leaves fewer hours unserved, and explains the choice against the others. When none serves all the demand
-      (a workload starting inside every lead time), it says so with the first month each could add capacity.
-    - An unknown rental rate (None) leaves the cost of a scenario that rents unknown, never 0.
+Meeting demand
+    A month's demand is served up to capacity × the target utilization: it is met when capacity × target ≥ demand
+    ("meets demand from": the first month from which every later month is met), and what is above is unserved
+    (Σ max(0, demand − capacity × target)). Which option to take, and the words for it: ``decision``.
+    An unknown rental rate (None) leaves the cost of a scenario that rents unknown, never 0.
 """
 
 import math
 from dataclasses import dataclass, field
 from datetime import date
-
-from django.conf import settings
 
 from .forecast import add_months
 
@@ -97,6 +90,8 @@ class Assumptions:
     rack_units: int = 42
     first_month: date | None = None  # the plan's first month: the reasons then name calendar months
     min_utilization: float = 0.3  # 0-1: owned nodes used less over the horizon are flagged
+    unmet_cost: float | None = None  # the plan's stated cost of an unserved GPU-hour; None: the rental rate's
+    unmet_rate_source: str = "the rental rate"
 
 
 @dataclass
@@ -122,6 +117,7 @@ class Scenario:
     owned_useful_hours: float = 0.0  # of which demand fills
     rented_hours: float = 0.0
     rented_useful_hours: float = 0.0
+    rented_gpus: list = field(default_factory=list)  # GPUs rented per month
     feasible: bool = True
     underused: bool = False  # owned nodes used less than ``Assumptions.min_utilization`` (set by ``scenarios``)
     notes: list = field(default_factory=list)
@@ -166,6 +162,10 @@ class Scenario:
         return self.rented_useful_hours / self.rented_hours if self.rented_hours else None
 
     @property
+    def peak_rented_gpus(self):
+        return max(self.rented_gpus, default=0)
+
+    @property
     def peak_added_gpus(self):
         """The most GPUs it adds in a month, owned and rented (0: none within the horizon)."""
         return max(self.added_gpus, default=0)
@@ -191,8 +191,13 @@ def met_from(demand, capacity, target):
     return first
 
 
-def served(demand, capacity):
-    return sum(min(d, c) for d, c in zip(demand, capacity, strict=True))
+def served(demand, capacity, target=1.0):
+    """GPU-hours of demand served: each month's up to its capacity × the target utilization (as "met" counts)."""
+    return sum(min(d, c * target) for d, c in zip(demand, capacity, strict=True))
+
+
+def unmet(demand, capacity, target=1.0):
+    return sum(max(0.0, d - c * target) for d, c in zip(demand, capacity, strict=True))
 
 
 def nodes_per_rack(a):
@@ -210,7 +215,8 @@ def _scenario(kind, demand, baseline, a, owned_nodes=0, arrival=None, rent_until
         capex += owned_nodes * a.node_kw * a.build_cost_per_kw
     pue, price = (a.build_pue, a.build_energy_price) if build else (a.site_pue, a.site_energy_price)
     racks = math.ceil(owned_nodes / nodes_per_rack(a)) if owned_nodes else 0
-    capacity, added, cash, cost = [], [], [], []
+    capacity, added, rented, cash, cost = [], [], [], [], []
+    t = a.target_utilization
     energy = support = space = rental = 0.0
     owned_hours = owned_useful = rented_hours = rented_useful = 0.0
     rented_gpu_months = 0
@@ -225,8 +231,8 @@ def _scenario(kind, demand, baseline, a, owned_nodes=0, arrival=None, rent_until
         with_owned = base + owned_now * HOURS
         cap = with_owned + rented_now * HOURS
         d = demand[month - 1]
-        # Demand fills the baseline first, then the owned nodes, then the rented ones.
-        by_owned, by_rented = min(d, with_owned) - min(d, base), min(d, cap) - min(d, with_owned)
+        # Demand fills the baseline first, then the owned nodes, then the rented ones, each up to the target.
+        by_owned, by_rented = min(d, with_owned * t) - min(d, base * t), min(d, cap * t) - min(d, with_owned * t)
         owned_hours, owned_useful = owned_hours + owned_now * HOURS, owned_useful + by_owned
         rented_hours, rented_useful = rented_hours + rented_now * HOURS, rented_useful + by_rented
         load = by_owned / (owned_now * HOURS) if owned_now else 0.0
@@ -245,16 +251,17 @@ def _scenario(kind, demand, baseline, a, owned_nodes=0, arrival=None, rent_until
         cost.append(month_cost + month_rental)
         capacity.append(cap)
         added.append(owned_now + rented_now)
-    useful = served(demand, capacity) - served(demand, baseline)
+        rented.append(rented_now)
+    useful = served(demand, capacity, t) - served(demand, baseline, t)
     if a.rental_rate is None and rented_gpu_months:
         rental = None
     lead = {"expand": a.lead_expand, "build": a.lead_build, "rent": a.lead_rent,
             "hybrid": min(a.lead_rent, a.lead_expand) if owned_nodes else a.lead_rent}[kind]
     return Scenario(kind, owned_nodes, capacity, added, cash, cost, capex, energy, support, space, rental, lead,
                     met_from(demand, capacity, a.target_utilization),
-                    sum(max(0.0, d - c) for d, c in zip(demand, capacity, strict=True)), useful,
-                    sum(g * HOURS for g in added), arrival + 1 if owned_hours else None,
-                    owned_hours, owned_useful, rented_hours, rented_useful)
+                    unmet(demand, capacity, t), useful, sum(g * HOURS for g in added),
+                    arrival + 1 if owned_hours else None, owned_hours, owned_useful, rented_hours, rented_useful,
+                    rented)
 
 
 def peak_nodes(demand, baseline, a):
@@ -263,10 +270,22 @@ def peak_nodes(demand, baseline, a):
     return math.ceil(peak / a.gpus_per_node - 1e-9) if peak > 0 else 0
 
 
+def unmet_rate(a):
+    """The price of an unserved GPU-hour: the plan's stated one, else the rental rate; None: unknown."""
+    return a.unmet_cost if a.unmet_cost is not None else a.rental_rate
+
+
+def serving_cost(s, a):
+    """The cost of serving the demand, as the options are compared; None when a part of it is unknown."""
+    if s.total_cost is None or (s.unmet_hours >= 1 and unmet_rate(a) is None):
+        return None
+    return score(s, a)
+
+
 def score(s, a):
-    """What the ranking compares: horizon cost + unmet GPU-hours at the rental rate (what they would cost to
-    rent at short notice, if they can be had at all); an unknown cost or rate counts 0 here."""
-    return (s.total_cost or 0.0) + s.unmet_hours * (a.rental_rate or 0.0)
+    """The cost of serving the demand: horizon cost + unserved GPU-hours at ``unmet_rate`` (``decision``); an
+    unknown cost or rate counts 0 here."""
+    return (s.total_cost or 0.0) + s.unmet_hours * (unmet_rate(a) or 0.0)
 
 
 def percent(share):
@@ -339,103 +358,6 @@ def scenarios(demand, baseline, a):
     return [expand, build, rent, mixed]
 
 
-@dataclass
-class Recommendation:
-    kind: str | None  # None: no new capacity
-    headline: str
-    reasons: list
-
-
 def month_name(a, number):
     """The horizon's ``number``-th month (1-based): YYYY-MM when the first month is known."""
     return f"{add_months(a.first_month, number - 1):%Y-%m}" if a.first_month else f"month {number}"
-
-
-def _money(value):
-    return f"{value:,.0f} {settings.COST_CURRENCY}"  # the reasons are read on their own: say the currency
-
-
-def recommend(demand, baseline, results, a):
-    """Pick a scenario (or none) and say why, comparing it with the others."""
-    peak_need = max(gpus_needed(demand, a.target_utilization), default=0.0)
-    peak_base = max((b / HOURS for b in baseline), default=0.0)
-    if not any(shortfall_gpus(demand, baseline, a.target_utilization)):
-        reasons = [f"Forecast demand peaks at {peak_need:,.0f} GPUs at {a.target_utilization:.0%} utilization; "
-                   f"the fleet has {min(b / HOURS for b in baseline):,.0f} GPUs or more in every month."]
-        if not any(demand):
-            reasons.append("No demand: no telemetry history and no planned workloads.")
-        return Recommendation(None, "No new capacity needed within the horizon.", reasons)
-
-    def rank(s):
-        # Serving all the demand comes first, then serving some of it, then a known cost; then the score (an
-        # unknown rate leaves unserved hours unpriced: serving them ranks first anyway), ties going to the
-        # scenario that leaves fewer hours unserved.
-        return (not s.serves_demand, s.useful_hours < 1, s.total_cost is None, round(score(s, a), 2), s.unmet_hours)
-
-    def cost(s):
-        return _money(s.total_cost) if s.total_cost is not None else "cost unknown (no rental rate)"
-
-    feasible = [s for s in results if s.feasible]
-    best = min(feasible, key=rank)
-    base_unmet = sum(max(0.0, d - b) for d, b in zip(demand, baseline, strict=True))
-    reasons = [f"Demand peaks at {peak_need:,.0f} GPUs ({a.target_utilization:.0%} utilization) against "
-               f"{peak_base:,.0f} in the fleet; without new capacity {base_unmet:,.0f} GPU-hours go unserved."]
-    if not best.serves_demand:  # e.g. a workload that starts inside every option's lead time
-        reasons.append("No option serves all the demand within the horizon. The earliest each could add capacity: "
-                       + "; ".join(f"{s.label.lower()} from {month_name(a, s.available_from)}" for s in feasible) + ".")
-    if best.useful_hours < 1:
-        return Recommendation(None, "No option serves the demand within the horizon.", reasons)
-    per_hour = best.cost_per_useful_hour
-    reasons.insert(1, f"{best.label}: {cost(best)} over {len(demand)} months"
-                   + (f", {per_hour:,.2f} {settings.COST_CURRENCY} per useful GPU-hour" if per_hour is not None else "")
-                   + (f", demand met from {month_name(a, best.met_from)}" if best.met_from
-                      else ", demand not fully met")
-                   + (f", {best.unmet_hours:,.0f} GPU-hours unserved" if best.unmet_hours >= 1 else "") + ".")
-    expand = next((s for s in results if s.kind == "expand"), None)
-    if best.underused:
-        reasons.append(_underused(best, demand, baseline, a))
-    if (best.kind == "hybrid" and expand and 0 < best.nodes < expand.nodes
-            and None not in (expand.total_cost, best.total_cost) and expand.total_cost > best.total_cost):
-        saved = _money(expand.total_cost - best.total_cost)
-        reasons.append(f"Owning {_nodes(best.nodes)} for the base and renting the peak above "
-                       f"{'it' if best.nodes == 1 else 'them'} "
-                       f"({best.rented_hours:,.0f} GPU-hours rented) costs {saved} less than buying the peak's "
-                       f"{expand.nodes} nodes.")
-    for other in sorted((s for s in results if s is not best), key=rank):
-        if not other.feasible:
-            reasons.append(f"{other.label} is not possible: {' '.join(other.notes)}")
-            continue
-        why = []
-        if other.unmet_hours > best.unmet_hours + 1:
-            why.append(f"leaves {other.unmet_hours - best.unmet_hours:,.0f} more GPU-hours unserved "
-                       f"(lead time {other.lead_months} months)")
-        if other.total_cost is None or best.total_cost is None:
-            why.append("cannot be compared on cost: no rental rate is known")
-        elif other.total_cost > best.total_cost:
-            why.append(f"costs {_money(other.total_cost - best.total_cost)} more")
-        elif other.total_cost < best.total_cost:
-            why.append(f"costs {_money(best.total_cost - other.total_cost)} less")
-        extra = score(other, a) - score(best, a)  # negative when it is cheaper but leaves demand unserved
-        priced = (f" ({_money(abs(extra))} {'more' if extra >= 0 else 'less'} once unserved hours are priced at the "
-                  "rental rate)" if a.rental_rate and None not in (other.total_cost, best.total_cost) else "")
-        reasons.append(f"{other.label} {' and '.join(why) or 'comes out the same'}{priced}.")
-    if best.kind == "rent" and len(demand) < a.depreciation_months:
-        reasons.append(f"Over {len(demand)} months, owned hardware depreciated over {a.depreciation_months} months "
-                       "does not pay off against renting at this demand; a longer horizon may change that.")
-    headline = f"Recommended: {best.label.lower()}."
-    if not best.serves_demand:
-        headline += " No option serves all the demand within the horizon."
-    if best.underused:
-        headline += (f" Warning: the {_nodes(best.nodes, 'added node')} would be {percent(best.owned_utilization)} "
-                     "used over the horizon.")
-    return Recommendation(best.kind, headline, reasons)
-
-
-def _underused(s, demand, baseline, a):
-    """Why the owned nodes of ``s`` sit idle: the few months that need them all."""
-    needs = [math.ceil(g / a.gpus_per_node - 1e-9) for g in shortfall_gpus(demand, baseline, a.target_utilization)]
-    peak = [month for month, need in enumerate(needs, start=1) if need >= s.nodes]
-    owned = [month for month in peak if month >= s.owned_from]
-    return (f"{underused_text(s, a)}: sized to a peak of {_nodes(len(peak), 'month')}; all {s.nodes:,} are needed "
-            f"in {len(owned)} of the {len(demand) - s.owned_from + 1} months from their arrival in "
-            f"{month_name(a, s.owned_from)}.")

@@ -16,23 +16,24 @@ from .analysis import analyse
 
 def recommended_scenario(an):
     """The recommended ``Scenario``; None when none is (no need, or none serves the demand)."""
-    return next((s for s in an.scenarios if s.kind == an.recommendation.kind), None)
+    return an.recommendation.scenario
 
 
 def summarise(an):
-    """The answer of an analysis as plain JSON data: ``recommended`` (scenario kind or None), ``label``,
-    ``headline``, ``warning`` (what the headline says beyond the choice, "" if nothing), ``needed`` (whether
-    demand exceeds the fleet at the target utilization), ``gpus_added`` (the most GPUs the option adds in a month,
-    owned and rented), ``nodes`` (owned nodes bought), ``cost`` (cost over the horizon, capex depreciated; None:
-    unknown or nothing recommended), ``currency``, ``met_from`` (the month demand is met from, YYYY-MM;
-    None: not within the horizon), ``unmet_gpu_hours``, ``horizon_months``."""
+    """The answer of an analysis as plain JSON data, read from its decision (``planning.plans.decision``) so that it
+    cannot disagree with the headline: ``recommended`` (scenario kind or None), ``label``, ``headline``,
+    ``warning`` (what the headline says beyond the choice, "" if nothing), ``needed`` (whether demand exceeds the
+    fleet at the target utilization), ``gpus_added`` (the most GPUs the option adds in a month, owned and rented),
+    ``nodes`` (owned nodes bought), ``cost`` (cost over the horizon, capex depreciated; None: unknown or nothing
+    recommended), ``currency``, ``met_from`` (the month demand is met from, YYYY-MM; None: not within the
+    horizon), ``unmet_gpu_hours``, ``unavoidable_gpu_hours`` (of those, what no option could serve),
+    ``horizon_months``."""
     rec, best = an.recommendation, recommended_scenario(an)
-    needed = any(scenarios.shortfall_gpus(an.demand, an.capacity.hours, an.assumptions.target_utilization))
-    sentences = rec.headline.split(". ", 1)
+    needed = rec.needed
     if best is None:
         warning = rec.headline if needed else ""
     else:
-        warning = sentences[1].strip() if len(sentences) > 1 else ""
+        warning = " ".join(rec.warnings)
     return {
         "recommended": rec.kind,
         "label": best.label if best else None,
@@ -44,7 +45,9 @@ def summarise(an):
         "cost": round(best.total_cost, 2) if best and best.total_cost is not None else None,
         "currency": settings.COST_CURRENCY,
         "met_from": _met_from(an, best, needed),
-        "unmet_gpu_hours": round(best.unmet_hours if best else sum(max(0.0, -g) for g in an.gaps), 1),
+        "unmet_gpu_hours": round(best.unmet_hours if best else scenarios.unmet(
+            an.demand, an.capacity.hours, an.assumptions.target_utilization), 1),
+        "unavoidable_gpu_hours": round(rec.unavoidable_hours, 1),
         "horizon_months": len(an.months),
     }
 

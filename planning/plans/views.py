@@ -41,7 +41,7 @@ from ..goodput import goodput_used, time_to_result
 from ..policy import decides_plan
 from ..sizing import sizing
 from ..sizing.views import display
-from . import bom, filters, months, tables, workflow
+from . import bom, filters, months, scenarios, tables, workflow
 from .forms import CapacityPlanForm, PlanItemForm, PlanWorkloadForm
 from .models import CapacityPlan, PlanItem, PlanWorkload
 from .summary import analyse_and_store
@@ -495,6 +495,8 @@ class CapacityPlanAnalysisView(ModelPermissionMixin, TemplateView):
             scenarios=[(s, s.kind == recommended) for s in an.scenarios],
             met_from={s.kind: an.month_label(s.met_from) for s in an.scenarios},
             owned_from={s.kind: an.month_label(s.owned_from) for s in an.scenarios},
+            serving_cost={s.kind: scenarios.serving_cost(s, an.assumptions) for s in an.scenarios},
+            unmet_rate=scenarios.unmet_rate(an.assumptions),
             capacity_chart=capacity_chart(an), cost_chart=cost_chart(an),
             can_edit=plan.is_draft and self.request.user.has_perm("planning.change_capacityplan"),
         )

@@ -6,6 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from planning.plans import decision
 from planning.plans import scenarios as sc
 
 HOURS = 730
@@ -92,20 +93,22 @@ def test_hybrid_owns_nothing_when_renting_is_cheaper():
 def test_recommendation_prices_unserved_hours_at_the_rental_rate():
     a = assumptions()
     results = sc.scenarios(DEMAND, BASELINE, a)
-    rec = sc.recommend(DEMAND, BASELINE, results, a)
+    rec = decision.recommend(DEMAND, BASELINE, results, a)
     # rent 58,400 + 5,840 unserved × 2 = 70,080 beats hybrid 77,240 + 11,680 and expand 65,560 + 23,360.
     assert rec.kind == "rent"
     assert "Rent: 58,400 USD over 6 months, 2.00 USD per useful GPU-hour, demand met from month 2" in rec.reasons[1]
     assert "Expand an existing site leaves 5,840 more GPU-hours unserved (lead time 2 months) and costs 7,160 USD " \
-           "more (18,840 USD more once unserved hours are priced at the rental rate)." in rec.reasons
+           "more (18,840 USD more once unserved hours are priced at 2.00 USD each)." in rec.reasons
     assert "Hybrid: own the base, rent the peak comes out the same (0 USD more once unserved hours are priced at " \
-           "the rental rate)." in rec.reasons  # it owns nothing: the same as renting
+           "2.00 USD each)." in rec.reasons  # it owns nothing: the same as renting
+    assert "Options are compared on their cost plus the GPU-hours they leave unserved at 2.00 USD each (the rental " \
+           "rate)." in rec.reasons
     # Over a long horizon, owning wins: the same demand for 36 months with 48-month depreciation. Expanding
     # alone scores the same as the hybrid here (the bridged month is priced at the rental rate either way);
     # the tie goes to the one that leaves fewer hours unserved.
     long = assumptions(horizon=36, depreciation_months=48)
     results = sc.scenarios([16 * HOURS] * 36, [8 * HOURS] * 36, long)
-    assert sc.recommend([16 * HOURS] * 36, [8 * HOURS] * 36, results, long).kind == "hybrid"
+    assert decision.recommend([16 * HOURS] * 36, [8 * HOURS] * 36, results, long).kind == "hybrid"
 
 
 def test_site_without_power_rules_out_expanding():
@@ -120,7 +123,7 @@ def test_site_without_power_rules_out_expanding():
     # With an unknown rental rate it owns the peak as before, which the site cannot power.
     unknown = by_kind(sc.scenarios([16 * HOURS] * 36, [8 * HOURS] * 36, replace(a, rental_rate=None)))["hybrid"]
     assert not unknown.feasible and unknown.nodes == 1
-    rec = sc.recommend([16 * HOURS] * 36, [8 * HOURS] * 36, list(results.values()), a)
+    rec = decision.recommend([16 * HOURS] * 36, [8 * HOURS] * 36, list(results.values()), a)
     assert rec.kind in ("build", "rent")
     assert any("is not possible" in r for r in rec.reasons)
 
@@ -129,7 +132,7 @@ def test_no_gap_no_purchase():
     a = assumptions()
     results = sc.scenarios(BASELINE, BASELINE, a)
     assert all(s.nodes == 0 and s.total_cost == 0 for s in results)
-    rec = sc.recommend(BASELINE, BASELINE, results, a)
+    rec = decision.recommend(BASELINE, BASELINE, results, a)
     assert rec.kind is None and rec.headline == "No new capacity needed within the horizon."
 
 
@@ -159,23 +162,26 @@ def test_a_workload_inside_every_lead_time_is_not_served_for_free():
     rent = results["rent"]
     assert rent.total_cost == 0 and rent.unmet_hours == 3 * 8 * HOURS and rent.useful_hours == 0
     assert [s.available_from for s in results.values()] == [7, 10, 4, 4]
-    rec = sc.recommend(demand, baseline, list(results.values()), a)
-    assert rec.kind is None and rec.headline == "No option serves the demand within the horizon."
-    assert rec.reasons[1] == ("No option serves all the demand within the horizon. The earliest each could add "
+    rec = decision.recommend(demand, baseline, list(results.values()), a)
+    assert rec.kind is None and rec.headline == ("No option can serve the demand within the horizon: the 17,520 "
+                                                 "GPU-hours short fall before any option could add capacity.")
+    assert rec.unavoidable_hours == 3 * 8 * HOURS and rec.scenario is None
+    assert rec.reasons[1] == ("No option serves any of the demand within the horizon. The earliest each could add "
                               "capacity: expand an existing site from month 7; build a new cluster from month 10; "
                               "rent from month 4; hybrid: own the base, rent the peak from month 4.")
     assert not any("0 USD" in r for r in rec.reasons)
 
 
 def test_demand_unserved_in_the_first_months_is_said_with_the_pick():
-    # Renting takes a month: every option leaves month 1 unserved. Rent is still the pick, and the answer says
-    # that nothing serves all the demand and from when each option could.
+    # Renting takes a month: every option leaves month 1 unserved. Rent is still the pick; the answer says it meets
+    # the demand from month 2 and that month 1 cannot be served by any option (it used to say both "demand met from
+    # month 2" and "No option serves all the demand").
     a = assumptions()
-    rec = sc.recommend(DEMAND, BASELINE, sc.scenarios(DEMAND, BASELINE, a), a)
-    assert rec.kind == "rent"
-    assert rec.headline == "Recommended: rent. No option serves all the demand within the horizon."
-    assert ("expand an existing site from month 3; build a new cluster from month 5; rent from month 2; "
-            "hybrid: own the base, rent the peak from month 2.") in rec.reasons[2]
+    rec = decision.recommend(DEMAND, BASELINE, sc.scenarios(DEMAND, BASELINE, a), a)
+    assert rec.kind == "rent" and rec.unavoidable_hours == 8 * HOURS == rec.scenario.unmet_hours
+    assert rec.headline == ("Recommended: rent (up to 8 GPUs rented). Demand met from month 2; the 5,840 GPU-hours "
+                            "short before then cannot be served by any option (the quickest, rent, adds capacity "
+                            "from month 2).")
 
 
 def test_an_unknown_rental_rate_is_unknown_not_0():
@@ -186,7 +192,7 @@ def test_an_unknown_rental_rate_is_unknown_not_0():
     assert rent.rental is None and rent.total_cost is None and rent.total_cash is None
     assert rent.cost_per_useful_hour is None and rent.serves_demand and expand.serves_demand
     assert expand.total_cost == pytest.approx(6 * 16_390)  # no renting: its cost is known
-    rec = sc.recommend(DEMAND, BASELINE, list(results.values()), a)
+    rec = decision.recommend(DEMAND, BASELINE, list(results.values()), a)
     assert rec.kind == "expand"
     assert "Rent cannot be compared on cost: no rental rate is known." in rec.reasons
 
@@ -196,7 +202,7 @@ def test_an_option_that_leaves_demand_unserved_is_never_picked_over_one_that_ser
     # wins, its cost said unknown, although the expansion's cost is known and unserved hours go unpriced.
     a = assumptions(rental_rate=None, lead_rent=0, lead_expand=1, lead_build=1)
     results = sc.scenarios(DEMAND, BASELINE, a)
-    rec = sc.recommend(DEMAND, BASELINE, results, a)
+    rec = decision.recommend(DEMAND, BASELINE, results, a)
     assert rec.kind in ("rent", "hybrid") and rec.headline.startswith("Recommended:")
     assert "cost unknown (no rental rate)" in rec.reasons[1] and "0 USD" not in rec.reasons[1]
 
@@ -255,14 +261,15 @@ def test_hybrid_owns_the_base_and_rents_the_short_peak_by_hand():
         other = sc._scenario("hybrid", PEAKY, BASE24, a, k, a.lead_expand, rent_until=25)
         assert other.total_cost == pytest.approx(cost)
 
-    rec = sc.recommend(PEAKY, BASE24, list(results.values()), a)
-    assert rec.kind == "hybrid" and rec.headline == "Recommended: hybrid: own the base, rent the peak."
+    rec = decision.recommend(PEAKY, BASE24, list(results.values()), a)
+    assert rec.kind == "hybrid" and rec.headline == ("Recommended: hybrid: own the base, rent the peak (1 node "
+                                                     "bought, up to 32 GPUs rented). It serves all the demand.")
     assert rec.reasons[1] == ("Hybrid: own the base, rent the peak: 258,800 USD over 24 months, 1.38 USD per useful "
                               "GPU-hour, demand met from month 1.")  # 258,800 / 186,880
     assert rec.reasons[2] == ("Owning 1 node for the base and renting the peak above it (46,720 GPU-hours rented) "
                               "costs 399,640 USD less than buying the peak's 5 nodes.")
-    assert "Expand an existing site costs 399,640 USD more (399,640 USD more once unserved hours are priced at the " \
-           "rental rate)." in rec.reasons
+    assert "Expand an existing site costs 399,640 USD more (399,640 USD more once unserved hours are priced at " \
+           "2.00 USD each)." in rec.reasons
     assert not any("lowest utilization" in r for r in rec.reasons)  # the hybrid's node is used in full
 
 
@@ -272,33 +279,33 @@ def test_hardware_below_the_lowest_utilization_is_never_recommended_silently():
     a = peaky(rental_rate=20.0)
     results = by_kind(sc.scenarios(PEAKY, BASE24, a))
     assert results["hybrid"].nodes == 5 and results["hybrid"].total_cost == pytest.approx(658_440)
-    rec = sc.recommend(PEAKY, BASE24, list(results.values()), a)
+    rec = decision.recommend(PEAKY, BASE24, list(results.values()), a)
     assert rec.kind == "expand"
-    assert rec.headline == ("Recommended: expand an existing site. Warning: the 5 added nodes would be 27 % used "
-                            "over the horizon.")
+    assert rec.headline == ("Recommended: expand an existing site (5 nodes bought). It serves all the demand. "
+                            "Warning: the 5 added nodes would be 27 % used over the horizon.")
     assert ("The 5 added nodes would be 27 % used over the horizon, below the plan's lowest utilization of 30 %: "
             "sized to a peak of 2 months; all 5 are needed in 2 of the 24 months from their arrival in month 1.") \
         in rec.reasons
     # A lower threshold: nothing to say.
     low = peaky(rental_rate=20.0, min_utilization=0.25)
-    rec = sc.recommend(PEAKY, BASE24, sc.scenarios(PEAKY, BASE24, low), low)
+    rec = decision.recommend(PEAKY, BASE24, sc.scenarios(PEAKY, BASE24, low), low)
     assert rec.kind == "expand" and "Warning" not in rec.headline
     assert not any("lowest utilization" in r for r in rec.reasons)
 
 
 def test_a_peak_over_before_the_hardware_arrives_is_said():
-    # The peak is in months 2-3; expanding takes 4 months. With an unknown rate only expanding has a known cost.
+    # The peak is in months 2-3; expanding takes 4 months, and no rental can be had within the horizon.
     demand = [16 * HOURS] + [48 * HOURS] * 2 + [16 * HOURS] * 9
-    a = assumptions(horizon=12, depreciation_months=48, rental_rate=None, lead_expand=4, lead_build=12)
+    a = assumptions(horizon=12, depreciation_months=48, rental_rate=None, lead_expand=4, lead_build=12, lead_rent=12)
     results = sc.scenarios(demand, [8 * HOURS] * 12, a)
-    rec = sc.recommend(demand, [8 * HOURS] * 12, results, a)
+    rec = decision.recommend(demand, [8 * HOURS] * 12, results, a)
     expand = by_kind(results)["expand"]
     # 5 nodes from month 5: 8 months × 40 GPUs, of which 8 used: 20 %.
     assert expand.owned_utilization == pytest.approx(0.2) and expand.owned_from == 5
     assert rec.kind == "expand"
-    assert rec.reasons[3] == ("The 5 added nodes would be 20 % used over the horizon, below the plan's lowest "
-                              "utilization of 30 %: sized to a peak of 2 months; all 5 are needed in 0 of the 8 "
-                              "months from their arrival in month 5.")
+    assert ("The 5 added nodes would be 20 % used over the horizon, below the plan's lowest utilization of 30 %: "
+            "sized to a peak of 2 months; all 5 are needed in 0 of the 8 months from their arrival in month 5.") \
+        in rec.reasons
     assert rec.headline.endswith("Warning: the 5 added nodes would be 20 % used over the horizon.")
 
 
@@ -332,7 +339,7 @@ def test_hybrid_is_never_dearer_than_both_and_nothing_serves_more_than_there_is(
         assert sum(served) <= sum(demand) + 1e-6
         assert all(x <= c + 1e-6 for x, c in zip(served, s.capacity, strict=True))
         assert s.useful_hours == pytest.approx(s.owned_useful_hours + s.rented_useful_hours, abs=1e-6)
-        assert s.useful_hours <= sum(demand) - sc.served(demand, baseline) + 1e-6
+        assert s.useful_hours <= sum(demand) - sc.served(demand, baseline, target) + 1e-6
         assert 0 <= s.owned_useful_hours <= s.owned_hours + 1e-6
         assert 0 <= s.rented_useful_hours <= s.rented_hours + 1e-6
         for share in (s.owned_utilization, s.rented_utilization, s.utilization):

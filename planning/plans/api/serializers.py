@@ -143,6 +143,9 @@ class PlanSummarySerializer(serializers.Serializer):
     met_from = MonthField(allow_null=True, help_text="YYYY-MM: the month demand is met from; null: not within the "
                                                      "plan's months.")
     unmet_gpu_hours = serializers.FloatField()
+    unavoidable_gpu_hours = serializers.FloatField(
+        required=False, help_text="Of the GPU-hours unserved, those no option could serve: short before the quickest "
+                                  "option's lead time ends.")
     horizon_months = serializers.IntegerField()
 
 
@@ -341,7 +344,11 @@ class ScenarioSerializer(serializers.Serializer):
                                                            "null: nothing rented.")
     met_from_month = MonthField(allow_null=True, help_text="YYYY-MM from which demand is met in every later month; "
                                                            "null: not within the plan's months.")
-    unmet_gpu_hours = Number()
+    unmet_gpu_hours = Number(help_text="Σ per month of demand above capacity × the target utilization.")
+    serving_cost = Number(allow_null=True, help_text="What the options are compared on: total_cost + "
+                                                     "unmet_gpu_hours × the price of an unserved GPU-hour; null: "
+                                                     "unknown.")
+    rented_gpus = serializers.ListField(child=Number(), help_text="GPUs rented per month.")
     useful_gpu_hours = Number()
     notes = serializers.ListField(child=serializers.CharField())
     capacity_gpu_hours = serializers.ListField(child=Number(), help_text="Per month, baseline included.")
@@ -356,6 +363,12 @@ class RecommendationSerializer(serializers.Serializer):
                                              "within the horizon (the headline says which).")
     headline = serializers.CharField()
     reasons = serializers.ListField(child=serializers.CharField())
+    needed_gpus = Number(help_text="The horizon's peak shortfall in GPUs at the target utilization (0: none).")
+    unavoidable_gpu_hours = Number(help_text="GPU-hours no option could serve: short before the quickest option's "
+                                             "lead time ends.")
+    unmet_gpu_hour_cost = Number(allow_null=True, help_text="The price of an unserved GPU-hour the options were "
+                                                            "compared with (the plan's, else the rental rate); null: "
+                                                            "none known.")
 
 
 class NeedFigureSerializer(serializers.Serializer):
