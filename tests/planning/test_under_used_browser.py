@@ -26,12 +26,13 @@ LIST = "/planning/recommendations/?kind=under_used"
 
 @pytest.fixture
 def under_used(settings):
-    """hnd-001 idle (2 %) on 4 days; team vision's jobs held hnd-002 at 20 %; bsl-old in burn-in for 30 days;
-    hnd-003 and -004 busy. Every GPU-hour priced at the default 2.00 USD (no contract covers them)."""
+    """hnd-001 idle (2 %) on 4 days; team vision's jobs held hnd-002 with nothing running on it on 2 of 3 days;
+    bsl-old in burn-in for 30 days; hnd-003 and -004 busy. Every GPU-hour priced at the default 2.00 USD (no
+    contract covers them)."""
     settings.IDLE_GPU_HOUR_COST, settings.COST_CURRENCY = 2.0, "USD"
     idle, held, busy, busier = fleet()
     days_at(idle, [2, 2, 2, 2])
-    jobs_on(held, "vision", [20, 20, 20], "1")
+    jobs_on(held, "vision", [0, 0, 20], "1")
     days_at(busy, [60] * 6)
     days_at(busier, [70] * 6)
     stuck = make_node(site=make_site(name="Basel"), hostname="bsl-old", state=S.BURN_IN)
@@ -73,7 +74,7 @@ def test_manager_finds_each_under_used_variant_and_reclaims_before_buying(under_
     assert sorted(titles) == [
         "1 node idle in partition hand",
         "1 node stuck before service at Basel",
-        "Team vision uses 20 % of the GPUs it holds",
+        "Team vision held GPUs that ran nothing for 67 % of its GPU-hours",
     ]
     assert page.locator("#object-table tbody").inner_text().count("Under-used") == 3
     assert_no_horizontal_overflow(page)
@@ -107,15 +108,17 @@ def test_manager_finds_each_under_used_variant_and_reclaims_before_buying(under_
     assert_no_horizontal_overflow(page)
     session.screenshot("under-used-03-plan-analysis")
 
-    # The team: held 3 × 24 × 2 = 144 GPU-hours, busy 20 % of them: 115.2 unused, × 2.00 = 230.4 USD.
+    # The team: held 3 × 24 × 2 = 144 GPU-hours, 96 of them with nothing running (2 days): × 2.00 = 192 USD.
     page.goto(LIST)
     with page.expect_navigation(url=re.compile(r"/planning/recommendations/\d+/$")):
-        page.get_by_role("link", name="Team vision uses 20 % of the GPUs it holds").click()
+        page.get_by_role("link", name="Team vision held GPUs that ran nothing for 67 % of its GPU-hours").click()
     figures = evidence(page)
-    assert figures["Used share of the held GPU-hours"] == ("20.0", "%")
-    assert figures["Cost of the held, unused GPU-hours"] == ("230.4", "USD")
+    assert figures["Unused share of the held GPU-hours"] == ("66.7", "%")
+    assert figures["Cost of the held, unused GPU-hours"] == ("192.0", "USD")
     action = page.locator("#suggested-action").inner_text()
-    assert "Move team vision from partition hand to a shared partition" in action
+    assert "move the team from partition hand to a shared partition" in action
+    # The day at 20 % is performance, not over-allocation: the differential says so.
+    assert "Not counted as unused: 48 held GPU-hours" in page.locator("#differential").inner_text()
     assert_no_horizontal_overflow(page)
     session.screenshot("under-used-04-team")
 
