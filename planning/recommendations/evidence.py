@@ -17,6 +17,10 @@ def pct(share):
 CHECKED = {
     "out_of_service": "Capacity out of service",
     "scheduling_bound": "Queue policy (scheduling-bound)",
+    "like_for_like": "Like for like (same GPU model and fabric)",
+    "preallocation": "Memory reserved at start (vLLM, TGI), not pressure",
+    "failed_jobs": "Failed jobs (not memory evidence)",
+    "warranty_repair": "Repair under warranty (RMA)",
     "own_history": "The node's own history (earlier weeks)",
     "fleet_wide_dip": "A dip of the whole fleet or partition (holiday, maintenance)",
     "low_utilization_not_unused": "Low utilization (performance: storage, input pipeline)",

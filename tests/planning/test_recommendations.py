@@ -256,12 +256,18 @@ def test_network_bound_page_shows_the_groups_and_the_chart(viewer_client, scenar
     assert 'data-chart="hbar"' in text and "Per-GPU utilization by node count, partition train-h100" in text
 
 
+def with_fabric(p, **fabric):
+    """``p`` with other fabric figures, for the partition and for each multi-node group (the rule reads the
+    compared group's own)."""
+    return replace(p, **fabric, widths=[replace(w, **fabric) if w.node_ids else w for w in p.widths])
+
+
 def test_network_bound_needs_a_weak_fabric(db, scenarios):
-    p = replace(scenarios["train-h100"], oversubscription=1.0, oversubscribed_switches={})
+    p = with_fabric(scenarios["train-h100"], oversubscription=1.0, oversubscribed_switches={})
     assert rules.network_bound(p) is None  # falling, but non-blocking and 400 Gb/s per GPU: not the hardware
-    thin = rules.network_bound(replace(p, fabric_gbps_per_gpu=200.0))
+    thin = rules.network_bound(with_fabric(p, fabric_gbps_per_gpu=200.0))
     assert thin is not None and "400 Gb/s rail on zrh-ib (now 200 Gb/s per GPU)" in thin.action
-    assert rules.network_bound(replace(p, oversubscription=None, fabric_gbps_per_gpu=None, fabrics=[])) is None
+    assert rules.network_bound(with_fabric(p, oversubscription=None, fabric_gbps_per_gpu=None, fabrics=[])) is None
 
 
 def test_network_bound_not_when_utilization_is_flat_with_width(db, scenarios):
@@ -386,9 +392,12 @@ def test_memory_bound_only_where_frame_buffers_are_full_and_jobs_run_out_of_memo
 
 def test_memory_bound_needs_out_of_memory_failures(db, scenarios):
     p = scenarios["train-h200"]
-    assert p.memory_share >= 0.85 and p.oom_jobs >= 1
-    assert rules.memory_bound(p).severity == "high"
+    assert p.memory_share >= 0.85 and (p.oom_jobs, p.ended_jobs) == (2, 55)
+    assert rules.memory_bound(p).severity == "medium"  # 2 of 55 ended jobs (3.6 %): below 5 %
+    assert rules.memory_bound(replace(p, oom_jobs=3)).severity == "high"  # 5.5 %
     assert rules.memory_bound(replace(p, oom_jobs=0, failed_jobs=0)) is None
+    # Full, with failures but none out of memory (a server's preallocation, a code error): not memory-bound.
+    assert rules.memory_bound(replace(p, oom_jobs=0, failed_jobs=10)) is None
     # Failures elsewhere (train-h100 has its share) do not make a partition with room in memory memory-bound.
     network = scenarios["train-h100"]
     assert network.memory_share < 0.85 and rules.memory_bound(replace(network, oom_jobs=3)) is None
@@ -786,8 +795,8 @@ def test_ageing_counts_hardware_tickets_people_filed(db, gathered_scenarios, var
 def memory_jobs(source, nodes, minutes, used_gb, hours=10, oom=True):
     """On each of ``nodes`` (2-GPU nodes, 80 GB GPUs), from DAY 00:00 for ``hours`` hours: a job holding both
     GPUs at the start of every hour for ``minutes`` minutes, filling ``used_gb`` of each GPU's frame buffer
-    while it runs, nothing in between; the rollups average memory over the hour, as DCGM's do. One of the jobs
-    ran out of memory when ``oom``."""
+    while it runs, nothing in between; the rollups average memory over the hour, as DCGM's do. Two of the jobs
+    ran out of memory when ``oom`` (one alone would be one run's batch size)."""
     jobs = []
     for node in nodes:
         for hour in range(hours):
@@ -799,7 +808,7 @@ def memory_jobs(source, nodes, minutes, used_gb, hours=10, oom=True):
                       mem_used_mean_gb=used_gb * minutes / 60)
             for gpu in node.gpus.all() for hour in range(hours))
     if oom:
-        SlurmJob.objects.filter(pk=jobs[0].pk).update(state="OUT_OF_MEMORY")
+        SlurmJob.objects.filter(pk__in=[jobs[0].pk, jobs[1].pk]).update(state="OUT_OF_MEMORY")
     allocation.save_allocations(jobs, {(j.job_id, j.submit_time): [j.nodes] for j in jobs})
 
 
@@ -818,7 +827,7 @@ def test_memory_bound_weighs_each_hour_by_the_time_jobs_ran(db, minutes, used_gb
     (p,) = gather.gather(END)[0]
     # By hand: per node-hour 2 GPUs × used × minutes/60 / 80 used over 2 × minutes/60 GPU-hours held.
     assert p.memory_share == pytest.approx(used_gb / 80)
-    assert p.oom_jobs == 1
+    assert p.oom_jobs == 2
     assert fired(rules.memory_bound, p) == fires
     hours = [datetime.fromisoformat(x) for x in p.series["x"]]
     by_hour = dict(zip(hours, p.series["memory"], strict=True))

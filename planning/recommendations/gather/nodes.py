@@ -7,7 +7,9 @@ from django.contrib.contenttypes.models import ContentType
 from django.db.models import (
     Count,
     F,
+    OuterRef,
     Q,
+    Subquery,
     Sum,
 )
 from django.db.models.functions import TruncDate
@@ -46,15 +48,21 @@ def node_health(now, t=THRESHOLDS):
                                 gpu__node__isnull=False)
         .values(node_id=F("gpu__node_id"))
         .annotate(errors=Sum("xid_errors"), days=Count("day", distinct=True)).order_by())}
+    # A node's fleet: the nodes of its model at its site (not retired), against which its faults are weighed
+    # (concentrated: a repair under warranty; spread: ageing). A subquery: no query more.
+    fleet = (Node.objects.exclude(state=LifecycleState.RETIRED)
+             .filter(site_id=OuterRef("site_id"), node_model_id=OuterRef("node_model_id"))
+             .order_by().values("site_id").annotate(n=Count("pk")).values("n"))
     suspects = Node.objects.exclude(state=LifecycleState.RETIRED).filter(
         Q(warranty_end__lt=today) | Q(pk__in=list(fault_days)) | Q(pk__in=list(xid)))
-    rows = list(suspects.values("pk", "hostname", "site_id", "site__name", "node_model_id", "node_model__name",
-                                "warranty_end").order_by("hostname"))
+    rows = list(suspects.annotate(fleet=Subquery(fleet))
+                .values("pk", "hostname", "site_id", "site__name", "node_model_id", "node_model__name",
+                        "warranty_end", "fleet").order_by("hostname"))
     prices = node_prices({row["node_model_id"] for row in rows}) if rows else {}
     return [NodeHealth(node_id=row["pk"], hostname=row["hostname"], site_id=row["site_id"],
                        site_name=row["site__name"], node_model_id=row["node_model_id"],
                        node_model_name=row["node_model__name"], node_price=prices.get(row["node_model_id"]),
                        warranty_end=row["warranty_end"], fault_days=fault_days.get(row["pk"], 0),
                        xid_errors=xid.get(row["pk"], {}).get("errors", 0),
-                       xid_days=xid.get(row["pk"], {}).get("days", 0))
+                       xid_days=xid.get(row["pk"], {}).get("days", 0), fleet_nodes=row["fleet"] or 0)
             for row in rows]

@@ -11,14 +11,16 @@ from django.db.models import (
     F,
     FloatField,
     IntegerField,
+    OuterRef,
     Q,
+    Subquery,
     Sum,
     Value,
 )
 from django.db.models.functions import Cast, Coalesce, Greatest
 
 from inventory import capacity
-from inventory.models import FabricAttachment, LifecycleState, Node
+from inventory.models import GPU, FabricAttachment, LifecycleState, Node
 from inventory.telemetry import allocation, jobstats, slurm
 from inventory.telemetry.matching import NodeMatcher
 from inventory.telemetry.models import GPUHourly, SlurmJob, SlurmJobNode
@@ -149,10 +151,12 @@ def add_jobs(stats, start, end, now):
                 .values("partition")
                 .annotate(ended_jobs=Count("pk", filter=ended),
                           failed=Count("pk", filter=ended & Q(state__in=FAILED_STATES)),
-                          oom=Count("pk", filter=ended & Q(state="OUT_OF_MEMORY")))
+                          oom=Count("pk", filter=ended & Q(state="OUT_OF_MEMORY")),
+                          oom_users=Count("user", distinct=True, filter=ended & Q(state="OUT_OF_MEMORY")))
                 .order_by()):
         if p := stats.get(row["partition"]):
             p.ended_jobs, p.failed_jobs, p.oom_jobs = row["ended_jobs"], row["failed"], row["oom"]
+            p.oom_users = row["oom_users"]
 
 
 def add_nodes(stats):
@@ -181,14 +185,17 @@ def add_nodes(stats):
 
 
 def add_widths(stats, start, end, now):
-    """Per partition: its jobs grouped by node count (``WIDTHS``) with their GPU-hours and mean per-GPU
-    utilization; returns {partition: ids of the nodes its measured multi-node jobs ran on} (three queries).
+    """Per partition: its jobs grouped by the GPU model and fast fabric of their nodes and by node count
+    (``WIDTHS``) with their GPU-hours and mean per-GPU utilization; returns {partition: ids of the nodes its
+    measured multi-node jobs ran on} (three queries).
 
     Slurm keeps a job's nodes only as a compressed host list (gpu-[001-004]), which SQL cannot expand
     portably. So the jobs are read in one query and their host lists expanded here; the nodes' ids come in a
     second; in the third the database reduces those nodes' GPU-hours to node-hours (Σ utilization and GPUs
     reporting per node and hour, 8× fewer rows than GPU-hours); each job then adds up its nodes' hours.
     Only full hours inside the job's run count: in the hours it starts and ends the GPUs did other things.
+    The second query also reads each node's GPU model and fast fabric (first by name, as subqueries): a job on
+    nodes that differ in them is no clean measurement of either and is left out.
     """
     jobs = []
     for partition, hostlist, gpus, started, ended in (
@@ -202,20 +209,28 @@ def add_widths(stats, start, end, now):
             jobs.append((partition, hosts, gpus, started, ended))
     matcher = NodeMatcher() if jobs else None  # Slurm's short names against the inventory's FQDNs, any case
     ids = {host: matcher.node_id(host) for _, hosts, *_ in jobs for host in hosts}
-    slots = dict(Node.objects.filter(pk__in={pk for pk in ids.values() if pk})
-                 .values_list("pk", "node_model__gpu_slots")) if ids else {}
+    gpu_model = GPU.objects.filter(node=OuterRef("pk")).order_by("gpu_model__name").values("gpu_model__name")[:1]
+    fabric = (FabricAttachment.objects.filter(node=OuterRef("pk"), fabric__kind__in=FAST_FABRICS)
+              .order_by("fabric__name").values("fabric__name")[:1])
+    slots, kinds = {}, {}
+    for pk, gpu_slots, model, fast in (Node.objects.filter(pk__in={pk for pk in ids.values() if pk})
+                                       .annotate(model=Subquery(gpu_model), fast=Subquery(fabric))
+                                       .values_list("pk", "node_model__gpu_slots", "model", "fast") if ids else ()):
+        slots[pk], kinds[pk] = gpu_slots, (model or "", fast or "")
     nodes = {host: (pk, slots[pk]) for host, pk in ids.items() if pk in slots}
     node_hours = {(node_id, hour): (util, gpus) for node_id, hour, util, gpus in (
         GPUHourly.objects.filter(gpu__node_id__in=[pk for pk, _ in nodes.values()], hour__gte=start,
                                  hour__lt=end, util_mean__isnull=False)
         .values_list("gpu__node_id", "hour").annotate(util=Sum("util_mean"), gpus=Count("pk")).order_by())
     } if nodes else {}
-    widths = {name: [Width(low, high) for low, high in WIDTHS] for name in stats}
+    widths = {name: {} for name in stats}  # partition → (GPU model, fabric) → the groups by node count
     multi_node = defaultdict(set)
     for partition, hosts, gpus, started, ended in jobs:
         placed = [nodes[host] for host in hosts if host in nodes]
         if len(placed) < len(hosts) or gpus < sum(slots for _, slots in placed):
             continue  # a node not in the inventory, or nodes shared with other jobs: no clean measurement
+        if len({kinds[pk] for pk, _ in placed}) > 1:
+            continue  # nodes of different GPU models or fabrics: comparable with neither
         first = floor_hour(max(started, start))
         if first < started:
             first += timedelta(hours=1)
@@ -224,21 +239,26 @@ def add_widths(stats, start, end, now):
         cells = [node_hours[(pk, hour)] for pk, _ in placed for hour in hours if (pk, hour) in node_hours]
         if not cells:
             continue
-        w = widths[partition][width_of(len(placed))]
+        model, fast = kind = kinds[placed[0][0]]
+        groups = widths[partition].setdefault(kind, [Width(low, high, gpu_model=model, fabric=fast)
+                                                     for low, high in WIDTHS])
+        w = groups[width_of(len(placed))]
         w.jobs += 1
         w.util_sum += sum(util for util, _ in cells)
         w.gpu_hours += sum(count for _, count in cells)
         if len(placed) > 1:
             multi_node[partition].update(pk for pk, _ in placed)
+            w.node_ids.update(pk for pk, _ in placed)
     for name, p in stats.items():
-        p.widths = [w for w in widths[name] if w.jobs]
+        p.widths = [w for _, groups in sorted(widths[name].items()) for w in groups if w.jobs]
     return multi_node
 
 
 def add_fabric(stats, multi_node):
-    """Per partition, over the nodes its multi-node jobs ran on (``multi_node``: {partition: node ids}): the
-    fast fabrics they attach to, the highest oversubscription of those attachments' switches, the switches
-    above 1:1 and the weakest node's fast-fabric bandwidth per GPU slot (one query)."""
+    """Per partition, over the nodes its multi-node jobs ran on (``multi_node``: {partition: node ids}), and per
+    multi-node group over its own (``Width.node_ids``): the fast fabrics they attach to, the highest
+    oversubscription of those attachments' switches, the switches above 1:1 and the weakest node's fast-fabric
+    bandwidth per GPU slot (one query)."""
     node_ids = set().union(*multi_node.values()) if multi_node else set()
     if not node_ids:
         return
@@ -248,15 +268,19 @@ def add_fabric(stats, multi_node):
                                        "ports", "speed_gbps", "node__node_model__gpu_slots")):
         attachments[node_id].append(row)
     for name, ids in multi_node.items():
-        rows = [row for node_id in sorted(ids) for row in attachments[node_id]]
-        if not rows:
-            continue
         p = stats[name]
-        ratios = {switch: float(ratio) for _, switch, ratio, *_ in rows if switch is not None and ratio is not None}
-        p.fabrics = sorted({fabric for fabric, *_ in rows})
-        p.oversubscription = max(ratios.values(), default=None)
-        p.oversubscribed_switches = {switch: ratio for switch, ratio in sorted(ratios.items()) if ratio > 1}
-        p.fabric_gbps_per_gpu = min(float(ports * speed) / max(slots, 1) for *_, ports, speed, slots in rows)
+        for target, nodes in ((p, ids), *((w, w.node_ids) for w in p.widths if w.node_ids)):
+            if rows := [row for node_id in sorted(nodes) for row in attachments[node_id]]:
+                set_fabric(target, rows)
+
+
+def set_fabric(target, rows):
+    """A partition's or a group's fabric figures from its nodes' fast-fabric attachments."""
+    ratios = {switch: float(ratio) for _, switch, ratio, *_ in rows if switch is not None and ratio is not None}
+    target.fabrics = sorted({fabric for fabric, *_ in rows})
+    target.oversubscription = max(ratios.values(), default=None)
+    target.oversubscribed_switches = {switch: ratio for switch, ratio in sorted(ratios.items()) if ratio > 1}
+    target.fabric_gbps_per_gpu = min(float(ports * speed) / max(slots, 1) for *_, ports, speed, slots in rows)
 
 
 # Other apps that know of faults (support: hardware tickets people filed) register a function here:

@@ -28,11 +28,12 @@ Definitions (per partition, over the window, nodes in service only)
       used (GPU-hours) and the GPU-hours Slurm's jobs held there, Σ used / Σ held over the window, so that
       short jobs with gaps between them do not dilute it (``add_memory``). Where Slurm placed no job on the
       partition's nodes, the mean over busy hours.
-    - *per-GPU utilization by node count*: the jobs in the window grouped by how many nodes they ran on
-      (``WIDTHS``: 1, 2, 3–4, 5–8, 9+); per group the jobs, their GPU-hours and the mean ``util_mean`` of their
-      nodes' GPUs (in whatever state the nodes are now) over the full hours each job ran (``add_widths``).
-      Only jobs holding their nodes whole count: a shared node mixes other jobs' work into its GPUs, and
-      Slurm does not say which GPUs were whose.
+    - *per-GPU utilization by node count*: the jobs in the window grouped by the GPU model and fast fabric of
+      their nodes, then by how many nodes they ran on (``WIDTHS``: 1, 2, 3–4, 5–8, 9+); per group the jobs, their
+      GPU-hours and the mean ``util_mean`` of their nodes' GPUs (in whatever state the nodes are now) over the
+      full hours each job ran (``add_widths``). Only jobs holding their nodes whole count: a shared node mixes
+      other jobs' work into its GPUs, and Slurm does not say which GPUs were whose; nor do jobs over nodes of
+      different GPU models or fabrics (comparable with neither).
       DCGM's utilization is the throughput proxy every source reports (SM and tensor activity often are not).
 
 Rules and thresholds (``Thresholds``; the defaults are ``THRESHOLDS``)
@@ -54,18 +55,33 @@ Rules and thresholds (``Thresholds``; the defaults are ``THRESHOLDS``)
       ≥ 35 % (bursty), or, where DCGM's profiling fields are collected on at least half the busy GPU-hours,
       their graphics engine activity (``PROF_GR_ENGINE_ACTIVE``) < 35 % (steadily starved) → more storage read
       throughput (or data loading closer to the GPUs).
-    - network-bound: per-GPU utilization falls with node count, the widest group (≥ 5 jobs and ≥ 50 GPU-hours,
-      like the single-node group it is compared with) ≥ 15 % below single-node jobs, and the fast fabric
-      (InfiniBand, RoCE) of the nodes those multi-node jobs ran on is oversubscribed (a leaf switch their
-      attachments go through has a downlink:uplink ratio > 1) or gives less than 400 Gb/s per GPU
+    - network-bound: per-GPU utilization falls with node count, like for like: the widest group (≥ 5 jobs and
+      ≥ 50 GPU-hours, like the single-node group it is compared with) ≥ 15 % below single-node jobs on nodes of
+      the same GPU model and fast fabric (an A100 is no reference for an H100; where several models and fabrics
+      have such a pair, the one whose jobs span most nodes; none: not raised; the differential ``like_for_like``
+      names the groups left out), and the fast fabric (InfiniBand, RoCE) of the nodes those multi-node jobs ran on
+      is oversubscribed (a leaf switch their attachments go through has a downlink:uplink ratio > 1) or gives less
+      than 400 Gb/s per GPU
       → interconnect upgrade of those switches. High severity when multi-node jobs carry ≥ 50 % of the
       allocated GPU-hours, else medium. Falling utilization on a non-blocking, fast fabric is not raised
       (NCCL settings or the model's own scaling, not hardware); nor is it without the fabric recorded.
-    - memory-bound: frame-buffer use ≥ 85 % in busy hours and out-of-memory failures (a Slurm
-      ``OUT_OF_MEMORY`` job, or ≥ 5 % of ≥ 10 ended jobs ``FAILED``) → larger-memory GPUs.
+    - memory-bound: frame-buffer use ≥ 85 % while jobs ran and evidence of pressure: ≥ 2 jobs ended
+      ``OUT_OF_MEMORY`` in the window → larger-memory GPUs; high severity when they are ≥ 5 % of the jobs ended.
+      A full frame buffer alone is not raised: inference servers (vLLM, TGI) and JAX reserve ~90 % of it at
+      start (differential ``preallocation``); nor are generic ``FAILED`` jobs evidence (``failed_jobs``): a code
+      error, an NCCL timeout and a CUDA out-of-memory error all end so, and the data does not say which. Slurm's
+      ``OUT_OF_MEMORY`` is also its host-memory limit (``--mem``): the action says to read a few jobs' logs first.
     - ageing (per site): nodes out of warranty, or with repeated faults: ≥ 2 days with a move to degraded or a
       hardware ticket people filed (the node or one of its GPUs) in a year, or hardware XID events (a new code
-      on the sticky gauge, not hours of it) on ≥ 3 days in 30 → replace them.
+      on the sticky gauge, not hours of it) on ≥ 3 days in 30 → replace them. Except a repair: a node with
+      repeated faults under warranty (warranty end today or later) whose model's fleet at the site is otherwise
+      healthy — fewer than 3 of those nodes (not retired) fault, or fewer than 20 % of them — is the vendor's to
+      repair: open an RMA, buy nothing; it is left out of the finding (so out of an accepted plan's bill of
+      materials) and named in its differential (``warranty_repair``, with the nodes faulting against the nodes
+      of that model at the site and the warranty ends); a site with only repairs gets no finding. Faults spread
+      wider (≥ 3 and ≥ 20 %) are wear or a bad batch: replaced, the vendor repairing them meanwhile. A node
+      faulting with no warranty recorded is treated as out of it (the differential asks to record it). The
+      inventory has no purchase or commissioning date, so service life is not weighed.
 
     - under-used (reclaim before you buy; the idle GPU-hours priced at each node's cost per GPU-hour from its
       contracts, else ``settings.IDLE_GPU_HOUR_COST``, and the evidence says which):

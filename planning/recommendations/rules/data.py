@@ -37,12 +37,21 @@ class Thresholds:
     network_multi_node_share: float = 0.5  # high severity at or above: most of the work would gain
     fabric_gbps_per_gpu: float = 400.0  # NDR reference designs give each GPU its own 400 Gb/s rail; less is thin
     memory_share: float = 0.85  # frame-buffer use at or above
-    failed_share: float = 0.05  # of ended jobs, with at least…
+    # …with evidence of pressure: at least this many jobs ended OUT_OF_MEMORY in the window (one is one run's batch
+    # size; a full frame buffer alone is an inference server's preallocation); high severity from this share of the
+    # ended jobs. Generic FAILED jobs are no memory evidence (a code error, an NCCL timeout end the same way).
+    memory_oom_jobs: int = 2
+    memory_oom_share: float = 0.05
+    failed_share: float = 0.05  # unused since memory-bound needs OOM jobs: kept for callers that set it
     min_ended_jobs: int = 10
     fault_days: int = 2  # days with a move to degraded in ``fault_window_days``
     fault_window_days: int = 365
     xid_days: int = 3  # days with XID errors in ``xid_window_days``
     xid_window_days: int = 30
+    # Ageing: faults on a node under warranty are a repair (RMA), not ageing, unless they are spread over its model's
+    # nodes at the site: at least this many of them fault, and at least this share (a fleet-wide wear or a bad batch).
+    repair_spread_nodes: int = 3
+    repair_spread_share: float = 0.2
     snooze_days: int = 30  # a decided recommendation is not raised again for this long
     idle_day_util: float = 5.0  # %: a node's day whose GPUs averaged below this is idle…
     idle_day_min_hours: int = 12  # …counted when it has readings for at least this many of its hours
@@ -109,6 +118,7 @@ class PartitionStats:
     ended_jobs: int = 0
     failed_jobs: int = 0
     oom_jobs: int = 0
+    oom_users: int = 0  # distinct Slurm users among them
     # The fast fabric of the nodes its multi-node jobs ran on: the highest downlink:uplink ratio of the
     # switches they attach to, those above 1 ({name: ratio}), the fabrics' names and the weakest node's
     # bandwidth per GPU slot. None: not recorded.
@@ -171,6 +181,15 @@ class Width:
     jobs: int = 0
     gpu_hours: float = 0.0
     util_sum: float = 0.0
+    # Like is compared with like: the GPU model and fast fabric of the nodes its jobs ran on ("": not recorded)…
+    gpu_model: str = ""
+    fabric: str = ""
+    # …and, for multi-node groups, those nodes and their fabric as ``PartitionStats`` has it for the partition.
+    node_ids: set = field(default_factory=set)
+    fabrics: list = field(default_factory=list)
+    oversubscription: float | None = None
+    oversubscribed_switches: dict = field(default_factory=dict)
+    fabric_gbps_per_gpu: float | None = None
 
     @property
     def label(self):
@@ -181,6 +200,14 @@ class Width:
     @property
     def util(self):
         return self.util_sum / self.gpu_hours if self.gpu_hours else None
+
+    @property
+    def group(self):
+        return (self.gpu_model, self.fabric)
+
+    @property
+    def group_label(self):
+        return f"{self.gpu_model or 'GPU model not recorded'} on {self.fabric or 'no fast fabric'}"
 
 
 def width_of(node_count):
@@ -200,6 +227,7 @@ class NodeHealth:
     fault_days: int = 0
     xid_errors: int = 0
     xid_days: int = 0
+    fleet_nodes: int = 0  # nodes (not retired) of its model at its site, itself included; 0: not counted
 
 
 @dataclass
