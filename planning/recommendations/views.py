@@ -10,6 +10,7 @@ from django.urls import reverse
 from django.views import View
 from django.views.generic import DetailView
 
+from inventory import capacity
 from portal.exports import export_links
 from portal.generic import ModelPermissionMixin, ObjectListView, active_filters
 
@@ -82,6 +83,8 @@ class RecommendationView(ModelPermissionMixin, DetailView):
             ruled_out=evidence.get("ruled_out", []),
             can_decide=rec.is_open and self.request.user.has_perm("planning.change_recommendation"),
             makes_bom=rec.kind in (R.Kind.CAPACITY, R.Kind.AGEING) and rec.node_model_id and rec.node_count,
+            # The partition's GPUs now, as the home page, a plan and the API count them (the evidence is as detected).
+            capacity_now=capacity.count(partition=rec.partition) if rec.partition else None,
         )
         return context
 
