@@ -152,7 +152,8 @@ def add_jobs(stats, start, end, now):
                 .annotate(ended_jobs=Count("pk", filter=ended),
                           failed=Count("pk", filter=ended & Q(state__in=FAILED_STATES)),
                           oom=Count("pk", filter=ended & Q(state="OUT_OF_MEMORY")),
-                          oom_users=Count("user", distinct=True, filter=ended & Q(state="OUT_OF_MEMORY")))
+                          oom_users=Count("user", distinct=True,
+                                          filter=ended & Q(state="OUT_OF_MEMORY") & ~Q(user="")))
                 .order_by()):
         if p := stats.get(row["partition"]):
             p.ended_jobs, p.failed_jobs, p.oom_jobs = row["ended_jobs"], row["failed"], row["oom"]
