@@ -531,15 +531,17 @@ def typical_util(scenario):
 def day_records(gpus, first_day, last_day, today):
     """One ``DayRecord`` per reporting GPU and day from ``first_day`` to ``last_day`` (inclusive): today's level
     of each partition's scenario, lower in the past by ``HISTORY_GROWTH`` a month, with ``SEASON``, quieter
-    weekends and day-to-day noise. Much coarser than ``hour_records``, and quick: it stands for the months
-    before the hourly telemetry so that the demand forecast has history to fit."""
+    weekends and day-to-day noise; ``IDLE_NODES`` near 0 %, as in the hourly telemetry (nobody uses them, then as
+    now). Much coarser than ``hour_records``, and quick: it stands for the months before the hourly telemetry so
+    that the demand forecast has history to fit."""
     records = []
     days = (last_day - first_day).days + 1
     for gpu in gpus:
         if not reports(gpu):
             continue
         scenario = scenario_for(gpu.node.partition)
-        level, key = typical_util(scenario), seed(gpu.uuid)
+        idle = gpu.node.hostname in IDLE_NODES
+        level, key = (0.5 if idle else typical_util(scenario)), seed(gpu.uuid)
         for offset in range(days):
             day = first_day + timedelta(days=offset)
             months_ago = (today - day).days / 30.4
@@ -547,7 +549,7 @@ def day_records(gpus, first_day, last_day, today):
             factor *= 0.8 if day.weekday() >= 5 else 1.0
             noise = 0.85 + 0.3 * unit(key, day.toordinal())
             util = min(100.0, level * factor * noise)
-            memory = gpu.memory_gb * between(scenario.memory, 0.5) * min(1.0, util / max(level, 1))
+            memory = 0.0 if idle else gpu.memory_gb * between(scenario.memory, 0.5) * min(1.0, util / max(level, 1))
             records.append(DayRecord(gpu.uuid, day, util, min(100.0, util * 1.3), memory,
                                      gpu.tdp_w * (0.2 + 0.75 * util / 100)))
     return records
