@@ -6,10 +6,16 @@ class InventoryConfig(AppConfig):
     verbose_name = "Inventory"
 
     def ready(self):
-        from portal.registry import register_menu, register_panel, register_search_provider, register_tiles
+        from portal.registry import (
+            register_menu,
+            register_object_panel,
+            register_panel,
+            register_search_provider,
+            register_tiles,
+        )
 
         from . import policy  # noqa: F401  (registers the inventory's rules)
-        from .dashboard import fleet_panel, fleet_tiles, least_used_panel, utilization_tiles
+        from .dashboard import capacity_object_panel, fleet_panel, fleet_tiles, least_used_panel, utilization_tiles
         from .queries import SEARCH_LOOKS_AT, search
 
         register_tiles(utilization_tiles, order=10)
@@ -17,6 +23,8 @@ class InventoryConfig(AppConfig):
         register_panel("inventory/panels/least_used.html", least_used_panel, order=10)
         register_panel("inventory/panels/fleet.html", fleet_panel, order=90, wide=True)  # under the story
         register_search_provider(search, looks_at=SEARCH_LOOKS_AT)
+        for scope in ("inventory.site", "inventory.gpumodel"):  # their GPUs, as every page counts them
+            register_object_panel(scope, "inventory/panels/capacity_object.html", capacity_object_panel)
         register_menu("Inventory", order=10, items=[
             ("Sites", "inventory:site_list", "inventory.view_site"),
             ("Racks", "inventory:rack_list", "inventory.view_rack"),

@@ -140,3 +140,12 @@ def fleet_panel(request):
         }),
     }
 
+
+
+def capacity_object_panel(request, obj):
+    """A site's or GPU model's GPUs by the capacity model, on its page. An account without a role sees none."""
+    if not request.user.has_perm("inventory.view_node"):
+        return None
+    scope = {"site_id": obj.pk} if obj._meta.model_name == "site" else {"gpu_model_id": obj.pk}
+    query = {"site": obj.pk} if "site_id" in scope else {"gpu_model": obj.pk}
+    return {"capacity": capacity.count(**scope), "api_url": _url("inventory-api:capacity", **query)}

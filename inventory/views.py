@@ -167,6 +167,7 @@ class SiteListView(ObjectListView):
 
 class SiteView(ObjectView):
     queryset = Site.objects.all()
+    template_name = "inventory/site_detail.html"  # with the panels other modules add (its GPUs: capacity)
     related_tables = [
         RelatedTable("Racks", tables.RackTable, lambda o: querysets.racks().filter(site=o),
                      "inventory:rack_list", "site"),
