@@ -27,7 +27,7 @@ L = LifecycleState
 OUT_OF_SERVICE = (L.DEGRADED, L.IN_REPAIR)
 ARRIVING = (L.DELIVERED, L.BURN_IN)
 GROUPS = {"site": "node__site__name", "partition": "node__partition", "gpu_model": "gpu_model__name",
-          "node": "node_id"}
+          "node": "node_id", "team": "node__owner_team"}
 
 
 def capacity_state(gpu_state, node_state):

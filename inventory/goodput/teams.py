@@ -7,6 +7,7 @@ from django.db.models import Count
 from django.urls import reverse
 from django.utils import timezone
 
+from inventory import capacity
 from inventory.models import Node
 from inventory.telemetry import queries as telemetry_queries
 from inventory.telemetry.models import SlurmJob
@@ -29,15 +30,16 @@ def exists(name):
 
 
 def owned_nodes(name=None):
-    """{owner team: {"nodes", "gpus"}} of the nodes that have one (``name``: of that team only); one query."""
+    """{owner team: {"nodes", "gpus", "says"}} of the nodes that have one (``name``: of that team only); two queries.
+    Its GPUs are counted by the capacity model (``inventory.capacity``: not retired), as every page counts them."""
     nodes = Node.objects.exclude(owner_team="")
     if name is not None:
         nodes = nodes.filter(owner_team=name)
+    gpus = capacity.count_by("team")
     return {
-        team: {"nodes": count, "gpus": gpus}
-        for team, count, gpus in (
-            nodes.values_list("owner_team").annotate(n=Count("pk", distinct=True), g=Count("gpus")).order_by()
-        )
+        team: {"nodes": count, "gpus": gpus.get(team, capacity.Capacity()).total,
+               "says": gpus.get(team, capacity.Capacity()).says()}
+        for team, count in nodes.values_list("owner_team").annotate(n=Count("pk")).order_by()
     }
 
 
