@@ -152,3 +152,17 @@ def test_every_page_and_answer_shows_the_same_count_and_the_same_rent(fleet, man
     assert int(figures(utilization)["gpus-in-service"]) == TRAIN["in_service"]
     assert counts(client.get(fleet["h100"].get_absolute_url()).content.decode()) == TRAIN
     assert counts(client.get(fleet["site"].get_absolute_url()).content.decode()) == FLEET
+
+
+@pytest.mark.parametrize(("gpus", "fits", "words"), [
+    (39, "in_service", "The run's 39 GPUs fit in the 39 in service."),
+    (56, "fleet", "The run's 56 GPUs exceed the 39 in service by 17: it needs those out of service, arriving"),
+    (57, "no", "The run's 57 GPUs exceed all of them by 1: rent or buy the rest"),
+])
+def test_the_sizing_page_says_whether_the_run_fits_in_the_fleet(gpus, fits, words):
+    from inventory.capacity import Capacity
+    from planning.sizing.fleet import FleetFit
+
+    fit = FleetFit("H100", gpus, Capacity(in_service=39, out_of_service=9, burn_in=8, retired=8))
+    assert fit.fits == fits and words in fit.says
+    assert fit.says.startswith(f"The fleet has 56 H100 GPUs: {SAYS}.")
