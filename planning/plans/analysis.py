@@ -17,7 +17,7 @@ enters demand and capacity; for the kinds whose need is not more GPUs the headli
 """
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from django.conf import settings
 from django.core.exceptions import ValidationError
@@ -44,6 +44,7 @@ class WorkloadDemand:
     months: int
     per_month: list
     error: str = ""
+    rental_cost: object = None  # ``sizing.Figure``: the run rented whole, priced as the sizing page prices it
 
 
 @dataclass
@@ -93,7 +94,7 @@ def run_months(days):
 
 def workload_demand(plan, horizon):
     """Each planned workload's GPU-hours spread over the months it runs."""
-    rows, gpus = [], None
+    rows, gpus, one = [], None, None
     for workload in plan.workloads.select_related("gpu_model"):
         gpus = gpus if gpus is not None else sizing.catalog_gpus()
         per_month = [0.0] * horizon
@@ -110,7 +111,11 @@ def workload_demand(plan, horizon):
         for index in range(first, first + span):
             if 0 <= index < horizon:
                 per_month[index] = hours / span
-        rows.append(WorkloadDemand(workload.name, start, first, hours, span, per_month))
+        if one is None:  # one GPU-hour rented, as the sizing page prices it: the plan's own rate, else the same
+            rate = plan.rental_gpu_hour_cost
+            one = sizing.rental_cost(1.0, rate, "the plan" if rate is not None else "")
+        rows.append(WorkloadDemand(workload.name, start, first, hours, span, per_month, rental_cost=replace(
+            one, value=None if one.value is None else hours * one.value)))
     return rows
 
 
@@ -305,7 +310,9 @@ def as_dict(an):
         ],
         "capacity_sources": an.capacity.sources,
         "workloads": [{"name": w.name, "start": months.label(w.start), "gpu_hours": w.gpu_hours, "months": w.months,
-                       "error": w.error} for w in an.workloads],
+                       "error": w.error, "rental_cost": w.rental_cost.value if w.rental_cost else None,
+                       "rental_cost_basis": w.rental_cost.source if w.rental_cost else ""}
+                      for w in an.workloads],
         "assumptions": [{"name": name, "value": value, "source": source}
                         for name, value, source in an.assumption_rows],
         "scenarios": [

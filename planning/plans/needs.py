@@ -122,9 +122,9 @@ class Need:
             if len(self.leaving) != self.node_count:
                 why.append(f"{len(self.leaving)} of the {self.node_count} nodes to replace are in the plan's scope")
             why.append("demand above the capacity kept at the target utilization adds nodes")
-        option = f"The recommended option buys {nodes} node{'s' if nodes != 1 else ''}" if best else \
-            "No option is recommended"
-        return (f"{option}, {self.ref} {self.node_count}: "
+        option = (f"The recommended option ({best.label.lower()}) buys {nodes} node{'s' if nodes != 1 else ''}"
+                  if best else "No option is recommended")
+        return (f"{option} where {self.ref} asked for {self.node_count}: "
                 + "; ".join(why or ["the forecast differs from the window the recommendation measured"]) + ".")
 
 

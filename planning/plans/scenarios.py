@@ -5,8 +5,9 @@ Plain Python over plain numbers (``Assumptions``, demand and baseline capacity i
 
 Sizing the addition
     GPUs needed in a month = demand / (730 h × target utilization). The shortfall is what the baseline lacks;
-    owned scenarios buy whole nodes for the horizon's peak shortfall; renting takes whole nodes month by
-    month for that month's shortfall.
+    owned scenarios buy whole nodes for the peak shortfall of the months from their arrival on (a peak over
+    before they arrive does not size hardware); renting takes whole nodes month by month for that month's
+    shortfall.
 
 The scenarios
     - *Expand*: the nodes join an existing site after ``lead_expand`` months. Capex: nodes × node price
@@ -264,9 +265,12 @@ def _scenario(kind, demand, baseline, a, owned_nodes=0, arrival=None, rent_until
                     rented)
 
 
-def peak_nodes(demand, baseline, a):
-    """Whole nodes for the horizon's peak shortfall."""
-    peak = max(shortfall_gpus(demand, baseline, a.target_utilization), default=0.0)
+def peak_nodes(demand, baseline, a, arrival=0):
+    """Whole nodes for the peak shortfall of the months from the nodes' arrival (after ``arrival`` months) on: a
+    peak over before they arrive is rented or goes unserved, it does not size hardware. Hardware arriving after
+    the horizon is sized to the horizon's peak (the notes say it arrives too late)."""
+    short = shortfall_gpus(demand, baseline, a.target_utilization)
+    peak = max(short[arrival:] if arrival < len(short) else short, default=0.0)
     return math.ceil(peak / a.gpus_per_node - 1e-9) if peak > 0 else 0
 
 
@@ -335,10 +339,11 @@ def hybrid(demand, baseline, a, nodes):
 
 def scenarios(demand, baseline, a):
     """The four scenarios for ``demand`` and ``baseline`` (GPU-hours per month over the horizon)."""
-    nodes = peak_nodes(demand, baseline, a)
+    nodes = peak_nodes(demand, baseline, a, a.lead_expand)
     never = len(demand) + 1
     expand = _scenario("expand", demand, baseline, a, nodes, a.lead_expand)
-    build = _scenario("build", demand, baseline, a, nodes, a.lead_build, build=True)
+    build = _scenario("build", demand, baseline, a, peak_nodes(demand, baseline, a, a.lead_build), a.lead_build,
+                      build=True)
     rent = _scenario("rent", demand, baseline, a, rent_until=never)
     mixed = hybrid(demand, baseline, a, nodes)
     for scenario in (expand, mixed):
@@ -348,7 +353,7 @@ def scenarios(demand, baseline, a):
             scenario.notes.append(f"{scenario.nodes} nodes draw {added_kw:,.1f} kW; the site has "
                                   f"{a.site_power_headroom_kw:,.1f} kW of power left.")
     for scenario in (expand, build):
-        if nodes and scenario.lead_months >= len(demand):
+        if scenario.nodes and scenario.lead_months >= len(demand):
             scenario.notes.append("The hardware arrives after the horizon ends.")
     for scenario in (expand, build, mixed):
         used = scenario.owned_utilization

@@ -3,7 +3,8 @@
     draft → submitted → approved
                       → rejected → draft (reopened)
 
-A plan is edited (workloads, bill of materials) only while draft. Approval is a second manager's: the user
+A plan is created as a draft (``create``: a recommendation accepted records it as the plan's first event) and
+edited (workloads, bill of materials) only while draft. Approval is a second manager's: the user
 who submitted the plan cannot approve it. Every step records a ``PlanEvent`` (who, when, from, to, comment);
 approval emits the ``plan.approved`` webhook event with the bill of materials.
 """
@@ -62,6 +63,21 @@ def _move(plan, target, user, comment, check=None, **fields):
     PlanEvent.objects.create(plan=plan, user=user, username=user.get_username(), from_status=previous,
                              to_status=target, comment=comment or "")
     return plan
+
+
+def create(user, comment="", **fields):
+    """A new draft plan owned by ``user``, its creation recorded as its first event (draft → draft, ``comment``
+    saying where it comes from: a recommendation accepted)."""
+    plan = CapacityPlan.objects.create(owner=user, **fields)
+    PlanEvent.objects.create(plan=plan, user=user, username=user.get_username(), from_status=S.DRAFT,
+                             to_status=S.DRAFT, comment=comment or "")
+    return plan
+
+
+def note(plan, user, comment):
+    """An event that changes no status: what was done to the draft plan on its creation (its bill filled)."""
+    return PlanEvent.objects.create(plan=plan, user=user, username=user.get_username(), from_status=plan.status,
+                                    to_status=plan.status, comment=comment)
 
 
 def check_has_lines(plan, user):

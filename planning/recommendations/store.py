@@ -3,7 +3,6 @@ dismissing one, and the summaries the pages show."""
 
 from datetime import timedelta
 
-from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.db import connection, transaction
 from django.db.models import Case, Count, IntegerField, When
@@ -11,8 +10,8 @@ from django.utils import timezone
 
 from inventory.models import GPU, LifecycleState
 
-from ..plans import needs
-from ..plans.models import CapacityPlan, PlanItem
+from ..plans import bom, needs, workflow
+from ..plans.models import CapacityPlan
 from . import gather, rules
 from .models import Recommendation
 
@@ -107,22 +106,28 @@ def gpu_model_of(rec):
 
 @transaction.atomic
 def accept(rec, user, comment=""):
-    """Turn an open recommendation into a draft capacity plan linked back to it, scoped to what it measured: its
-    partition, site and the GPU model of the partition's GPUs (of the nodes to replace, for ageing), so that the
-    plan's analysis reads the same telemetry. Capacity-bound and ageing ones pre-fill the bill of materials with
-    the suggested node model and count at the node price."""
+    """Turn an open recommendation into a draft capacity plan linked back to it, through the plan workflow (its
+    first event says where it came from), scoped to what it measured: its partition, site and the GPU model of the
+    partition's GPUs (of the nodes to replace, for ageing), so that the plan's analysis reads the same telemetry.
+    The bill of materials is the plan's recommended option's (``planning.plans.bom.fill``), never a count of its
+    own; where that option buys nothing (renting, reclaiming, nothing needed) the event says why."""
     rec = locked_open(rec)
-    plan = CapacityPlan.objects.create(
-        name=plan_name(rec), owner=user, site_id=rec.site_id, node_model_id=rec.node_model_id,
-        node_price=rec.node_price, partition=rec.partition, gpu_model_id=gpu_model_of(rec),
+    plan = workflow.create(
+        user, f"Created from recommendation #{rec.pk} ({rec.get_kind_display()}): {rec.title}.",
+        name=plan_name(rec), site_id=rec.site_id, node_model_id=rec.node_model_id, node_price=rec.node_price,
+        partition=rec.partition, gpu_model_id=gpu_model_of(rec),
         description=f"From recommendation #{rec.pk} ({rec.get_kind_display()}).\n\n{rec.summary}\n\n"
                     f"Suggested action: {rec.action}" + (f"\n\n{comment}" if comment else ""),
     )
-    if rec.kind in (K.CAPACITY, K.AGEING) and rec.node_model_id and rec.node_count:
-        PlanItem.objects.create(plan=plan, node_model_id=rec.node_model_id, quantity=rec.node_count,
-                                unit_cost=rec.node_price or 0, currency=settings.COST_CURRENCY)
     rec.status, rec.decided_by, rec.decided_at, rec.plan = Recommendation.Status.ACCEPTED, user, timezone.now(), plan
     rec.save(update_fields=["status", "decided_by", "decided_at", "plan", "updated"])
+    if rec.kind in (K.CAPACITY, K.AGEING):  # the kinds whose need may be more GPUs
+        try:
+            bill, _ = bom.fill(plan)
+            said = f"Bill of materials: the recommended option's ({bill.label.lower()}), {len(bill.lines)} lines."
+        except ValidationError as error:
+            said = "No bill of materials: " + " ".join(error.messages)
+        workflow.note(plan, user, said)
     return rec
 
 

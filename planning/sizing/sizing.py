@@ -512,7 +512,7 @@ def run_costs(gpu_hours, gpu_model, rate=None, rate_source=""):
     sizing page, its API and a plan's workloads read it. The adapter to ``planning.contracts``."""
     from django.conf import settings
 
-    from ..contracts.costs import owned_gpu_hour_cost, rental_rate
+    from ..contracts.costs import owned_gpu_hour_cost
 
     currency = settings.COST_CURRENCY
     owned, contracts = owned_gpu_hour_cost(gpu_model)
@@ -525,6 +525,18 @@ def run_costs(gpu_hours, gpu_model, rate=None, rate_source=""):
         owned_figure = Figure("owned_cost", "Cost on owned GPUs", None, currency,
                               f"Not known: no {gpu_model} node of the fleet has a cost from a purchase or "
                               "expansion contract.", "the contracts")
+    rental_figure = rental_cost(gpu_hours, rate, rate_source)
+    return {"owned_cost": owned_figure, "rental_cost": rental_figure}
+
+
+def rental_cost(gpu_hours, rate=None, rate_source=""):
+    """The run rented whole (every GPU-hour) at ``rate`` (a plan's own, with its ``rate_source``), else at
+    ``contracts.costs.rental_rate``: a ``Figure`` whose value is None when no rate is known (never 0)."""
+    from django.conf import settings
+
+    from ..contracts.costs import rental_rate
+
+    currency = settings.COST_CURRENCY
     if rate is None:
         rate, rentals = rental_rate()
         rental_source = ("; ".join(f"rental contract {c}" for c in rentals) + " (their mean rate)" if rentals else
@@ -540,7 +552,7 @@ def run_costs(gpu_hours, gpu_model, rate=None, rate_source=""):
     else:
         rental_figure = Figure("rental_cost", "Cost rented", None, currency,
                                f"Not known: the rental rate is 0 ({whole_run.lower()}).", rental_source)
-    return {"owned_cost": owned_figure, "rental_cost": rental_figure}
+    return rental_figure
 
 
 # The figures that the comparison of GPU models shows.

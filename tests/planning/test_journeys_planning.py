@@ -67,8 +67,19 @@ def messages(page):
 def capacity_rec():
     """A capacity-bound finding for partition train-h200, written as the daily analysis writes it: 32 GPUs at 91 %
     against an 80 % target and 20 GPUs waiting, so 4 nodes of 8 GPUs at the node model's list price."""
-    make_gpu_model(name="H200 SXM", memory_gb=141, memory_bandwidth_tbs=Decimal("4.8"))
-    return make_capacity_recommendation(START)
+    h200 = make_gpu_model(name="H200 SXM", memory_gb=141, memory_bandwidth_tbs=Decimal("4.8"))
+    rec = make_capacity_recommendation(START)
+    for _ in range(4):  # the partition's 32 GPUs the recommendation measured, in service
+        node = make_node(site=rec.site, node_model=rec.node_model, partition="train-h200",
+                         state=LifecycleState.IN_SERVICE)
+        for _ in range(8):
+            make_gpu(node=node, gpu_model=h200, state=LifecycleState.IN_SERVICE)
+    return rec
+
+
+@pytest.fixture
+def owning_wins(settings):
+    settings.RENTAL_GPU_HOUR_COST = 20.0  # renting dear: the plan's answer is to own the recommendation's nodes
 
 
 def analysis_loaded(page):
@@ -77,7 +88,8 @@ def analysis_loaded(page):
     page.locator("#plan-analysis .chart .main-svg").first.wait_for(timeout=ANALYSIS_TIMEOUT_MS)
 
 
-def test_journey_2_recommendation_to_an_approved_plan_with_its_bill_of_materials(capacity_rec, browser_page):
+def test_journey_2_recommendation_to_an_approved_plan_with_its_bill_of_materials(capacity_rec, owning_wins,
+                                                                                  browser_page):
     session, page = browser_page, browser_page.page
     make_user("max", MANAGER)
     make_user("mia", MANAGER)
@@ -91,13 +103,14 @@ def test_journey_2_recommendation_to_an_approved_plan_with_its_bill_of_materials
     expect(page.locator("#suggested-action")).to_contain_text("Add 4 × HGX H200 8-GPU")
     session.screenshot("journey2-01-recommendation")
 
-    # Accept it: a draft plan with the suggested nodes in its bill of materials.
+    # Accept it: a draft plan whose bill of materials is its recommended option's: the 4 suggested nodes.
     with page.expect_navigation(url=re.compile(r"/planning/capacity-plans/\d+/$")):
         page.locator("#accept").click()
     plan = CapacityPlan.objects.get()
     assert plan.status == CapacityPlan.Status.DRAFT and plan.owner.username == "max"
-    expect(page.locator("#bill-of-materials tbody tr")).to_have_count(1)
-    expect(page.locator("#bill-of-materials")).to_contain_text("HGX H200 8-GPU")
+    nodes = page.locator("#bill-of-materials tbody tr", has_text="HGX H200 8-GPU")
+    expect(nodes).to_have_count(1)
+    expect(nodes).to_contain_text("4 nodes: peak shortfall")
     expect(page.locator("#workloads tbody tr.empty")).to_contain_text(
         "No workloads yet. Add workload sizes a planned training run")
 
@@ -166,7 +179,7 @@ def test_journey_2_recommendation_to_an_approved_plan_with_its_bill_of_materials
     workflow.get_by_role("button", name="Approve").click()
     page.wait_for_load_state()
     expect(page.locator("#plan-status")).to_have_text("Approved")
-    expect(page.locator("#events tbody tr")).to_have_count(2)
+    expect(page.locator("#events tbody tr")).to_have_count(4)  # created, its bill filled, submitted, approved
     expect(page.locator("#events")).to_contain_text("Queue waits justify it.")
     plan.refresh_from_db()
     assert (plan.status, plan.submitted_by.username, plan.decided_by.username) == ("approved", "max", "mia")
@@ -177,9 +190,10 @@ def test_journey_2_recommendation_to_an_approved_plan_with_its_bill_of_materials
     response = page.request.get(f"/api/planning/plans/{plan.pk}/bom/", headers={"Accept": "application/json"})
     assert response.status == 200, response.text()
     bom = response.json()
-    assert [(line["item"], line["quantity"], Decimal(line["unit_cost"])) for line in bom["lines"]] == [
-        ("HGX H200 8-GPU", 4, Decimal("380000.00"))]
-    assert {k: Decimal(v) for k, v in bom["totals"].items()} == {"USD": Decimal("1520000.00")}
+    lines = [(line["item"], line["quantity"], Decimal(line["unit_cost"])) for line in bom["lines"]]
+    assert ("HGX H200 8-GPU", 4, Decimal("380000.00")) in lines
+    # 4 × 380,000 × (1 + the network and storage shares): the expansion's capex, which the lines add up to.
+    assert {k: Decimal(v) for k, v in bom["totals"].items()} == {"USD": sum(q * u for _, q, u in lines)}
     assert_clean(session)
 
 

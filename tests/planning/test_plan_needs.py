@@ -102,8 +102,11 @@ def test_a_different_node_count_says_why(capacity_rec, manager):
         make_gpu(node=plan.site.nodes.filter(state="burn_in").get(), gpu_model=plan.gpu_model)
     an = analysis.analyse(plan, TODAY)
     assert nodes_added(an) == 3  # one node arrives from burn-in
-    assert (f"The analysis adds 3 nodes, recommendation #{capacity_rec.pk} 4: the plan's capacity in scope reaches "
-            "40 GPUs") in " ".join(an.notes)
+    # At the default rental rate renting wins over the plan's 12 months: the note says so, and why fewer GPUs.
+    assert an.recommendation.kind == "rent" and an.recommendation.scenario.peak_rented_gpus == 24
+    assert (f"The recommended option (rent) buys 0 nodes where recommendation #{capacity_rec.pk} asked for 4: it "
+            "rents up to 24 GPUs in place of buying (32 GPUs asked); the plan's capacity in scope reaches 40 GPUs") \
+        in " ".join(an.notes)
 
 
 # --- Ageing ---------------------------------------------------------------------------------------------------

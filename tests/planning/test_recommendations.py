@@ -20,6 +20,7 @@ from inventory.telemetry.models import GPUHourly, NodeHourly, SlurmJob, SlurmJob
 from inventory.telemetry.pull import store
 from inventory.telemetry.records import Collected
 from planning.models import CapacityPlan, Recommendation
+from planning.plans import analysis
 from planning.recommendations import gather, rules
 from planning.recommendations import store as rec_store
 from planning.recommendations.tasks import analyse_recommendations
@@ -526,23 +527,46 @@ def test_the_task_is_on_the_beat_schedule(settings):
 
 @pytest.fixture
 def capacity_rec(db):
-    node_model = make_node_model(name="Test B200 node")
+    """Partition p1's 16 GPUs 90 % busy with 20 GPUs' worth of jobs waiting: (14.4 + 20) / 0.8 − 16 = 27 GPUs more,
+    4 nodes of 8."""
+    node_model = make_node_model(name="Test B200 node", gpu_slots=8)
     site = make_site(name="Geneva")
-    rec_store.write([finding(title="Partition p1 is capacity-bound", node_model_id=node_model.pk, node_count=3,
-                        node_price=Decimal("500000.00"), site_id=site.pk)], END)
+    add_partition(site, "p1n", "p1", 2, node_model, make_gpu_model(name="B200 test"))
+    measured = {"gpus": 16, "util_mean": 90.0, "gpus_waiting": 20.0, "target_util": 80.0, "gpu_slots": 8,
+                "extra_gpus": 27.0, "gpus_out_of_service": 0, "returned_gpus": 0}
+    rec_store.write([finding(title="Partition p1 is capacity-bound", node_model_id=node_model.pk, node_count=4,
+                             node_price=Decimal("500000.00"), site_id=site.pk, measured=measured)], END)
     return Recommendation.objects.get()
 
 
-def test_accepting_a_capacity_bound_one_makes_a_draft_plan_with_the_nodes(capacity_rec, manager):
+def test_accepting_a_capacity_bound_one_makes_a_draft_plan_through_the_workflow(capacity_rec, manager, settings):
+    settings.RENTAL_GPU_HOUR_COST = 20.0  # renting dear: owning the nodes is the plan's answer
     rec = rec_store.accept(capacity_rec, manager)
     plan = rec.plan
     assert rec.status == "accepted" and rec.decided_by == manager and rec.decided_at is not None
     assert plan.status == CapacityPlan.Status.DRAFT and plan.owner == manager
     assert plan.recommendations.get() == rec
     assert (plan.site_id, plan.node_model_id, plan.node_price) == (rec.site_id, rec.node_model_id, rec.node_price)
-    (item,) = plan.items.all()
-    assert (item.node_model_id, item.quantity, item.unit_cost) == (rec.node_model_id, 3, Decimal("500000.00"))
     assert "Partition p1 is capacity-bound" in plan.name and "Suggested action" in plan.description
+    # The bill is the plan's recommended option's: the 4 nodes the recommendation asked for, at its price.
+    an = analysis.analyse(plan)
+    assert an.recommendation.scenario.nodes == 4
+    nodes = plan.items.get(node_model_id=rec.node_model_id)
+    assert (nodes.quantity, nodes.unit_cost) == (4, Decimal("500000.00"))
+    events = list(plan.events.values_list("from_status", "to_status", "username", "comment"))
+    assert events[0] == ("draft", "draft", manager.username,
+                         f"Created from recommendation #{rec.pk} (Capacity-bound): Partition p1 is capacity-bound.")
+    assert events[1][3].startswith("Bill of materials: the recommended option's")
+
+
+def test_an_accepted_capacity_bound_one_that_renting_serves_buys_nothing_and_says_why(capacity_rec, manager):
+    # At the default 2.50 per GPU-hour, renting the 27 GPUs costs less over the plan's 12 months than owning them.
+    rec = rec_store.accept(capacity_rec, manager)
+    an = analysis.analyse(rec.plan)
+    assert an.recommendation.kind == "rent" and rec.plan.items.count() == 0
+    assert rec.plan.events.last().comment == ("No bill of materials: Renting buys nothing: the rent scenario has no "
+                                              "bill of materials. Choose expand, build or hybrid.")
+    assert any("it rents up to 32 GPUs in place of buying (32 GPUs asked)" in note for note in an.notes)
 
 
 def test_accepting_other_kinds_makes_a_plan_without_lines(db, manager):
@@ -668,14 +692,15 @@ def test_api_lists_recommendations_with_evidence_and_filters(viewer_api, capacit
     assert [r["kind"] for r in viewer_api.get(API, {"kind": "storage_bound"}).json()["results"]] == ["storage_bound"]
 
 
-def test_api_accept_and_dismiss(manager_api, capacity_rec):
+def test_api_accept_and_dismiss(manager_api, capacity_rec, settings):
+    settings.RENTAL_GPU_HOUR_COST = 20.0  # owning wins: the plan buys the nodes
     other = Recommendation.objects.create(key="storage_bound:partition=p2", kind="storage_bound", title="Slow reads",
                                           summary="s", action="a")
     response = manager_api.post(f"{API}{capacity_rec.pk}/accept/", {"comment": "Go"})
     assert response.status_code == 200, response.json()
     assert response.json()["status"] == "accepted"
     plan = CapacityPlan.objects.get(pk=response.json()["plan"])
-    assert plan.items.get().quantity == 3 and "Go" in plan.description
+    assert plan.items.get(node_model_id=capacity_rec.node_model_id).quantity == 4 and "Go" in plan.description
     assert manager_api.post(f"{API}{capacity_rec.pk}/accept/").status_code == 400
     missing = manager_api.post(f"{API}{other.pk}/dismiss/", {})
     assert missing.status_code == 400 and "reason" in missing.json()

@@ -293,20 +293,22 @@ def test_hardware_below_the_lowest_utilization_is_never_recommended_silently():
     assert not any("lowest utilization" in r for r in rec.reasons)
 
 
-def test_a_peak_over_before_the_hardware_arrives_is_said():
-    # The peak is in months 2-3; expanding takes 4 months, and no rental can be had within the horizon.
+def test_a_peak_over_before_the_hardware_arrives_does_not_size_it():
+    # The peak is in months 2-3; expanding takes 4 months, and no rental can be had within the horizon. The nodes
+    # are sized to the months from their arrival (8 GPUs short: 1 node), not to the peak they miss (5 nodes, which
+    # would sit 20 % used); the peak goes unserved whatever is chosen and the headline says so.
     demand = [16 * HOURS] + [48 * HOURS] * 2 + [16 * HOURS] * 9
     a = assumptions(horizon=12, depreciation_months=48, rental_rate=None, lead_expand=4, lead_build=12, lead_rent=12)
     results = sc.scenarios(demand, [8 * HOURS] * 12, a)
     rec = decision.recommend(demand, [8 * HOURS] * 12, results, a)
     expand = by_kind(results)["expand"]
-    # 5 nodes from month 5: 8 months × 40 GPUs, of which 8 used: 20 %.
-    assert expand.owned_utilization == pytest.approx(0.2) and expand.owned_from == 5
-    assert rec.kind == "expand"
-    assert ("The 5 added nodes would be 20 % used over the horizon, below the plan's lowest utilization of 30 %: "
-            "sized to a peak of 2 months; all 5 are needed in 0 of the 8 months from their arrival in month 5.") \
-        in rec.reasons
-    assert rec.headline.endswith("Warning: the 5 added nodes would be 20 % used over the horizon.")
+    assert expand.nodes == 1 and expand.owned_utilization == 1 and expand.owned_from == 5
+    assert rec.kind == "expand" and not expand.underused
+    # Months 1-4 are short 8 + 40 + 40 + 8 GPUs: 96 × 730 = 70,080 GPU-hours no option can serve.
+    assert rec.unavoidable_hours == expand.unmet_hours == 96 * HOURS
+    assert rec.headline == ("Recommended: expand an existing site (1 node bought). Demand met from month 5; the "
+                            "70,080 GPU-hours short before then cannot be served by any option (the quickest, expand "
+                            "an existing site, adds capacity from month 5).")
 
 
 # --- Properties over random demands -----------------------------------------------------------------------------

@@ -305,6 +305,10 @@ class WorkloadDemandSerializer(serializers.Serializer):
     gpu_hours = Number(allow_null=True, help_text="Null when the workload cannot be sized (see error).")
     months = serializers.IntegerField(help_text="Months its wall-clock time spans.")
     error = serializers.CharField()
+    rental_cost = Number(allow_null=True, help_text="The run rented whole (every GPU-hour at the plan's rental rate, "
+                                                    "else the sizing page's): the sizing page's 'Cost rented'. The "
+                                                    "rent scenario prices only the shortfall beyond the fleet.")
+    rental_cost_basis = serializers.CharField(help_text="Where the rate comes from.")
 
 
 class AssumptionSerializer(serializers.Serializer):

@@ -161,8 +161,8 @@ def add_jobs(stats, start, end, now):
 
 
 def add_nodes(stats):
-    """Nodes in service per partition: count, main site and main node model with its price, and the GPUs out of
-    service (degraded or in repair) by the capacity model (four queries)."""
+    """Nodes in service per partition: count, main site and main node model with its price, and the GPUs in and
+    out of service (degraded or in repair) by the capacity model (four queries)."""
     counts = defaultdict(Counter)
     sites, models = {}, {}
     for row in (Node.objects.filter(state=LifecycleState.IN_SERVICE, partition__in=list(stats))
@@ -175,7 +175,10 @@ def add_nodes(stats):
     prices = node_prices(list(models)) if models else {}
     for name, gpus in capacity.count_by("partition").items():  # as every page counts them (inventory.capacity)
         if name in stats:
-            stats[name].gpus_out_of_service = gpus.out_of_service
+            # GPUs in service by the capacity model, not those that reported: a degraded GPU in a node in service
+            # reports but is out of service, a silent one in service is still there to use.
+            stats[name].gpus, stats[name].gpus_out_of_service = gpus.in_service, gpus.out_of_service
+            stats[name].gpus_arriving = gpus.burn_in
     for name, counter in counts.items():
         p = stats[name]
         (site_id, model_id), _ = counter.most_common(1)[0]

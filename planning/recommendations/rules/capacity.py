@@ -59,13 +59,15 @@ def capacity_bound(p, t=THRESHOLDS):
     # The queued work fills added capacity to the target too, as a plan's analysis sizes it: capacity for
     # (busy GPUs + GPUs waiting) at the target utilization, less the GPUs in service. GPUs of the partition out of
     # service (degraded, in repair) come back before anything bought arrives: they count first; then idle nodes of
-    # the same GPU model in other partitions (a Slurm change, not a purchase).
+    # the same GPU model in other partitions (a Slurm change, not a purchase); then the GPUs delivered or in
+    # burn-in, which enter service before anything ordered now would.
     extra_gpus = max(0.0, (p.gpus * p.util_mean / 100 + p.gpus_waiting) / (t.target_util / 100) - p.gpus)
     returned = min(p.gpus_out_of_service, math.ceil(extra_gpus))
     checked = rebalance(p, extra_gpus - returned, t)
     moves = [(q, n, verdict) for q, n, verdict in checked if n]
     moved = sum(n * slots_of(q) for q, n, _ in moves)
-    to_buy = max(0.0, extra_gpus - returned - moved)
+    arriving = min(p.gpus_arriving, max(0, math.ceil(extra_gpus - returned - moved)))
+    to_buy = max(0.0, extra_gpus - returned - moved - arriving)
     nodes = math.ceil(to_buy / max(p.gpu_slots, 1)) if to_buy else 0
     severity = SEV.HIGH if (p.wait_p95_hours or 0) >= 2 * t.wait_p95_hours or p.util_mean >= 90 else SEV.MEDIUM
     model = p.node_model_name or "nodes"
@@ -77,6 +79,8 @@ def capacity_bound(p, t=THRESHOLDS):
                      "service")
     if moves:
         steps.append(f"move {move_words(moves, p.gpu_model_name)} to {where}")
+    if arriving:
+        steps.append(f"finish the burn-in of its {p.gpus_arriving} GPUs delivered or in burn-in")
     first = "; then ".join([f"{steps[0]} first", *steps[1:]]) if steps else ""
     if nodes:
         buy = (f"add {nodes} × {model}{price} to {where}, or rent burst capacity for about "
@@ -87,7 +91,8 @@ def capacity_bound(p, t=THRESHOLDS):
     else:  # the load just fits the target: the waits are the queue's, not a lack of GPUs
         action = "The GPUs in service cover the load at the target utilization: buy nothing; look at the queue."
     after = [f"the {returned} GPUs returned to service" if returned else "",
-             f"the {moved} GPUs moved from idle partitions of the same GPU model" if moved else ""]
+             f"the {moved} GPUs moved from idle partitions of the same GPU model" if moved else "",
+             f"the {arriving} GPUs delivered or in burn-in" if arriving else ""]
     return Finding(
         kind=K.CAPACITY, key=f"{K.CAPACITY}:partition={p.partition}", severity=severity,
         title=f"Partition {p.partition or '(none)'} is capacity-bound",
@@ -103,10 +108,11 @@ def capacity_bound(p, t=THRESHOLDS):
             figure("GPUs moved from idle partitions of the same GPU model", moved, "GPUs",
                    f"below {t.rebalance_util_max:.0f} %, whole nodes beyond their busiest hours at "
                    f"{t.target_util:.0f} %; before buying"),
+            figure("GPUs delivered or in burn-in", p.gpus_arriving, "GPUs", "enter service before a purchase"),
             figure("GPUs' worth of jobs waiting (mean)", p.gpus_waiting, "GPUs"),
             figure("Suggested nodes", nodes, model,
                    f"to bring utilization to {t.target_util:.0f} % and clear the queue"
-                   + (f", after {' and '.join(a for a in after if a)}" if returned or moved else "")),
+                   + (f", after {' and '.join(a for a in after if a)}" if any(after) else "")),
         ],
         chart=util_chart(p, f"Utilization of partition {p.partition}"),
         partition=p.partition, site_id=p.site_id, node_model_id=p.node_model_id, node_count=nodes,
@@ -116,7 +122,7 @@ def capacity_bound(p, t=THRESHOLDS):
                   "gpus_out_of_service": p.gpus_out_of_service, "returned_gpus": returned,
                   "gpu_model": p.gpu_model_name, "rebalance_gpus": moved,
                   "rebalance_from": {q.partition: n * slots_of(q) for q, n, _ in moves},
-                  "rebalance_nodes": {q.partition: n for q, n, _ in moves}},
+                  "rebalance_nodes": {q.partition: n for q, n, _ in moves}, "arriving_gpus": arriving},
         ruled_out=[capacity_differential(p, extra_gpus, returned), rebalance_differential(p, checked, moved, t),
                    scheduling_differential(p, t)],
     )

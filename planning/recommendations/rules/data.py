@@ -128,6 +128,7 @@ class PartitionStats:
     fabric_gbps_per_gpu: float | None = None
     nodes: int = 0
     gpus_out_of_service: int = 0  # degraded or in repair (``inventory.capacity``): returned first, before buying
+    gpus_arriving: int = 0  # delivered or in burn-in (``inventory.capacity``): they enter service before a purchase
     # The main GPU model of its in-service GPUs and the other partitions seen in the window (``Peer``, one per
     # partition and GPU model): idle ones of the same model are moved before anything is bought (``gather.rebalance``).
     gpu_model_id: int | None = None
