@@ -10,8 +10,9 @@ The measure: the cost of serving the demand
     unserved priced explicitly at ``scenarios.unmet_rate``: the plan's stated cost of an unserved GPU-hour, else the
     rental rate (what the missing hours would cost to rent at short notice, if they can be had at all). An option
     that arrives late is never cheap because it pays for little of the window: the demand it leaves unserved costs
-    what it costs. Options that serve all the demand that can be served (below) come first; then the cheapest
-    wins, ties going to the one that leaves fewer hours unserved. With no price for an unserved hour (no rental
+    what it costs. Unless the plan states that cost, options that serve all the demand that can be served (below)
+    come first, the rental rate being only the floor of what a late result costs; then the cheapest wins, ties
+    going to the one that leaves fewer hours unserved. With no price for an unserved hour (no rental
     rate and none stated on the plan) a known cost comes first, then the fewest hours unserved, then the cost:
     unserved demand is never hidden behind a cheaper total.
 
@@ -61,9 +62,10 @@ def _nodes(n, what="node"):
 
 
 def rank(s, a, unavoidable_hours=0.0):
-    """The order of preference (lowest first): serving all the demand that can be served first; then the cost of
-    serving the demand where an unserved hour has a price, else a known cost, then the fewest hours unserved."""
-    short = s.unmet_hours > unavoidable_hours + HOUR_TOLERANCE
+    """The order of preference (lowest first): unless the plan states what an unserved hour costs, serving all the
+    demand that can be served first; then the cost of serving the demand where an unserved hour has a price, else
+    a known cost, then the fewest hours unserved."""
+    short = a.unmet_cost is None and s.unmet_hours > unavoidable_hours + HOUR_TOLERANCE
     if unmet_rate(a) is not None:
         return (short, s.total_cost is None, round(score(s, a), 2), round(s.unmet_hours, 2))
     return (short, s.total_cost is None, round(s.unmet_hours), round(s.total_cost or 0.0, 2))
@@ -115,6 +117,12 @@ def recommend(demand, baseline, results, a):
     reasons = [f"Demand peaks at {peak_need:,.0f} GPUs ({a.target_utilization:.0%} utilization) against "
                f"{peak_base:,.0f} in the fleet: {needed:,.1f} GPUs short at the peak; without new capacity "
                f"{base_unmet:,.0f} GPU-hours go unserved."]
+    if best.useful_hours < HOUR_TOLERANCE and any(s.useful_hours >= HOUR_TOLERANCE for s in feasible):
+        reasons.append(f"At the plan's cost of an unserved GPU-hour ({unmet_rate(a):,.2f} {settings.COST_CURRENCY}) "
+                       "every option that serves demand costs more than the hours it serves.")
+        return Recommendation(None, f"Nothing recommended: leaving the {base_unmet:,.0f} GPU-hours unserved costs "
+                                    "less than any option at the plan's cost of an unserved GPU-hour.", reasons,
+                              needed_gpus=needed, unavoidable_hours=lost)
     if best.useful_hours < HOUR_TOLERANCE:  # e.g. a workload that ends inside every option's lead time
         reasons.append("No option serves any of the demand within the horizon. The earliest each could add "
                        "capacity: " + "; ".join(f"{s.label.lower()} from {month_name(a, s.available_from)}"
