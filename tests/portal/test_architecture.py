@@ -74,3 +74,36 @@ def test_every_feature_uses_the_same_file_names_for_the_same_concerns():
     bundles = [str(path.relative_to(ROOT)) for app in APPS for path, _ in parsed(app)
                if any(path.stem.endswith(f"_{concern}") or path.stem.startswith(f"{concern}_") for concern in CONCERNS)]
     assert not bundles, bundles
+
+
+# planning's feature packages, lowest first: a feature's domain modules import only features before it in this
+# order (the plan's analysis sizes workloads; calibration compares plans' workloads with the runs; a recommendation
+# accepted becomes a plan). Its pages (views, forms, tables, filters, URLs, API, admin) compose features and may
+# read any of them: the sizing page offers "Add to plan", the plan page shows the calibration.
+FEATURES = ["contracts", "procurement", "webhooks", "sizing", "plans", "calibration", "recommendations"]
+PAGES = {"views", "forms", "tables", "filters", "urls", "admin", "api"}
+
+
+def feature_imports():
+    """(file:line, importing feature, imported feature) of each import between planning's feature packages, from
+    their domain modules."""
+    for path, tree in parsed("planning"):
+        parts = path.relative_to(ROOT).parts
+        if len(parts) < 3 or parts[1] not in FEATURES or PAGES & {parts[2].removesuffix(".py"), *parts[2:-1]}:
+            continue
+        for line, module in imported_modules(path, ast.walk(tree)):
+            names = module.split(".")
+            if names[0] == "planning" and len(names) > 1 and names[1] in FEATURES and names[1] != parts[1]:
+                yield f"{path.relative_to(ROOT)}:{line}", parts[1], names[1]
+
+
+def test_planning_features_import_each_other_in_one_direction():
+    order = {name: i for i, name in enumerate(FEATURES)}
+    upward = sorted({f"{where} ({importer} imports {imported})" for where, importer, imported in feature_imports()
+                     if order[imported] > order[importer]})
+    assert not upward, "\n".join(upward)
+
+
+def test_the_feature_check_sees_the_imports_it_forbids():
+    found = {(importer, imported) for _, importer, imported in feature_imports()}
+    assert ("plans", "sizing") in found and ("recommendations", "plans") in found  # allowed, and seen
