@@ -37,6 +37,7 @@ TOPICS = {
     "network_bound": ("Interconnect", "the network"),
     "memory_bound": ("GPU memory", "GPU memory"),
     "under_used": ("Reclaim, not buy", "GPUs already owned and left unused: reclaim them first"),
+    "repair": ("Repair under warranty", "a node to repair under warranty: open an RMA with the vendor"),
 }
 WAITING_LABEL = "GPUs' worth of jobs waiting (mean)"  # the figure older evidence carries without ``measured``
 

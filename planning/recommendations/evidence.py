@@ -16,6 +16,7 @@ def pct(share):
 # What each kind of differential entry checked, for people (one line per kind; a rule adds its own).
 CHECKED = {
     "out_of_service": "Capacity out of service",
+    "fleet_ageing": "An ageing fleet (replace)",
     "scheduling_bound": "Queue policy (scheduling-bound)",
     "like_for_like": "Like for like (same GPU model and fabric)",
     "preallocation": "Memory reserved at start (vLLM, TGI), not pressure",

@@ -17,6 +17,7 @@ class RecommendationKind(models.TextChoices):
     NETWORK = "network_bound", "Network-bound"
     MEMORY = "memory_bound", "Memory-bound"
     AGEING = "ageing", "Ageing hardware"
+    REPAIR = "repair", "Repair under warranty"
     UNDER_USED = "under_used", "Under-used"
     RELIABILITY = "reliability_bound", "Reliability-bound"
 

@@ -12,7 +12,7 @@ from tests.planning.test_expert_scenarios import SEEDS, STORAGE, UNDER
 
 pytestmark = pytest.mark.django_db
 S = LifecycleState
-AGEING, RELIABILITY = "ageing", "reliability_bound"
+AGEING, RELIABILITY, REPAIR = "ageing", "reliability_bound", "repair"
 HISTORY = (-4 * WINDOW, 0)  # the four weeks before the window, as the idle rule reads a node's own history
 
 
@@ -125,11 +125,6 @@ def recent_delivery(f):
     f.set_state(f.partition("new", nodes=2), S.DELIVERED, 5)
 
 
-def no_node_bought(rec):
-    """An ageing finding may name the faulting node, but buys nothing (RMA, repair)."""
-    return rec.node_count == 0
-
-
 CASES = [
     Case("team_starved_by_storage", team_starved_by_storage, {(STORAGE, "partition=data")},
          built="helper B (unused = no process)"),
@@ -137,8 +132,9 @@ CASES = [
     Case("idle_holiday_dip", holiday_dip, set(), built="helper B (own history)"),
     Case("idle_five_weeks", idle_five_weeks, {(UNDER, "idle:partition=train")},
          figures={(UNDER, "idle:partition=train"): {"node_count": 1}}),
-    Case("ageing_single_node_under_warranty", fault_prone_under_warranty, set(),
-         allow={(AGEING, "site=Zurich"): no_node_bought}, built="helper A (RMA under warranty)"),
+    Case("ageing_single_node_under_warranty", fault_prone_under_warranty, {(REPAIR, "site=Zurich")},
+         figures={(REPAIR, "site=Zurich"): {"node_count": 0, "ruled_out": ("fleet_ageing",)}},
+         built="helper A (RMA under warranty)"),
     Case("ageing_out_of_warranty", out_of_warranty_faulting, {(AGEING, "site=Lyon")},
          figures={(AGEING, "site=Lyon"): {"node_count": 4}}),
     Case("reliability_restart_wait_apart", restart_wait_apart, set(), built="helper C (lost work, wait apart)"),

@@ -78,7 +78,9 @@ Rules and thresholds (``Thresholds``; the defaults are ``THRESHOLDS``)
       healthy — fewer than 3 of those nodes (not retired) fault, or fewer than 20 % of them — is the vendor's to
       repair: open an RMA, buy nothing; it is left out of the finding (so out of an accepted plan's bill of
       materials) and named in its differential (``warranty_repair``, with the nodes faulting against the nodes
-      of that model at the site and the warranty ends); a site with only repairs gets no finding. Faults spread
+      of that model at the site and the warranty ends).
+    - repair (per site, ``repairs``): those nodes, one finding a site: open an RMA with the vendor, nothing to buy
+      (node count 0); its differential (``fleet_ageing``) says why it is not ageing. Faults spread
       wider (≥ 3 and ≥ 20 %) are wear or a bad batch: replaced, the vendor repairing them meanwhile. A node
       faulting with no warranty recorded is treated as out of it (the differential asks to record it). The
       inventory has no purchase or commissioning date, so service life is not weighed.
@@ -120,7 +122,7 @@ A recommendation dismissed or accepted is not raised again for ``snooze_days`` (
 """
 
 from ..evidence import figure, pct
-from .ageing import ageing, is_ageing
+from .ageing import ageing, is_ageing, repairs
 from .capacity import capacity_bound
 from .common import long_waits, money, priced, util_chart, wait_figures
 from .data import (
@@ -158,6 +160,7 @@ RULES = (
     ("partition", network_bound),
     ("partition", memory_bound),
     ("nodes", ageing),
+    ("nodes", repairs),
     ("idle", idle_nodes),
     ("teams", over_allocated),
     ("stuck", stuck_nodes),
@@ -184,6 +187,7 @@ def analyse(partitions, nodes, today, t=THRESHOLDS, under_used=None, reliability
 __all__ = [
     "RULES", "PARTITION_RULES", "analyse", "SEV", "K", "THRESHOLDS", "WIDTHS", "Finding", "IdleNode", "NodeHealth",
     "PartitionStats", "Reliability", "StuckNode", "TeamUse", "Thresholds", "Width", "width_of", "ageing", "is_ageing",
+    "repairs",
     "capacity_bound", "long_waits", "money", "priced", "util_chart", "wait_figures", "idle_nodes", "memory_bound",
     "network_bound", "lost_share", "lost_share_limit", "reliability_bound", "scheduling_bound", "bursty",
     "steadily_starved", "storage_bound", "stuck_nodes", "over_allocated", "figure", "pct", "Peer",

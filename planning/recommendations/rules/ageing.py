@@ -73,9 +73,9 @@ def repair_differential(site, replaced, repairs, faulting, today, t):
     )
 
 
-def ageing(nodes, today, t=THRESHOLDS):
-    """One finding per site with nodes out of warranty or with repeated faults, the repairs under warranty in its
-    differential. A site whose only faulting nodes are repairs gets no finding: nothing there is to replace."""
+def split(nodes, today, t=THRESHOLDS):
+    """({site: [(node, out of warranty, faulting)] to replace}, {site: [nodes to repair under warranty]},
+    the faulting nodes by site and model)."""
     nodes = list(nodes)
     faulting = faulting_by_model(nodes, today, t)
     by_site, repairs = defaultdict(list), defaultdict(list)
@@ -85,6 +85,58 @@ def ageing(nodes, today, t=THRESHOLDS):
             repairs[node.site_id].append(node)
         elif expired or faulty:
             by_site[node.site_id].append((node, expired, faulty))
+    return by_site, repairs, faulting
+
+
+def repairs(nodes, today, t=THRESHOLDS):
+    """One finding per site with nodes whose repeated faults are a repair under warranty: open an RMA, buy nothing.
+    Its differential says why it is not ageing."""
+    _, to_repair, faulting = split(nodes, today, t)
+    findings = []
+    for site_id, rows in sorted(to_repair.items()):
+        rows.sort(key=lambda n: n.hostname)
+        site, hosts = rows[0].site_name, ", ".join(n.hostname for n in rows)
+        count = f"{len(rows)} node{'s' if len(rows) != 1 else ''}"
+        fleet = [faulting[(n.site_id, n.node_model_id)] for n in rows]
+        findings.append(Finding(
+            kind=K.REPAIR, key=f"{K.REPAIR}:site={site_id}", severity=SEV.MEDIUM,
+            title=f"{count} to repair under warranty at {site}",
+            summary=(f"At {site}, {hosts} fault{'s' if len(rows) == 1 else ''} again and again while the rest of "
+                     f"{'its' if len(rows) == 1 else 'their'} model's nodes run clean, under warranty until "
+                     f"{max(n.warranty_end for n in rows):%Y-%m-%d}: one bad unit, not an ageing fleet."),
+            action=(f"Open an RMA with the vendor for {hosts}: have {'it' if len(rows) == 1 else 'them'} repaired or "
+                    "swapped under warranty (drain it first, keep a spare node for its jobs); nothing to buy."),
+            figures=[
+                figure("Nodes to repair", len(rows), "", "faulting under warranty, faults concentrated"),
+                {"label": "Nodes", "value": None, "unit": "", "rule": "", "rows": [
+                    {"hostname": n.hostname, "warranty_end": n.warranty_end.isoformat(), "fault_days": n.fault_days,
+                     "xid_days": n.xid_days, "xid_errors": n.xid_errors} for n in rows]},
+            ],
+            chart={"type": "hbar", "title": "Faults per node", "data": {
+                "labels": [n.hostname for n in rows], "x_title": "days with the fault",
+                "series": [{"name": f"days moved to degraded ({t.fault_window_days} d)",
+                            "values": [n.fault_days for n in rows]},
+                           {"name": f"days with XID errors ({t.xid_window_days} d)",
+                            "values": [n.xid_days for n in rows]}]}},
+            site_id=site_id, node_model_id=rows[0].node_model_id, node_count=0,
+            measured={"repair_nodes": len(rows)},
+            ruled_out=[ruled_out(
+                "fleet_ageing", "Not ageing: the faults sit on "
+                + ", ".join(f"{c} of {n}" for c, n in sorted(set(fleet)))
+                + f" nodes of the model at {site} (a replacement needs them spread: ≥ {t.repair_spread_nodes} nodes "
+                  f"and ≥ {pct(t.repair_spread_share):.0f} % of them), and the warranty still covers them.",
+                *(figure(f"{n.hostname}: warranty end", n.warranty_end.isoformat()) for n in rows),
+                *(figure(f"Faulting {n.node_model_name} nodes at {site}", c) for n, (c, _) in zip(rows, fleet,
+                                                                                                   strict=True)),
+                *(figure(f"{n.node_model_name} nodes at {site}", f) for n, (_, f) in zip(rows, fleet, strict=True)))],
+        ))
+    return findings
+
+
+def ageing(nodes, today, t=THRESHOLDS):
+    """One finding per site with nodes out of warranty or with repeated faults, the repairs under warranty in its
+    differential (they are ``repairs``' findings: nothing is bought for them)."""
+    by_site, repairs, faulting = split(nodes, today, t)
     findings = []
     for site_id, rows in sorted(by_site.items()):
         rows.sort(key=lambda row: row[0].hostname)
