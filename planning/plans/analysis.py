@@ -20,7 +20,6 @@ import math
 from dataclasses import dataclass, field, replace
 
 from django.conf import settings
-from django.core.exceptions import ValidationError
 from django.db.models import Count, Q, Sum
 from django.utils import timezone
 
@@ -31,6 +30,7 @@ from ..procurement.models import OrderLine
 from ..sizing import sizing
 from . import capacity, decision, forecast, months, needs, scenarios
 from .scope import Scope
+from .sized import size_all
 
 DAYS_PER_MONTH = 365 / 12
 
@@ -45,6 +45,7 @@ class WorkloadDemand:
     per_month: list
     error: str = ""
     rental_cost: object = None  # ``sizing.Figure``: the run rented whole, priced as the sizing page prices it
+    sizing: object = None  # ``sizing.Sizing``; None when it cannot be sized
 
 
 @dataclass
@@ -93,18 +94,15 @@ def run_months(days):
 
 
 def workload_demand(plan, horizon):
-    """Each planned workload's GPU-hours spread over the months it runs."""
-    rows, gpus, one = [], None, None
-    for workload in plan.workloads.select_related("gpu_model"):
-        gpus = gpus if gpus is not None else sizing.catalog_gpus()
+    """Each planned workload's GPU-hours spread over the months it runs (``sized.size_all``: sized once)."""
+    rows, one = [], None
+    for each in size_all(plan.workloads.select_related("gpu_model")):
+        workload, sized = each.workload, each.result
         per_month = [0.0] * horizon
         start = workload.start.replace(day=1)
         first = forecast.months_between(plan.first_month, start)
-        try:
-            sized = sizing.size(workload.workload(), gpus)
-        except (ValueError, ValidationError) as error:
-            rows.append(WorkloadDemand(workload.name, start, first, None, 0, per_month,
-                                       " ".join(getattr(error, "messages", [str(error)]))))
+        if sized is None:
+            rows.append(WorkloadDemand(workload.name, start, first, None, 0, per_month, each.error))
             continue
         hours, days = sized["gpu_hours"], sized["wall_clock_days"]
         span = run_months(days)
@@ -115,7 +113,7 @@ def workload_demand(plan, horizon):
             rate = plan.rental_gpu_hour_cost
             one = sizing.rental_cost(1.0, rate, "the plan" if rate is not None else "")
         rows.append(WorkloadDemand(workload.name, start, first, hours, span, per_month, rental_cost=replace(
-            one, value=None if one.value is None else hours * one.value)))
+            one, value=None if one.value is None else hours * one.value), sizing=sized))
     return rows
 
 

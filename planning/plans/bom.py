@@ -168,17 +168,9 @@ class StorageNeed:
 
 def storage_need(an):
     """What the plan's sized workloads need from storage at their busiest month."""
-    gpus, sized = None, []
-    # ``an.workloads`` follows the plan's workloads in their order (``analysis.workload_demand``).
-    for workload, demand in zip(an.plan.workloads.select_related("gpu_model"), an.workloads, strict=True):
-        if demand.gpu_hours is None:
-            continue  # cannot be sized: the analysis says so in its notes
-        gpus = gpus if gpus is not None else sizing.catalog_gpus()
-        try:
-            result = sizing.size(workload.workload(), gpus)
-        except (ValueError, TypeError, ValidationError):
-            continue
-        sized.append((range(demand.index, demand.index + demand.months), result))
+    # The workloads as the analysis sized them; one that cannot be sized the analysis names in its notes.
+    sized = [(range(demand.index, demand.index + demand.months), demand.sizing)
+             for demand in an.workloads if demand.sizing is not None]
     if not sized:
         return StorageNeed(0, 0.0, 0.0, 0, 0.0)
     busiest = Counter()

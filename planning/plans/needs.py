@@ -39,7 +39,6 @@ TOPICS = {
     "under_used": ("Reclaim, not buy", "GPUs already owned and left unused: reclaim them first"),
     "repair": ("Repair under warranty", "a node to repair under warranty: open an RMA with the vendor"),
 }
-WAITING_LABEL = "GPUs' worth of jobs waiting (mean)"  # the figure older evidence carries without ``measured``
 
 
 @dataclass
@@ -110,8 +109,7 @@ class Need:
             why.append(f"it rents up to {best.peak_rented_gpus:,} GPUs in place of buying"
                        + (f" ({self.node_count * gpus_per_node:,} GPUs asked)" if gpus_per_node else ""))
         if self.kind == "capacity_bound":
-            gpus, util = measured(self.evidence, "gpus", "GPUs in service"), measured(
-                self.evidence, "util_mean", "Mean GPU utilization")
+            gpus, util = measured(self.evidence, "gpus"), measured(self.evidence, "util_mean")
             peak_cap = max(base.gpus, default=0.0)
             if gpus is not None and round(peak_cap) != gpus:
                 why.append(f"the plan's capacity in scope reaches {peak_cap:,.0f} GPUs (in service, returned or "
@@ -141,11 +139,10 @@ def evidence_figures(evidence):
     return [(f["label"], _value(f)) for f in evidence.get("figures", []) if f.get("value") not in (None, "")]
 
 
-def measured(evidence, name, label=None):
-    """A number the rule measured: from ``evidence.measured``, else the figure ``label`` (older evidence)."""
-    if name in evidence.get("measured", {}):
-        return evidence["measured"][name]
-    value = next((f.get("value") for f in evidence.get("figures", []) if f.get("label") == label), None)
+def measured(evidence, name):
+    """A number the rule measured (``evidence.measured``); None when it did not say. Never read from a figure's
+    label: display text is no data contract."""
+    value = evidence.get("measured", {}).get(name)
     return value if isinstance(value, int | float) else None
 
 
@@ -159,7 +156,7 @@ def need_for(rec, first_month, horizon, nodes=None, larger_models=()):
                 evidence_figures(rec.evidence), bottleneck=bottleneck, evidence=rec.evidence)
     if rec.kind == "capacity_bound":
         need.node_count = rec.node_count
-        waiting = measured(rec.evidence, "gpus_waiting", WAITING_LABEL)
+        waiting = measured(rec.evidence, "gpus_waiting")
         if waiting:
             need.lines.append(DemandLine(f"Queued demand ({need.ref})", [waiting * HOURS_PER_MONTH] * horizon))
         else:
@@ -221,8 +218,7 @@ def keep_capacity(need, months, demand, capacity_hours, nodes, target):
 
 def measured_load(need, horizon):
     """Capacity-bound with no history in the scope: the busy GPUs the recommendation measured, as demand."""
-    gpus = measured(need.evidence, "gpus", "GPUs in service")
-    util = measured(need.evidence, "util_mean", "Mean GPU utilization")
+    gpus, util = measured(need.evidence, "gpus"), measured(need.evidence, "util_mean")
     if not (gpus and util):
         return None
     return DemandLine(f"Measured load ({need.ref})", [gpus * util / 100 * HOURS_PER_MONTH] * horizon)

@@ -39,11 +39,11 @@ from portal.generic import (
 from ..calibration.calibration import calibrate, times
 from ..goodput import goodput_used, time_to_result
 from ..policy import decides_plan
-from ..sizing import sizing
 from ..sizing.views import display
 from . import bom, filters, months, scenarios, tables, workflow
 from .forms import CapacityPlanForm, PlanItemForm, PlanWorkloadForm
 from .models import CapacityPlan, PlanItem, PlanWorkload
+from .sized import size_all
 from .summary import analyse_and_store
 
 S = CapacityPlan.Status
@@ -113,20 +113,13 @@ class WorkloadRow:
 def workload_rows(plan):
     """A ``WorkloadRow`` for each of the plan's workloads, with what its jobs realized (``calibration``) and their
     time to result: eight queries however many workloads and jobs there are."""
-    rows, gpus, page = [], None, reverse("planning:sizing")
+    rows, page = [], reverse("planning:sizing")
     runs = calibrate(plan.workloads.all()).runs
-    for workload in plan.workloads.select_related("gpu_model"):
-        gpus = gpus if gpus is not None else sizing.catalog_gpus()
+    for each in size_all(plan.workloads.select_related("gpu_model")):  # sized as the analysis sizes them
+        workload = each.workload
         inputs = workload.inputs if isinstance(workload.inputs, dict) else {}
         url = f"{page}?{urlencode({'gpu_model': workload.gpu_model.name, **inputs})}"
-        try:
-            rows.append(WorkloadRow(workload, sizing.size(workload.workload(), gpus), "", url,
-                                    runs.get(workload.pk)))
-        except ValidationError as error:
-            rows.append(WorkloadRow(workload, None, " ".join(error.messages), url, runs.get(workload.pk)))
-        except (ValueError, TypeError) as error:  # SizingError, or a text where a number belongs
-            rows.append(WorkloadRow(workload, None, str(error) or "The inputs cannot be sized.", url,
-                                    runs.get(workload.pk)))
+        rows.append(WorkloadRow(workload, each.result, each.error, url, runs.get(workload.pk)))
     found = time_to_result([row.workload for row in rows],
                            {row.workload.pk: row.sizing["wall_clock_days"] for row in rows if row.sizing})
     for row in rows:

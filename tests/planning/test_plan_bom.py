@@ -102,7 +102,8 @@ def test_expand_scenario_lines_computed_by_hand(fleet):
 
 @pytest.mark.parametrize("kind", ["expand", "build", "hybrid"])
 def test_total_equals_the_scenarios_capex(fleet, kind):
-    plan = make_plan(fleet, rental_gpu_hour_cost=Decimal("20"))  # renting dear: the hybrid owns nodes too
+    # Renting dear: the hybrid owns nodes too; a new cluster built in a month, before the run starts.
+    plan = make_plan(fleet, rental_gpu_hour_cost=Decimal("20"), build_lead_months=1)
     an = analysis.analyse(plan, today=TODAY)
     scenario = next(s for s in an.scenarios if s.kind == kind)
     bill = bom.derive(plan, kind, an=an)
@@ -113,7 +114,11 @@ def test_total_equals_the_scenarios_capex(fleet, kind):
 
 
 def test_build_adds_the_facility(fleet):
-    bill = bom.derive(make_plan(fleet), "build", today=TODAY)
+    # Built in 9 months (the default), the cluster arrives after the four-month run: it is sized from its arrival,
+    # so it buys nothing. Built in one month, it is the run's 30 nodes and the facility.
+    with pytest.raises(ValidationError, match="The build scenario adds no nodes"):
+        bom.derive(make_plan(fleet, name="late"), "build", today=TODAY)
+    bill = bom.derive(make_plan(fleet, build_lead_months=1), "build", today=TODAY)
     facility = bill.lines[-1]
     assert (facility.quantity, facility.unit_cost) == (1, FACILITY)
     assert "30 nodes × 10.2 kW = 306.0 kW of IT load × 10,000 USD per kW" in facility.description
@@ -173,7 +178,8 @@ def test_refusals(fleet):
 
 def test_no_node_model_is_refused(db):
     NodeModel.objects.update(list_price=None)  # no fleet, no priced catalog model: nothing to buy from
-    plan = CapacityPlan.objects.create(name="empty", horizon_months=12, node_price=Decimal("250000"))
+    plan = CapacityPlan.objects.create(name="empty", horizon_months=12, node_price=Decimal("250000"),
+                                       expand_lead_months=0)
     PlanWorkload.objects.create(plan=plan, name="70B", start=plan.first_month, gpu_model=GPUModel.objects.get(
         name="H100 SXM 80GB"), inputs={"params_billion": 70, "tokens_billion": 2000, "num_gpus": 256,
                                         "mfu": 0.4, "goodput": 1})
@@ -216,7 +222,7 @@ def messages_of(response):
 
 
 def test_page_buttons_confirmation_and_fill(fleet, manager_client, manager):
-    plan = make_plan(fleet, owner=manager)
+    plan = make_plan(fleet, owner=manager, build_lead_months=1)
     PlanItem.objects.create(plan=plan, description="Cables", quantity=10, unit_cost=Decimal("50"))
     analysis_part = manager_client.get(page(plan, "analysis/"), HTTP_HX_REQUEST="true").content.decode()
     fill = page(plan, "bom/fill/")
@@ -282,7 +288,7 @@ def test_page_needs_csrf(fleet, manager):
 
 
 def test_api_fill_then_approved_plan_serves_the_lines(fleet, manager, manager_api):
-    plan = make_plan(fleet, owner=manager)
+    plan = make_plan(fleet, owner=manager, build_lead_months=1)
     response = manager_api.post(f"{PLANS}{plan.pk}/bom/fill/", {"scenario": "build"}, format="json")
     assert response.status_code == 200, response.data
     data = response.json()
