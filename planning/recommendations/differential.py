@@ -55,3 +55,24 @@ def rebalance_differential(p, checked, moved, t):
         why = (f"Ruled out: every other partition of {model} is in use, has its own queue, or has no whole node "
                f"beyond its busiest hours at the {t.target_util:.0f} % target.")
     return ruled_out("idle_same_model", why + not_counted, *figures, *other_figures)
+
+
+def capacity_ruled_out(p, t):
+    """Scheduling-bound: GPUs are idle enough that a lack of them is not why jobs wait."""
+    return ruled_out("capacity_bound", f"Ruled out: the GPUs were {p.util_mean or 0:.0f} % busy, below the "
+                                       f"{t.util_high:.0f} % at which a lack of GPUs makes jobs wait; buying more "
+                                       "would leave them as idle.",
+                     figure("Mean GPU utilization", p.util_mean, "%", f"< {t.util_high:.0f} % to rule it out"))
+
+
+def network_ruled_out(p):
+    """Storage-bound: stalls that single-node jobs show too are no all-reduce wait (they do none across nodes)."""
+    single = next((w for w in p.widths if w.low == 1 and w.util is not None), None)
+    multi = figure("GPU-hours from multi-node jobs", pct(p.multi_node_share), "%")
+    if single is None:
+        return ruled_out("network_bound", "Not checked against single-node jobs: none measured in the window; the "
+                                          "stall signature (bursts between near-idle waits) is the data loader's, "
+                                          "all-reduce waits are shorter and steadier.", multi)
+    return ruled_out("network_bound", f"Ruled out: single-node jobs, which all-reduce over no network, ran at "
+                                      f"{single.util:.0f} % per GPU with the same stalls: the wait is for data.",
+                     figure("Per-GPU utilization of single-node jobs", single.util, "%"), multi)

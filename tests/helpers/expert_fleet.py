@@ -279,6 +279,9 @@ def verify(case, seed):
              if key not in case.expect and not (key in case.allow and case.allow[key](rec))}
     assert not missing and not extra, (f"{case.name} (seed {seed}): missing {sorted(missing)}, unexpected "
                                        f"{sorted(extra)}; found {describe(found)}")
+    for key, rec in found.items():  # every finding says what else it checked, and why it was ruled out
+        entries = rec.evidence.get("ruled_out", [])
+        assert entries and all(e["label"] and e["why"] for e in entries), f"{key}: no differential"
     for key, want in case.figures.items():
         rec = found[key]
         if "node_count" in want:

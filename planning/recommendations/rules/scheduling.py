@@ -2,6 +2,7 @@
 
 
 
+from ..differential import capacity_ruled_out
 from ..evidence import figure, pct
 from .common import long_waits, wait_figures
 from .data import SEV, THRESHOLDS, Finding, K
@@ -35,5 +36,5 @@ def scheduling_bound(p, t=THRESHOLDS):
             "series": [{"name": "GPU-hours", "values": [round(p.gpu_hours, 1), round(p.allocated_gpu_hours, 1),
                                                          round(max(0.0, p.gpu_hours - p.allocated_gpu_hours), 1)]}],
         }},
-        partition=p.partition, site_id=p.site_id,
+        partition=p.partition, site_id=p.site_id, ruled_out=[capacity_ruled_out(p, t)],
     )

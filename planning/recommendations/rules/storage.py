@@ -2,7 +2,8 @@
 
 
 
-from ..evidence import figure, pct
+from ..differential import network_ruled_out
+from ..evidence import figure, pct, ruled_out
 from .common import util_chart
 from .data import SEV, THRESHOLDS, Finding, K
 
@@ -50,4 +51,8 @@ def storage_bound(p, t=THRESHOLDS):
         ],
         chart=util_chart(p, f"Mean and peak utilization of partition {p.partition}", ("util", "util_max")),
         partition=p.partition, site_id=p.site_id,
+        ruled_out=[ruled_out("scheduling_bound", f"Ruled out: jobs held {pct(p.allocated_share):.0f} % of the "
+                                                 "GPU-hours: the GPUs are allocated, they wait on their input.",
+                             figure("GPU-hours allocated to jobs", pct(p.allocated_share), "%")),
+                   network_ruled_out(p)],
     )

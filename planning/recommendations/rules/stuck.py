@@ -4,7 +4,7 @@ from collections import defaultdict
 
 from django.conf import settings
 
-from ..evidence import figure
+from ..evidence import figure, ruled_out
 from .common import money, priced
 from .data import SEV, THRESHOLDS, Finding, K
 
@@ -46,5 +46,10 @@ def stuck_nodes(nodes, t=THRESHOLDS):
                 "series": [{"name": "days", "values": [n.days for n in rows]}]}},
             site_id=site_id, node_count=len(rows),
             measured={"gpu_hours": gpu_hours, "idle_cost": round(cost, 2)},
+            ruled_out=[ruled_out("lifecycle_record", "Checked: the lifecycle record shows no move since each node "
+                                                     "was delivered or began burn-in (the dates below). If one is in "
+                                                     "service already, record its move: it is then not counted.",
+                                 *(figure(f"{n.hostname}: {n.state.lower()} since", n.since.date().isoformat())
+                                   for n in rows))],
         ))
     return findings
