@@ -8,8 +8,10 @@ Three parts, each in GPUs averaged over the month (× 730 hours for GPU-hours):
 - *Rented*: each rental contract, for the days of the month it runs: the larger of its ``rented_gpus`` and the
   in-service GPUs of the nodes it covers (those leave with the rental when it ends).
 - *Incoming*: GPUs delivered or in burn-in (theirs or their node's) join in the next month; what open purchase
-  orders have not delivered yet (node lines: quantity × the model's GPU slots; GPU lines: quantity) joins in the
-  month of ``ordered_on + settings.DELIVERY_LEAD_DAYS`` (the next month if that date has passed).
+  orders have not delivered yet (node lines: quantity × the model's GPU slots; GPU lines: quantity; an order
+  counts the larger of the two, its GPU lines being the GPUs of its nodes when it has both, as a bill of materials
+  lists them) joins in the month of ``ordered_on + settings.DELIVERY_LEAD_DAYS`` (the next month if that date has
+  passed).
 
 A scoped plan (``scope.Scope``: a partition, a site, a GPU model) counts only the GPUs in its scope: owned and
 arriving nodes of the partition / site, their GPUs of the GPU model; rentals only for the nodes in scope they
@@ -129,14 +131,20 @@ def baseline(first_month, horizon, today=None, scope=None, node_model_id=None, l
         if scope.gpu_model_id:
             ours |= Q(gpu_model_id=scope.gpu_model_id)
         lines = lines.filter(ours)
+    # Per order, GPUs still due in its nodes and on its GPU lines: the same GPUs when an order lists the GPUs its
+    # nodes carry (as a bill of materials does, so that deliveries record them), so the larger of the two counts.
+    due = {}  # order → [GPUs due in its nodes, GPUs due on its GPU lines]
     for line in lines:
-        missing = line.quantity - line.delivered
-        per_unit = line.node_model.gpu_slots if line.node_model_id else 1 if line.gpu_model_id else 0
-        if missing <= 0 or not per_unit:
-            continue
-        day = max(line.order.ordered_on + lead, next_month)
-        arrivals.append((day, missing * per_unit))
-        sources.append(f"Order {line.order.reference}: {missing * per_unit:,} GPUs expected from {day:%b %Y}.")
+        missing, counts = max(0, line.quantity - line.delivered), due.setdefault(line.order, [0, 0])
+        if line.node_model_id:
+            counts[0] += missing * line.node_model.gpu_slots
+        elif line.gpu_model_id:
+            counts[1] += missing
+    for order, counts in due.items():
+        if gpus := max(counts):
+            day = max(order.ordered_on + lead, next_month)
+            arrivals.append((day, gpus))
+            sources.append(f"Order {order.reference}: {gpus:,} GPUs expected from {day:%b %Y}.")
     capacity = monthly_gpus(months, owned, rentals, arrivals, departures)
     capacity.sources = [f"Owned, in service: {owned:,} GPUs.", *sources]
     return capacity

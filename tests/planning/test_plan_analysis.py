@@ -65,6 +65,21 @@ def test_delivered_order_lines_are_not_expected_again():
     assert cap.incoming == [16.0, 16.0]
 
 
+
+def test_an_orders_gpu_line_for_its_nodes_gpus_is_not_counted_twice():
+    # As a bill of materials lists them (and the demo's expansion order): the nodes, and their GPUs on a line of
+    # their own so that deliveries record them. 2 nodes of 8 GPUs and the 16 GPUs they carry: 16 GPUs, not 32;
+    # GPU lines beyond the nodes' slots count as GPUs of their own.
+    site, model = make_site(), make_node_model(gpu_slots=8)
+    order = PurchaseOrder.objects.create(vendor="NVIDIA", reference="PO-9", site=site, ordered_on=date(2026, 6, 1))
+    OrderLine.objects.create(order=order, node_model=model, quantity=2, unit_price=Decimal("300000"))
+    OrderLine.objects.create(order=order, gpu_model=GPUModel.objects.first(), quantity=16, unit_price=Decimal("0"))
+    cap = capacity.baseline(date(2027, 1, 1), 2, today=TODAY)
+    assert cap.incoming == [16.0, 16.0]
+    assert [line for line in cap.sources if "PO-9" in line] == ["Order PO-9: 16 GPUs expected from Jan 2027."]
+    OrderLine.objects.create(order=order, gpu_model=GPUModel.objects.first(), quantity=24, unit_price=Decimal("0"))
+    assert capacity.baseline(date(2027, 1, 1), 2, today=TODAY).incoming == [40.0, 40.0]
+
 def plan_with_workload(**kw):
     plan = CapacityPlan.objects.create(name="2027", first_month=date(2027, 1, 1), horizon_months=12, **kw)
     PlanWorkload.objects.create(plan=plan, name="70B", start=date(2027, 2, 1),
