@@ -14,6 +14,19 @@ class Sized:
     result: object  # ``sizing.Sizing``; None when it cannot be sized
     error: str = ""  # why not, for people
 
+    @property
+    def query(self):
+        """The sizing page's query for this workload as sized here: its GPU model, its inputs and, when they state no
+        goodput, the one it was sized with. Plans size without the fleet's measured interruption rate (their figures
+        must not move with it) and the sizing page sizes with it, so without it the page's GPU-hours and cost rented
+        would not be the plan's."""
+        workload = self.workload
+        inputs = workload.inputs if isinstance(workload.inputs, dict) else {}
+        query = {"gpu_model": workload.gpu_model.name, **inputs}
+        if self.result is not None and not inputs.get("goodput"):
+            query["goodput"] = self.result["goodput"]
+        return query
+
 
 def size_all(workloads):
     """A ``Sized`` per workload, in their order; the catalog is read once, and only if there is a workload."""
