@@ -12,14 +12,22 @@ first that applies winning:
   the node is, else ``in_service``;
 - a GPU in no node serves no job: ``ordered`` if it is, else ``spare``.
 
-``count(**scope)`` and ``count_by(group, **scope)`` read it in one aggregate query (GPU state × node state, a few
-dozen rows at most, whatever the fleet's size); the rest is plain arithmetic on ``Capacity``. What a plan adds on top
-— rentals and open purchase orders — is planning's (``planning.plans.capacity``), from these counts.
+GPUs in service on a node that an active rental contract covers are also counted as ``rented`` (a part of
+``in_service``, not added to the total), with ``rented_until``: the earliest day such a rental ends (None when they
+are all open-ended). Inventory knows no contracts: planning registers a *rental source* (``register_rental_source``)
+when it starts (``planning.contracts.coverage.rented_nodes``). Only the GPUs the inventory records count here.
+
+``count(**scope)`` and ``count_by(group, **scope)`` read it in one aggregate query (GPU state × node state × rental
+end: a few dozen rows, whatever the fleet's size; the rental sources are subqueries in it); the rest is plain
+arithmetic on ``Capacity``. What a plan adds on top — a rental's ``rented_gpus`` beyond its recorded nodes, open
+purchase orders — is planning's (``planning.plans.capacity``), from these counts.
 """
 
 from dataclasses import dataclass, fields
+from datetime import date
 
-from django.db.models import Count, F
+from django.db.models import Case, Count, DateField, F, OuterRef, Q, Subquery, Value, When
+from django.utils import timezone
 
 from .models import GPU, LifecycleState
 
@@ -28,6 +36,17 @@ OUT_OF_SERVICE = (L.DEGRADED, L.IN_REPAIR)
 ARRIVING = (L.DELIVERED, L.BURN_IN)
 GROUPS = {"site": "node__site__name", "partition": "node__partition", "gpu_model": "gpu_model__name",
           "node": "node_id", "team": "node__owner_team"}
+
+_rental_sources = []
+
+
+def register_rental_source(source):
+    """``source(day)``: a lazy ``Node`` queryset of the nodes an active rental contract covers on ``day``, each
+    annotated with ``rental_end`` (the last day it is rented; None: open-ended). A queryset, not a dict, so that the
+    count reads it as a subquery of its one query. Registering the same function twice is harmless."""
+    if source not in _rental_sources:
+        _rental_sources.append(source)
+    return source
 
 
 def capacity_state(gpu_state, node_state):
@@ -54,6 +73,8 @@ class Capacity:
     ordered: int = 0
     spare: int = 0
     retired: int = 0
+    rented: int = 0  # of in_service: on nodes an active rental contract covers
+    rented_until: date | None = None  # the earliest end of those rentals; None: open-ended (or nothing rented)
 
     LABELS = {"in_service": "in service", "out_of_service": "out of service (degraded or in repair)",
               "burn_in": "delivered or in burn-in", "ordered": "ordered", "spare": "spare (in no node)"}
@@ -75,10 +96,20 @@ class Capacity:
         """(state, label, GPUs) of the states with GPUs, in the order of ``LABELS``."""
         return [(state, label, getattr(self, state)) for state, label in self.LABELS.items() if getattr(self, state)]
 
+    def rent_says(self):
+        """The rented part of ``in_service`` in words, e.g. "64 of them rented, until 2027-03-31"; "" when none."""
+        if not self.rented:
+            return ""
+        until = f", until {self.rented_until:%Y-%m-%d}" if self.rented_until else ""
+        return f"{self.rented:,} of them rented{until}"
+
     def says(self):
-        """What the count is made of, e.g. "303 in service + 16 out of service (degraded or in repair) + 17
-        delivered or in burn-in"; "no GPUs" when there are none."""
-        return " + ".join(f"{n:,} {label}" for _, label, n in self.parts()) or "no GPUs"
+        """What the count is made of, e.g. "303 in service (64 of them rented, until 2027-03-31) + 16 out of service
+        (degraded or in repair) + 17 delivered or in burn-in" (the rented part only when something is); "no GPUs"
+        when there are none."""
+        rent = self.rent_says()
+        return " + ".join(f"{n:,} {label}" + (f" ({rent})" if state == "in_service" and rent else "")
+                          for state, label, n in self.parts()) or "no GPUs"
 
     def as_dict(self):
         return {**{f.name: getattr(self, f.name) for f in fields(self)}, "owned": self.owned, "total": self.total,
@@ -96,18 +127,39 @@ def _gpus(site_id=None, partition="", gpu_model_id=None):
     return gpus
 
 
-def count_by(group=None, **scope):
+def _rental_columns(day):
+    """Two columns of a GPU row, from the rental sources as subqueries: ``rented`` (its node is covered) and
+    ``rental_end`` (the covering source's ``rental_end``: read only for rented rows; None: open-ended)."""
+    covers = [(Q(node_id__in=source(day).values("pk")), source(day)) for source in _rental_sources]
+    rented = Q()
+    for cover, _ in covers:
+        rented |= cover
+    ends = [When(cover, then=Subquery(nodes.filter(pk=OuterRef("node_id")).order_by().values("rental_end")[:1]))
+            for cover, nodes in covers]
+    return {"rented": Case(When(rented, then=Value(True)), default=Value(False)),
+            "rental_end": Case(*ends, default=None, output_field=DateField())}
+
+
+def count_by(group=None, day=None, **scope):
     """{group value: ``Capacity``} of the GPUs in ``scope`` (``site_id``, ``partition``, ``gpu_model_id``), grouped by
-    ``group`` (a key of ``GROUPS``; None: one entry, keyed None). One query."""
+    ``group`` (a key of ``GROUPS``; None: one entry, keyed None), rentals as on ``day`` (today by default). One
+    query."""
     key = GROUPS[group] if group else None
     columns = {"node_state": F("node__state"), **({"key": F(key)} if key else {})}
+    if _rental_sources:  # rented rows apart, one per rental end (a handful)
+        columns |= _rental_columns(day or timezone.localdate())
     rows = _gpus(**scope).values("state", **columns).annotate(n=Count("pk")).order_by()
     counts = {}
     for row in rows:
-        counts.setdefault(row.get("key"), Capacity()).add(capacity_state(row["state"], row["node_state"]), row["n"])
+        state, gpus = capacity_state(row["state"], row["node_state"]), counts.setdefault(row.get("key"), Capacity())
+        gpus.add(state, row["n"])
+        if state == "in_service" and row.get("rented"):
+            gpus.rented += row["n"]
+            if row["rental_end"] and (gpus.rented_until is None or row["rental_end"] < gpus.rented_until):
+                gpus.rented_until = row["rental_end"]
     return counts
 
 
-def count(**scope):
+def count(day=None, **scope):
     """The ``Capacity`` of ``scope`` (the whole fleet when none is given)."""
-    return count_by(**scope).get(None, Capacity())
+    return count_by(day=day, **scope).get(None, Capacity())

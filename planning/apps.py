@@ -6,6 +6,7 @@ class PlanningConfig(AppConfig):
     verbose_name = "Planning"
 
     def ready(self):
+        from inventory.capacity import register_rental_source
         from inventory.costs import register_cost_provider
         from inventory.goodput.hooks import register_checkpoint_provider
         from portal import events
@@ -20,6 +21,7 @@ class PlanningConfig(AppConfig):
 
         from . import policy  # noqa: F401  (registers planning's rules)
         from .contracts.costs import node_gpu_hour_costs
+        from .contracts.coverage import rented_nodes
         from .dashboard import contract_tiles, recommendations_panel, renewals_panel
         from .goodput import checkpoint_minutes
         from .plans import tasks as plans_tasks  # noqa: F401  (a plan's changes queue its summary's refresh)
@@ -27,6 +29,7 @@ class PlanningConfig(AppConfig):
         from .webhooks import delivery  # also registers the send_webhook Celery task in workers
 
         register_cost_provider(node_gpu_hour_costs)
+        register_rental_source(rented_nodes)  # the capacity model says which GPUs in service are rented, until when
         register_checkpoint_provider(checkpoint_minutes)  # an interruption's lost work: its plan's checkpoints
         register_search_provider(search, looks_at=SEARCH_LOOKS_AT)
         events.subscribe(delivery.emit)  # business events go out to the subscribed webhooks

@@ -228,6 +228,10 @@ class CapacityCountSerializer(serializers.Serializer):
     burn_in = serializers.IntegerField(help_text="The GPU or its node delivered or in burn-in.")
     ordered = serializers.IntegerField(help_text="Recorded as ordered, not delivered yet.")
     spare = serializers.IntegerField(help_text="In service but in no node.")
+    rented = serializers.IntegerField(help_text="Of `in_service`: on nodes an active rental contract covers (not "
+                                                "added to `owned` or `total`).")
+    rented_until = serializers.DateField(allow_null=True, help_text="The earliest end of those rentals; null when "
+                                                                    "they are open-ended or nothing is rented.")
     retired = serializers.IntegerField(help_text="The GPU or its node retired: not counted in `owned` or `total`.")
     owned = serializers.IntegerField(help_text="in_service + out_of_service + burn_in + spare.")
     total = serializers.IntegerField(help_text="owned + ordered: every GPU that is or will be capacity.")

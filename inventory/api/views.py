@@ -188,7 +188,8 @@ class CapacityView(APIView):
         summary="GPUs by capacity state, for the fleet or a scope, optionally per site, partition or GPU model",
         description="A GPU is in service when it and its node are; out of service when either is degraded or in "
                     "repair; in burn-in when either is delivered or in burn-in; retired GPUs (or GPUs of retired "
-                    "nodes) are not counted in `owned` or `total`. `says` is the count in words.",
+                    "nodes) are not counted in `owned` or `total`. `rented` is the part of `in_service` on nodes an "
+                    "active rental contract covers, until `rented_until`. `says` is the count in words.",
         parameters=[api.CapacityQuerySerializer],
         responses={200: api.CapacitySerializer,
                    400: OpenApiResponse(description="An unknown site, GPU model or grouping (field errors).")},

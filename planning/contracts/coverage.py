@@ -10,7 +10,7 @@ is active on a day from its start to its end (inclusive); a contract without an 
 from collections import defaultdict
 
 from django.db import connections, router
-from django.db.models import BooleanField, Case, CharField, Exists, OuterRef, Q, Value, When
+from django.db.models import BooleanField, Case, CharField, Exists, F, OuterRef, Q, Subquery, Value, When
 from django.utils import timezone
 
 from inventory.models import GPU, LifecycleState, Node
@@ -102,6 +102,16 @@ def uncovered_nodes(day=None):
         .select_related("site", "rack")
         .order_by("site__name", "hostname")
     )
+
+
+def rented_nodes(day=None):
+    """Nodes an active rental contract covers on ``day`` (today by default), annotated with ``rental_end``: the last
+    day a rental covering it runs (the latest end; None when one is open-ended). A lazy queryset: the capacity model
+    (``inventory.capacity``, registered as its rental source) reads it as a subquery of its one query."""
+    rentals = active_contracts(day, [Contract.Kind.RENTAL])
+    covering = rentals.filter(Q(nodes=OuterRef("pk")) | Q(racks=OuterRef("rack_id")) | Q(sites=OuterRef("site_id")))
+    last = covering.order_by(F("end").desc(nulls_first=True)).values("end")[:1]
+    return Node.objects.filter(_node_coverage(rentals)).annotate(rental_end=Subquery(last))
 
 
 def purchase_conflicts(contract, node_ids, gpu_ids, kind=None):

@@ -55,6 +55,11 @@ def test_says_what_it_counts():
     assert counts.says() == "303 in service + 16 out of service (degraded or in repair) + 17 delivered or in burn-in"
     assert (counts.owned, counts.total) == (336, 336)
     assert capacity.Capacity().says() == "no GPUs"
+    rented = capacity.Capacity(in_service=303, rented=64, rented_until=date(2027, 3, 31), out_of_service=16)
+    assert rented.says() == ("303 in service (64 of them rented, until 2027-03-31) + 16 out of service (degraded or "
+                             "in repair)")
+    assert (rented.owned, rented.total) == (319, 319)  # rented GPUs are a part of those in service
+    assert capacity.Capacity(in_service=8, rented=8).says() == "8 in service (8 of them rented)"  # open-ended
 
 
 STATES = st.sampled_from(L.values)
@@ -107,8 +112,8 @@ def test_one_query_whatever_the_fleet(django_assert_num_queries):
     with django_assert_num_queries(1):
         counts = capacity.count_by("partition", site_id=site.pk)
     assert counts["train"].as_dict() | {"says": ""} == {
-        "in_service": 8, "out_of_service": 8, "burn_in": 8, "ordered": 0, "spare": 0, "retired": 0,
-        "owned": 24, "total": 24, "says": ""}
+        "in_service": 8, "out_of_service": 8, "burn_in": 8, "ordered": 0, "spare": 0, "retired": 0, "rented": 0,
+        "rented_until": None, "owned": 24, "total": 24, "says": ""}
     assert Node.objects.count() == 3
 
 
@@ -134,7 +139,8 @@ def test_the_home_page_and_the_api_show_the_same_count(client, manager, manager_
 
     answer = manager_api.get("/api/inventory/capacity/", {"group_by": "site"}).json()
     assert answer["fleet"] == {"in_service": 15, "out_of_service": 9, "burn_in": 8, "ordered": 0, "spare": 0,
-                               "retired": 8, "owned": 32, "total": 32, "says": says}
+                               "retired": 8, "rented": 0, "rented_until": None, "owned": 32, "total": 32,
+                               "says": says}
     assert [(g["key"], g["total"]) for g in answer["groups"]] == [("zrh-1", 32)]
     scoped = manager_api.get("/api/inventory/capacity/", {"partition": "train", "gpu_model": gpu_model.pk}).json()
     assert scoped["fleet"]["total"] == 32 and scoped["groups"] == []
