@@ -21,6 +21,7 @@ is found again by name and left as it is, so a plan changed in the portal is not
 from datetime import date, timedelta
 from decimal import Decimal as D
 
+from django.core.exceptions import ValidationError
 from django.db.models import Count
 from django.utils import timezone
 
@@ -29,7 +30,7 @@ from inventory.models import GPUModel, Node, NodeModel, Site
 
 from .contracts.models import Contract, SLATerm
 from .contracts.tasks import raise_renewal_alerts
-from .plans import workflow
+from .plans import bom, workflow
 from .plans.forecast import add_months
 from .plans.models import CapacityPlan, PlanItem, PlanWorkload
 from .plans.summary import analyse_and_store
@@ -60,19 +61,24 @@ EXPANSION_HOSTNAMES = ["zrh-h200-009", "zrh-h200-010"]  # the H200 pod's next nu
 H200, H100, A100 = "H200 SXM 141GB", "H100 SXM 80GB", "A100 80GB SXM"
 IB_SWITCHES = "NVIDIA QM9700 NDR InfiniBand switch, 64 × 400G ports"
 PLAN_DEFAULTS = {"description": "", "horizon_months": 12, "site": None, "node_model": None, "node_price": None,
+                 "partition": "",
                  "rental_gpu_hour_cost": None, "target_utilization": 80, "build_lead_months": 9,
                  "expand_lead_months": 4, "rent_lead_months": 1}
 # name → the plan's fields (site and node model by name; "months_ago": its first month that many months before this
 # one, else next month), its workloads (name, start as the plan's n-th month, GPU model, sizing inputs and optionally
-# the Slurm account it runs under), its bill of materials (node model, GPU model, description, quantity, unit cost in
-# USD) and its workflow: [(step, user, comment)] through ``planning.plans.workflow``.
+# the Slurm account it runs under), the lines its bill of materials adds to the recommended option's (node model, GPU
+# model, description, quantity, unit cost in USD: what no scenario prices) and its workflow: [(step, user, comment)]
+# through ``planning.plans.workflow``. The bill is filled from the plan's answer (``bom.fill``) as a manager would,
+# so that the demo's plans never contradict their own analysis. Bursty runs on a fleet that rents at 2.50 USD an
+# hour are rented; the plans that buy state the on-demand quote they were priced against (6.00 for an H200).
+H200_QUOTE = D("6.00")
 PLANS = {
     "2027 H200 expansion": {
         "fields": {
             "description": "Compute for the 2027 foundation-model roadmap: a dense 70B model, an 8x22B mixture of "
                            "experts and the instruction-tuning runs, on more DGX H200 in Zurich DC1.",
-            "horizon_months": 18, "site": "Zurich DC1", "node_model": "DGX H200", "target_utilization": 75,
-            "expand_lead_months": 5},
+            "horizon_months": 36, "site": "Zurich DC1", "node_model": "DGX H200", "target_utilization": 75,
+            "expand_lead_months": 5, "rental_gpu_hour_cost": H200_QUOTE},
         "workloads": [
             ("Dense 70B pre-training", 3, H200, {"params_billion": 70, "tokens_billion": 1800, "num_gpus": 512,
                                                  "seq_len": 8192, "deadline_days": 60}),
@@ -82,35 +88,34 @@ PLANS = {
             ("8B instruction tuning and evals", 2, H200, {"params_billion": 8, "tokens_billion": 300,
                                                           "num_gpus": 64}),
         ],
-        "items": [("DGX H200", None, "", 16, D("380000")), (None, None, IB_SWITCHES, 6, D("32000"))],
+        "items": [],
         "workflow": [],
     },
     "Lyon DC2 A100 refresh": {
         "fields": {
-            "description": "Replace the 8 DGX A100 (warranty ending, storage-starved) with 8 DGX H200 for the "
-                           "speech and vision teams.",
-            "horizon_months": 12, "site": "Lyon DC2", "node_model": "DGX H200", "build_lead_months": 9},
+            "description": "H200 for the speech and vision teams' planned runs at Lyon as the 8 DGX A100 (warranty "
+                           "ending, storage-starved) are retired: what to own and what to rent.",
+            "horizon_months": 36, "site": "Lyon DC2", "node_model": "DGX H200", "build_lead_months": 9,
+            "rental_gpu_hour_cost": H200_QUOTE},
         "workloads": [
             ("Speech foundation model 3B", 2, H200, {"params_billion": 3, "tokens_billion": 1500, "num_gpus": 64}),
             ("Vision-language 13B", 5, H200, {"params_billion": 13, "tokens_billion": 1000, "num_gpus": 64,
                                               "seq_len": 2048}),
         ],
-        "items": [("DGX H200", None, "", 8, D("380000")), (None, None, IB_SWITCHES, 2, D("32000")),
-                  (None, None, "Decommissioning and data-wipe of 8 DGX A100", 8, D("1500"))],
+        "items": [(None, None, "Decommissioning and data-wipe of 8 DGX A100", 8, D("1500"))],
         "workflow": [("submit", "admin", "Lyon's A100 warranties end; the power budget fits 8 DGX H200.")],
     },
     "Zurich DC1 H200 pod 2": {
         "fields": {
             "description": "The second H200 pod in Zurich DC1: nodes, the compute fabric's switches and scratch "
                            "storage to keep 64 GPUs fed.",
-            "horizon_months": 12, "site": "Zurich DC1", "node_model": "DGX H200", "node_price": D("380000")},
+            "horizon_months": 24, "site": "Zurich DC1", "node_model": "DGX H200", "node_price": D("380000"),
+            "partition": "train-h200", "rental_gpu_hour_cost": H200_QUOTE},
         "workloads": [
             ("Dense 34B continued pre-training", 2, H200, {"params_billion": 34, "tokens_billion": 1000,
                                                            "num_gpus": 64}),
         ],
-        "items": [("DGX H200", None, "", 8, D("380000")), (None, None, IB_SWITCHES, 4, D("32000")),
-                  (None, None, "DDN AI400X2 Turbo Lustre appliance, 1.5 PB usable", 1, D("1250000")),
-                  (None, None, "NDR 400G OSFP transceivers and cables", 96, D("900"))],
+        "items": [(None, None, "DDN AI400X2 Turbo Lustre appliance, 1.5 PB usable", 1, D("1250000"))],
         "workflow": [("submit", "manager", "Pod 1 runs above 85 % with long queues; quotes attached in the wiki."),
                      ("approve", "admin", "Approved within the 2026 budget.")],
     },
@@ -251,6 +256,11 @@ def seed_plans(seeder, users):
         for obj in workloads + items:
             obj.full_clean()
         PlanWorkload.objects.bulk_create(workloads)
+        try:
+            bill, _ = bom.fill(plan)  # the recommended option's bill, as a manager fills it
+            seeder.created[PlanItem._meta.verbose_name_plural] += len(bill.lines)
+        except ValidationError:
+            pass  # renting or nothing needed: no node to buy
         PlanItem.objects.bulk_create(items)
         seeder.created[PlanWorkload._meta.verbose_name_plural] += len(workloads)
         seeder.created[PlanItem._meta.verbose_name_plural] += len(items)

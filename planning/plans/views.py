@@ -117,8 +117,7 @@ def workload_rows(plan):
     runs = calibrate(plan.workloads.all()).runs
     for each in size_all(plan.workloads.select_related("gpu_model")):  # sized as the analysis sizes them
         workload = each.workload
-        inputs = workload.inputs if isinstance(workload.inputs, dict) else {}
-        url = f"{page}?{urlencode({'gpu_model': workload.gpu_model.name, **inputs})}"
+        url = f"{page}?{urlencode(each.query)}"
         rows.append(WorkloadRow(workload, each.result, each.error, url, runs.get(workload.pk)))
     found = time_to_result([row.workload for row in rows],
                            {row.workload.pk: row.sizing["wall_clock_days"] for row in rows if row.sizing})

@@ -384,9 +384,13 @@ def test_capacity_plans(seeded, client):
     assert (approved.submitted_by, approved.decided_by) == (manager, admin_user)
     assert list(approved.events.values_list("username", "from_status", "to_status")) == [
         ("manager", "draft", "submitted"), ("admin", "submitted", "approved")]
-    what = set(approved.items.values_list("node_model__name", "description"))
-    assert (("DGX H200", "") in what and any("InfiniBand" in d for _, d in what)
-            and any("Lustre" in d for _, d in what))
+    # Its bill is its answer's (the hybrid's owned nodes, their GPUs, leaf switches and storage) and the Lustre
+    # appliance no scenario prices.
+    lines = list(approved.items.values_list("node_model__name", "description"))
+    what = {name or description[:11] for name, description in lines}
+    assert what >= {"DGX H200", "Leaf switch", "Storage for"} and any("Lustre" in d for _, d in lines), what
+    nodes = approved.items.get(node_model__name="DGX H200").quantity
+    assert nodes == approved.summary["nodes"] > 0 and approved.summary["recommended"] == "hybrid"
 
     # The plan list's answers are there at once: every plan analysed by the seed, the draft's need recommended.
     assert all(plan.summary_at for plan in by_status.values())
@@ -415,7 +419,7 @@ def test_the_approved_plan_becomes_an_order(seeded):
         "plan": plan.pk, "vendor": "NVIDIA", "reference": "NV-PO-2026-0420", "site": plan.site_id, "currency": "USD",
         "lines": lines}, format="json")
     assert response.status_code == 201, response.data
-    assert len(response.data["lines"]) == 4 and response.data["plan"] == plan.pk
+    assert len(response.data["lines"]) == len(lines) == 5 and response.data["plan"] == plan.pk
 
 
 def test_a_plan_changed_in_the_portal_is_not_undone(seeded):

@@ -8,11 +8,12 @@ that shows a count of the same GPUs, a plan's answer or the rent of the same wor
 3. Every plan (the four seeded ones, and the capacity-bound and ageing findings accepted through the API): the plan
    page's answer (its summary), the API's ``recommendation`` and the scenario the table marks agree; no "No option"
    where an option serves all the demand. The accepted plans' bills are their recommended option's (its nodes, or
-   none), never "No new capacity needed" above a bill that replaces nodes; the seeded plans' bills were typed by
-   hand and are not compared.
+   none), never "No new capacity needed" above a bill that replaces nodes; the seeded plans' bills were filled from
+   their answers too.
 4. The sizing page each seeded plan's workload links to (one per GPU model: H200, H100, A100): its fleet card counts
    the GPU model as the capacity model and the API do, and its "Cost rented" is the plan API's
-   ``workloads[i].rental_cost`` (no seeded plan has a rental rate of its own). The link states the goodput the plan
+   ``workloads[i].rental_cost`` (or, where the plan states its own rental quote, the same GPU-hours at that quote).
+   The link states the goodput the plan
    sized with: the sizing page would otherwise size with the fleet's measured interruption rate (the demo's A100s
    have one), which plans do not.
 
@@ -31,6 +32,7 @@ from inventory import capacity
 from inventory.models import GPU
 from planning.models import CapacityPlan, Recommendation
 from planning.plans.scope import Scope
+from planning.sizing.sizing import rental_cost
 from tests.helpers.accounts import token_client
 from tests.planning.test_journey_counts_and_costs import figures
 
@@ -115,7 +117,7 @@ def check_plan(plan, client, api):
 
 
 def check_bill(plan, analysis):
-    """3, for a plan made from a recommendation: its bill is the recommended option's (its nodes, or none)."""
+    """3: the plan's bill is its recommended option's (its nodes, or none)."""
     rec = analysis["recommendation"]
     nodes = {item.node_model.name: item.quantity for item in plan.items.select_related("node_model")
              if item.node_model_id}
@@ -144,8 +146,15 @@ def check_sizing(plan, analysis, client, api):
         sizing = client.get(url).content.decode()
         now = capacity.count(gpu_model_id=workload.gpu_model_id)
         assert page_counts(sizing) == api_counts(api, gpu_model=workload.gpu_model_id) == model_counts(now)
-        assert float(figures(sizing)["rental_cost"]) == pytest.approx(rent[workload.name], rel=1e-9), (
-            plan.name, workload.name, url)
+        shown = figures(sizing)
+        if plan.rental_gpu_hour_cost is None:  # the same rate: the same cost
+            assert float(shown["rental_cost"]) == pytest.approx(rent[workload.name], rel=1e-9), (
+                plan.name, workload.name, url)
+        else:  # the plan's own quote prices the same GPU-hours the sizing page prices at the fleet's rate
+            hours = next(w["gpu_hours"] for w in analysis["workloads"] if w["name"] == workload.name)
+            fleet_rate = rental_cost(1.0).value
+            assert float(shown["rental_cost"]) == pytest.approx(hours * fleet_rate, rel=1e-9), (plan.name, url)
+            assert rent[workload.name] == pytest.approx(hours * float(plan.rental_gpu_hour_cost), rel=1e-9)
     return checked
 
 
@@ -175,9 +184,12 @@ def test_the_demo_agrees(demo, client):
     for rec in (capacity_bound, ageing):
         check_bill(rec.plan, analyses[rec.plan.pk])
 
-    # 4. The sizing page of the seeded plans' workloads (none has a rental rate of its own).
+    # 3, the seeded plans: their bills were filled from their answers, as the accepted ones'.
+    for plan in plans.filter(recommendations__isnull=True):
+        check_bill(plan, analyses[plan.pk])
+
+    # 4. The sizing page of the seeded plans' workloads.
     models = set()
     for plan in plans.filter(recommendations__isnull=True):
-        assert plan.rental_gpu_hour_cost is None
         models |= check_sizing(plan, analyses[plan.pk], client, api)
     assert len(models) == 3  # H200, H100, A100

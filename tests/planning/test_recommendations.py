@@ -618,7 +618,7 @@ def test_detail_shows_evidence_chart_and_buttons_to_managers(manager_client, cap
     assert 'data-chart="hbar"' in text and 'id="recommendation-chart"' in text and "plotly.min.js" in text
     assert "<script>" not in text  # data through json_script only, no inline script
     assert 'id="accept"' in text and 'id="dismiss"' in text
-    assert "3 × Test B200 node" in text
+    assert "4 × Test B200 node" in text
 
 
 def test_viewers_see_no_buttons_and_cannot_decide(viewer_client, capacity_rec):
