@@ -341,7 +341,8 @@ class ChangeTable(ColumnChoice, PortalTable):
     who = tables.Column(accessor="history_user", verbose_name="Who", default="system")
     action = tables.Column(accessor="history_type", verbose_name="Action")
     kind = tables.Column(accessor="model_opts__verbose_name", verbose_name="Type")
-    target = tables.Column(accessor="shown", verbose_name="Object", empty_values=())
+    target = tables.Column(accessor="shown", verbose_name="Object", empty_values=(),
+                           attrs={"td": {"class": "wrap"}})  # a bill's line is named by its long description
     reason = tables.Column(accessor="history_change_reason", verbose_name="Reason", default="",
                            attrs={"td": {"class": "wrap"}})
     request_id = tables.Column(verbose_name="Request", default="")

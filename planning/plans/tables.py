@@ -73,7 +73,8 @@ class AnalysedColumn(SummaryColumn):
 
 class CapacityPlanTable(ColumnChoice, tables.Table):
     name = tables.Column(linkify=True)
-    recommended = OptionColumn("recommended", verbose_name="Recommended option")
+    recommended = OptionColumn("recommended", verbose_name="Recommended option",
+                               attrs={"td": {"class": "wrap"}})  # "Hybrid: own the base, rent the peak — Warning: …"
     gpus_added = GPUsColumn("gpus_added", verbose_name="GPUs added")
     cost = CostColumn("cost", verbose_name=f"Cost ({settings.COST_CURRENCY})")
     met_from = MetColumn("met_from", verbose_name="Demand met from")
