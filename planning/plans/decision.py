@@ -33,7 +33,17 @@ from dataclasses import dataclass, field
 
 from django.conf import settings
 
-from .scenarios import HOURS, gpus_needed, month_name, score, shortfall_gpus, underused_text, unmet_rate
+from .scenarios import (
+    HOURS,
+    _nodes,
+    gpus_needed,
+    month_name,
+    score,
+    shortfall_gpus,
+    underused_text,
+    unmet,
+    unmet_rate,
+)
 
 HOUR_TOLERANCE = 1.0  # GPU-hours: less than one unserved hour is none
 
@@ -55,10 +65,6 @@ class Recommendation:
 
 def _money(value):
     return f"{value:,.0f} {settings.COST_CURRENCY}"  # the reasons are read on their own: say the currency
-
-
-def _nodes(n, what="node"):
-    return f"{n:,} {what}{'' if n == 1 else 's'}"
 
 
 def rank(s, a, unavoidable_hours=0.0):
@@ -113,7 +119,7 @@ def recommend(demand, baseline, results, a):
     feasible = [s for s in results if s.feasible]
     lost, quickest = unavoidable(demand, baseline, feasible, a)
     best = min(feasible, key=lambda s: rank(s, a, lost))
-    base_unmet = sum(max(0.0, d - b * a.target_utilization) for d, b in zip(demand, baseline, strict=True))
+    base_unmet = unmet(demand, baseline, a.target_utilization)
     reasons = [f"Demand peaks at {peak_need:,.0f} GPUs ({a.target_utilization:.0%} utilization) against "
                f"{peak_base:,.0f} in the fleet: {needed:,.1f} GPUs short at the peak; without new capacity "
                f"{base_unmet:,.0f} GPU-hours go unserved."]
