@@ -35,9 +35,9 @@ from django.conf import settings
 
 from .scenarios import (
     HOURS,
-    _nodes,
     gpus_needed,
     month_name,
+    node_words,
     score,
     shortfall_gpus,
     underused_text,
@@ -86,7 +86,7 @@ def unavoidable(demand, baseline, feasible, a):
 
 def choice_text(best):
     """What the pick adds, in words: the nodes it buys and the most GPUs it rents in a month."""
-    parts = [f"{_nodes(best.nodes)} bought"] if best.nodes else []
+    parts = [f"{node_words(best.nodes)} bought"] if best.nodes else []
     if best.peak_rented_gpus:
         parts.append(f"up to {best.peak_rented_gpus:,} GPUs rented")
     return f" ({', '.join(parts)})" if parts else ""
@@ -148,12 +148,12 @@ def recommend(demand, baseline, results, a):
     warnings = []
     if best.underused:
         reasons.append(_underused(best, demand, baseline, a))
-        warnings.append(f"Warning: the {_nodes(best.nodes, 'added node')} would be "
+        warnings.append(f"Warning: the {node_words(best.nodes, 'added node')} would be "
                         f"{round(best.owned_utilization * 100)} % used over the horizon.")
     expand = next((s for s in results if s.kind == "expand"), None)
     if (best.kind == "hybrid" and expand and 0 < best.nodes < expand.nodes
             and None not in (expand.total_cost, best.total_cost) and expand.total_cost > best.total_cost):
-        reasons.append(f"Owning {_nodes(best.nodes)} for the base and renting the peak above "
+        reasons.append(f"Owning {node_words(best.nodes)} for the base and renting the peak above "
                        f"{'it' if best.nodes == 1 else 'them'} ({best.rented_hours:,.0f} GPU-hours rented) costs "
                        f"{_money(expand.total_cost - best.total_cost)} less than buying the peak's {expand.nodes} "
                        "nodes.")
@@ -200,6 +200,6 @@ def _underused(s, demand, baseline, a):
     needs = [math.ceil(g / a.gpus_per_node - 1e-9) for g in shortfall_gpus(demand, baseline, a.target_utilization)]
     peak = [month for month, need in enumerate(needs, start=1) if need >= s.nodes]
     owned = [month for month in peak if month >= s.owned_from]
-    return (f"{underused_text(s, a)}: sized to a peak of {_nodes(len(peak), 'month')}; all {s.nodes:,} are needed "
+    return (f"{underused_text(s, a)}: sized to a peak of {node_words(len(peak), 'month')}; all {s.nodes:,} are needed "
             f"in {len(owned)} of the {len(demand) - s.owned_from + 1} months from their arrival in "
             f"{month_name(a, s.owned_from)}.")

@@ -296,13 +296,13 @@ def percent(share):
     return f"{round(share * 100)} %"  # as the page's widthratio rounds
 
 
-def _nodes(n, what="node"):
+def node_words(n, what="node"):
     return f"{n:,} {what}{'' if n == 1 else 's'}"
 
 
 def underused_text(s, a):
     """The owned nodes of ``s`` are used less than the plan's lowest utilization: the words for it."""
-    return (f"The {_nodes(s.nodes, 'added node')} would be {percent(s.owned_utilization)} used over the horizon, "
+    return (f"The {node_words(s.nodes, 'added node')} would be {percent(s.owned_utilization)} used over the horizon, "
             f"below the plan's lowest utilization of {percent(a.min_utilization)}")
 
 
@@ -322,7 +322,7 @@ def hybrid(demand, baseline, a, nodes):
     best = min((own(k) for k in range(most + 1)), key=lambda s: (round(score(s, a), 2), s.unmet_hours))
     if most < nodes:
         best.notes.append(f"The site's {a.site_power_headroom_kw:,.1f} kW of power left allow {most:,} of the "
-                          f"{_nodes(nodes)}.")
+                          f"{node_words(nodes)}.")
     if nodes:
         if best.nodes == 0:
             best.notes.append("Owning no node is cheapest over the horizon: the same as renting.")
@@ -333,7 +333,7 @@ def hybrid(demand, baseline, a, nodes):
             best.notes.append("Expanding is as quick as renting and owning the peak is cheapest: the same as "
                               "expanding.")
         else:
-            best.notes.append(f"Owning the peak's {_nodes(nodes)} is cheapest; it rents only until they arrive.")
+            best.notes.append(f"Owning the peak's {node_words(nodes)} is cheapest; it rents only until they arrive.")
     return best
 
 

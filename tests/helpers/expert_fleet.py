@@ -268,8 +268,11 @@ def in_range(value, want):
     return value == want
 
 
-def verify(case, seed):
-    """Build the case's fleet with ``seed``, run the whole chain and compare what was written with the answer."""
+def verify(case, seed, settings):
+    """Build the case's fleet with ``seed`` (under the case's settings, on pytest-django's ``settings``), run the
+    whole chain and compare what was written with the answer."""
+    for name, value in case.settings.items():
+        setattr(settings, name, value)
     fleet = ExpertFleet(seed)
     case.build(fleet)
     fleet.write()

@@ -149,6 +149,4 @@ CASES = [
 @pytest.mark.parametrize("seed", SEEDS)
 @pytest.mark.parametrize("case", CASES, ids=str)
 def test_expert_case(case, seed, settings):
-    for name, value in case.settings.items():
-        setattr(settings, name, value)
-    verify(case, seed)
+    verify(case, seed, settings)
