@@ -1,6 +1,6 @@
 """Telemetry at fleet scale: rollup ingest against a bare COPY, and the dashboard against its bare SQL.
 
-    .venv/bin/python bench/telemetry.py [--gpus 10000] [--days 30] [--ingest-hours 24] [--repeat 15]
+    .venv/bin/python bench/telemetry.py [--gpus 10000] [--days 30] [--ingest-hours 24] [--repeat 15] [--no-jobs]
 
 1. Builds a fleet of ``--gpus`` GPUs (8 per node, 4 sites, 8 partitions) in a throwaway PostgreSQL.
 2. Ingest: ``--ingest-hours`` hours of GPU rollups written through the portal's upsert path
@@ -9,15 +9,19 @@
 3. History: ``--days`` days of hourly rows generated in SQL (``generate_series``) a month at a time, each month into
    its own partition (created by the portal's ``ensure_partitions``), then rolled up into node hours and daily rows
    with the portal's rollup functions (timed; 1 year is extrapolated from it); the hourly tables' size on disk;
-   daily rows for the rest of the year (generated in SQL), so that the 1-year view reads a full year; then
-   ``VACUUM ANALYZE``, as autovacuum leaves the tables of a running portal.
+   daily rows for the rest of the year (generated in SQL), so that the 1-year view reads a full year; with
+   ``--jobs`` (the default) a Slurm job history of the ``--days`` (``bench/jobhistory.py``: about 10 jobs per GPU a
+   month, their per-node rows and interruptions, generated in SQL); then ``VACUUM ANALYZE``, as autovacuum leaves
+   the tables of a running portal. ``--no-jobs``: the fleet without jobs, whose page skips the Slurm figures.
 4. Dashboard: the fleet utilization page and the utilization API (``group_by`` site, partition, GPU model) for
    7 d (hourly rows), 30 d and 1 y (daily rows: the usage days), timed with Django's test client with DEBUG off
    (median of ``--repeat``, 15 by default), each in turn with the bare SQL of the figures it shows
    (``BARE_PAGE_SQL``: the series, the five groupings with their idle cost, the heatmap; ``BARE_API_SQL``), as
    ratios; the page also against the bare SQL of everything it reads but the session and the user ("+ reads":
    ``BARE_PAGE_READS`` adds its filters' choices, the telemetry sources and the active contracts); the partitions a
-   7-day query reads (EXPLAIN: the others are pruned).
+   7-day query reads (EXPLAIN: the others are pruned). With jobs, the page's bare SQL includes that of its Slurm
+   figures (``bench/jobfigures.py``: allocated GPU-hours, multi-node GPU-hours and jobs per team and partition, queue
+   wait p50/p95 per partition), checked equal to ``/api/inventory/allocations/`` first.
 
 Ratios against figures measured in the same run compare across machines; absolute times do not.
 """
@@ -273,16 +277,17 @@ BARE_PAGE_READS = [
 
 def bare_sql(statements, span, buckets, rows=None):
     """Seconds to run ``statements`` (templates of ROWS, SERIES, HEATMAP) for the range and fetch every row;
-    ``%(nodes)s`` is the first 60 nodes of the previous statement's rows. ``rows``: a list that gets the last
-    statement's rows."""
-    from django.conf import settings
+    ``%(nodes)s`` is the first 60 nodes of the previous statement's rows; ``%(job_start)s`` and ``%(now)s`` the
+    range's start and now (the Slurm figures, ``jobfigures``). ``rows``: a list that gets the last statement's rows."""
     from django.db import connection
     from django.utils import timezone
 
+    from bench import jobfigures
+
     kind = "daily" if span.daily else "hourly"
     names = {"rows": ROWS[kind], "series": SERIES[kind], "heatmap": HEATMAP[kind]}
-    params = {"start": buckets[0], "end": buckets[-1], "nodes": [], "cost": settings.IDLE_GPU_HOUR_COST,
-              "today": timezone.localdate()}
+    params = jobfigures.params(span, buckets, start=buckets[0], end=buckets[-1], nodes=[],
+                               today=timezone.localdate())
     with connection.cursor() as cursor:
         start = time.perf_counter()
         for sql in statements:
@@ -323,9 +328,9 @@ def side_by_side(answer, *bares, repeat=15):
     return [statistics.median(seconds) for seconds in times]
 
 
-def dashboard(client, range_key, now, repeat=15):
-    """Median server time of the page and of the API per group_by, each next to the bare SQL of what it shows,
-    and the time of the page's own queries."""
+def dashboard(client, range_key, now, repeat=15, jobs=False):
+    """Median server time of the page and of the API per group_by, each next to the bare SQL of what it shows
+    (with ``jobs``, the page's Slurm figures too), and the time of the page's own queries."""
     from django.db import connection
     from django.test.utils import CaptureQueriesContext
 
@@ -338,12 +343,17 @@ def dashboard(client, range_key, now, repeat=15):
         response = client.get(url)
         assert response.status_code == 200 and expected in response.content, (url, response.status_code)
 
+    from bench import jobfigures
+
     page_url = f"/inventory/utilization/?range={range_key}"
     get(page_url)
     check_bare_figures(client, range_key, span, buckets)
+    page_sql = BARE_PAGE_SQL + (jobfigures.BARE_SLURM_PAGE_SQL if jobs else [])
+    if jobs:  # the page's Slurm figures are the allocations API's
+        jobfigures.check_allocations(client, range_key, span, buckets)
     page_seconds, figures_seconds, reads_seconds = side_by_side(
-        lambda: get(page_url, b"Fleet utilization over time"), lambda: bare_sql(BARE_PAGE_SQL, span, buckets),
-        lambda: bare_sql(BARE_PAGE_SQL + BARE_PAGE_READS, span, buckets), repeat=repeat)
+        lambda: get(page_url, b"Fleet utilization over time"), lambda: bare_sql(page_sql, span, buckets),
+        lambda: bare_sql(page_sql + BARE_PAGE_READS, span, buckets), repeat=repeat)
     with CaptureQueriesContext(connection) as queries:
         get(page_url)
     query_seconds = sum(float(q["time"]) for q in queries.captured_queries)
@@ -362,6 +372,8 @@ def main():
     parser.add_argument("--days", type=int, default=30)
     parser.add_argument("--ingest-hours", type=int, default=24)
     parser.add_argument("--repeat", type=int, default=15, help="requests (and bare runs) per median")
+    parser.add_argument("--jobs", action=argparse.BooleanOptionalAction, default=True,
+                        help="a Slurm job history of the --days (bench/jobhistory.py); --no-jobs: none")
     args = parser.parse_args()
 
     from tests.helpers.pgserver import throwaway_postgres
@@ -397,6 +409,10 @@ def main():
               f"about {per_day * 365 / 60:.0f} min for 1 year at this rate; rollups of one day "
               f"{(took['nodes'] + took['days']) / args.days:.2f} s")
         print(f"daily rows for the rest of the year: {earlier_days(args.days, now):,}")
+        if args.jobs:
+            from bench import jobhistory
+
+            print(jobhistory.describe(jobhistory.generate(args.days, now)), flush=True)
         print(f"VACUUM ANALYZE: {timed(settle)[0]:.1f} s")
         for table, rows, heap, indexes, month in hourly_sizes():
             print(f"{table}: {rows:,} rows, {heap / 2**30:.2f} GiB + indexes {indexes / 2**30:.2f} GiB, "
@@ -414,7 +430,7 @@ def main():
               f"{'× bare':>6} {'queries × bare':>14} {'+ reads s':>9} {'× bare + reads':>14}")
         # 1y reads daily rows: its server time must stay under a second however long the hourly history grows.
         for range_key in ("7d", "30d", "1y"):
-            (page_s, query_s, count, bare_s, reads_s), api = dashboard(client, range_key, now, args.repeat)
+            (page_s, query_s, count, bare_s, reads_s), api = dashboard(client, range_key, now, args.repeat, args.jobs)
             print(f"{range_key:6} {'page':18} {page_s:8.3f} {query_s:9.3f} {count:3d} {bare_s:10.3f} "
                   f"{page_s / bare_s:6.2f} {query_s / bare_s:14.2f} {reads_s:9.3f} {page_s / reads_s:14.2f}")
             for group_by, (api_s, bare_s) in api.items():

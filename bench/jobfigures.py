@@ -1,0 +1,196 @@
+"""The bare SQL of the Slurm figures the portal shows, and the checks that it computes what the API answers.
+
+Used by ``bench/telemetry.py`` (the utilization page's Slurm figures: allocations per team and partition, the
+multi-node share, queue waits) and ``bench/jobpages.py`` (the allocations, goodput and interruptions APIs). Each
+statement is the fastest form found of the figures as ``inventory.telemetry.queries``, ``jobstats``, ``allocation``
+and ``inventory.goodput.queries`` define them:
+
+- allocated GPU-hours of a group in [start, now]: its jobs' GPUs × the part of their run inside the window
+  (``allocation.gpu_time_in_window``; a run still going counts until ``running_until``), less the excess of
+  overbooked nodes (``AllocationExcess``, inside the window), at least 0. The portal sums the per-node rows
+  (``SlurmJobNode``); their GPUs are the job's spread over its hosts, so the bare SQL sums the jobs themselves;
+- jobs: those whose run overlaps the window (``allocation.in_window``); multi-node: on more than one node;
+- queue wait p50/p95 per partition: ``percentile_cont`` of max(start − submit, 0) of the jobs started since the
+  range's start (``jobstats.queue_wait_percentiles``);
+- goodput per team (``goodput.queries.goodput_by``): the allocation above, the queue-wait share of the jobs started
+  in the window, the interruptions that ended in it by cause, the infrastructure's lost work inside the window
+  (``lost_in_range``) and restart wait, priced at ``IDLE_GPU_HOUR_COST`` (the bench fleet has no contract, so
+  every node is priced at the default, as the portal prices a node without one), and the ratios of ``figures``.
+
+``%(job_start)s`` is the range's start (``Range.start``), ``%(now)s`` the moment of the request.
+"""
+
+import math
+import time
+
+from django.conf import settings
+
+IN_WINDOW = """gpus > 0 AND start_time < %(now)s AND (end_time > %(job_start)s
+    OR (end_time IS NULL AND (running_until IS NULL OR running_until > %(job_start)s)))"""
+# Every job with GPU time in the window, and the excess of its nodes inside the window (negative, no job).
+ALLOCATION_ROWS = f"""WITH w AS MATERIALIZED (
+        SELECT id, account, partition, node_count > 1 AS multi,
+               gpus * extract(epoch FROM greatest(least(coalesce(end_time, running_until, %(now)s), %(now)s)
+                                                  - greatest(start_time, %(job_start)s), interval '0')) / 3600 AS hours
+        FROM inventory_slurmjob WHERE {IN_WINDOW}),
+    t AS (
+        SELECT account, partition, multi, 1 AS job, hours FROM w
+        UNION ALL
+        SELECT w.account, w.partition, w.multi, 0,
+               -e.gpus * extract(epoch FROM least(e."end", %(now)s) - greatest(e.start, %(job_start)s)) / 3600
+        FROM inventory_allocationexcess e JOIN inventory_slurmjobnode a ON a.id = e.allocation_id
+        JOIN w ON w.id = a.job_id
+        WHERE e.start < %(now)s AND e."end" > %(job_start)s)
+    """
+BY_ACCOUNT = "SELECT 'account', account, greatest(sum(hours), 0), NULL::float8, sum(job) FROM t GROUP BY account"
+BY_PARTITION = ("SELECT 'partition', partition, greatest(sum(hours), 0), "
+                "greatest(coalesce(sum(hours) FILTER (WHERE multi), 0), 0), sum(job) FROM t GROUP BY partition")
+QUEUE_WAITS = """SELECT partition, count(*), percentile_cont(0.5) WITHIN GROUP (ORDER BY wait),
+           percentile_cont(0.95) WITHIN GROUP (ORDER BY wait)
+    FROM (SELECT partition, extract(epoch FROM greatest(start_time - submit_time, interval '0')) / 3600 AS wait
+          FROM inventory_slurmjob WHERE start_time >= %(job_start)s) q
+    GROUP BY partition"""
+# /api/inventory/allocations/ by group_by, and the utilization page's Slurm figures (both groupings, queue waits).
+BARE_ALLOCATIONS_SQL = {"account": [ALLOCATION_ROWS + BY_ACCOUNT],
+                        "partition": [ALLOCATION_ROWS + BY_PARTITION, QUEUE_WAITS]}
+BARE_SLURM_PAGE_SQL = [ALLOCATION_ROWS + BY_ACCOUNT + " UNION ALL " + BY_PARTITION, QUEUE_WAITS]
+
+LOST_RUN_IN_RANGE = """CASE WHEN coalesce(lost_run_gpu_hours, 0) = 0 OR gpus = 0 THEN coalesce(lost_run_gpu_hours, 0)
+    ELSE least(lost_run_gpu_hours, gpus * extract(epoch FROM ended_at - greatest(
+        ended_at - make_interval(secs => lost_run_gpu_hours / gpus * 3600), %(job_start)s)) / 3600) END"""
+# /api/inventory/goodput/?group_by=team: one row per team with the figures of ``goodput.queries.figures``.
+BARE_GOODPUT_SQL = [ALLOCATION_ROWS + f""",
+    allocated AS (SELECT account, greatest(sum(hours), 0) AS hours FROM t GROUP BY account),
+    waits AS (
+        SELECT account, sum(gpus * extract(epoch FROM greatest(start_time - submit_time, interval '0'))) / 3600
+               AS waited,
+               sum(gpus * extract(epoch FROM greatest(least(coalesce(end_time, running_until, %(now)s), %(now)s)
+                                                      - greatest(start_time, %(job_start)s), interval '0'))) / 3600
+               AS ran
+        FROM inventory_slurmjob WHERE start_time >= %(job_start)s AND start_time <= %(now)s GROUP BY account),
+    lost AS (
+        SELECT account, count(*) FILTER (WHERE cause = 'infrastructure') AS infrastructure,
+               count(*) FILTER (WHERE cause = 'user') AS users,
+               count(*) FILTER (WHERE cause = 'scheduler') AS scheduler,
+               coalesce(sum({LOST_RUN_IN_RANGE}) FILTER (WHERE cause = 'infrastructure'), 0) AS run,
+               coalesce(sum(coalesce(lost_wait_gpu_hours, 0)) FILTER (WHERE cause = 'infrastructure'), 0) AS wait
+        FROM inventory_interruption WHERE ended_at >= %(job_start)s AND ended_at <= %(now)s GROUP BY account),
+    g AS (
+        SELECT account, coalesce(a.hours, 0) AS alloc, coalesce(q.waited, 0) AS waited, coalesce(q.ran, 0) AS ran,
+               coalesce(l.infrastructure, 0) AS infrastructure, coalesce(l.users, 0) AS users,
+               coalesce(l.scheduler, 0) AS scheduler, coalesce(l.run, 0) AS run, coalesce(l.wait, 0) AS wait
+        FROM allocated a FULL JOIN waits q USING (account) FULL JOIN lost l USING (account))
+    SELECT account, alloc, infrastructure, users, scheduler,
+           CASE WHEN alloc > 0 THEN infrastructure / (alloc / 24) * 1000 END,
+           CASE WHEN infrastructure > 0 THEN alloc / infrastructure / %(gpus)s END,
+           CASE WHEN infrastructure > 0 AND alloc > 0 THEN %(job_hours)s / (alloc / infrastructure / %(gpus)s) END,
+           run + wait, run, wait, (run + wait) * %(cost)s, run + wait,
+           CASE WHEN waited + ran > 0 THEN waited / (waited + ran) END,
+           CASE WHEN alloc > 0 THEN least(1, greatest(0, (alloc - run) / alloc)) END
+    FROM g"""]
+GOODPUT_FIGURES = ["allocated_gpu_hours", "interruptions", "user_interruptions", "scheduler_interruptions",
+                   "interruptions_per_1000_gpu_days", "mtbi_hours", "expected_restarts", "lost_gpu_hours",
+                   "lost_run_gpu_hours", "lost_wait_gpu_hours", "lost_cost", "lost_gpu_hours_at_default_cost",
+                   "queue_wait_share", "goodput_ratio"]
+
+# /api/inventory/interruptions/: the count and the first page, newest first, with what each row names (the job's
+# Slurm id, the node's host name, the fault).
+BARE_INTERRUPTIONS_SQL = [
+    "SELECT count(*) FROM inventory_interruption",
+    """SELECT i.id, j.job_id, i.state, i.account, i.partition, i.started_at, i.ended_at, i.gpus, i.cause, i.reason,
+           i.node_id, n.hostname, i.gpu_id, x.id, x.code, x.ts, t.id, t.to_state, t.reason, t.created, i.fault_ts,
+           i.checkpoint_minutes, i.lost_run_gpu_hours, i.next_start, i.restart_wait_hours, i.lost_wait_gpu_hours,
+           i.lost_gpu_hours, i.assumptions
+    FROM inventory_interruption i JOIN inventory_slurmjob j ON j.id = i.job_id
+    LEFT JOIN inventory_node n ON n.id = i.node_id LEFT JOIN inventory_xidevent x ON x.id = i.xid_event_id
+    LEFT JOIN inventory_statetransition t ON t.id = i.transition_id
+    ORDER BY i.ended_at DESC, i.id DESC LIMIT %(page_size)s""",
+]
+PAGE_SIZE = 1000  # the API's largest page (portal.api.pagination.MAX_PAGE_SIZE)
+
+
+def params(span, buckets, **extra):
+    """The parameters of the statements for a range (``Range`` and its buckets) at this moment."""
+    from django.utils import timezone
+
+    from inventory.telemetry.rollups import day_start
+
+    return {"job_start": day_start(buckets[0]) if span.daily else buckets[0], "now": timezone.now(),
+            "cost": settings.IDLE_GPU_HOUR_COST, "gpus": settings.GOODPUT_MTBI_GPUS, "job_hours": 24.0,
+            "page_size": PAGE_SIZE, **extra}
+
+
+def run_sql(statements, values, rows=None):
+    """Seconds to run ``statements`` with ``values`` and fetch every row; ``rows`` (a list) gets each statement's."""
+    from django.db import connection
+
+    fetched = []
+    with connection.cursor() as cursor:
+        start = time.perf_counter()
+        for sql in statements:
+            cursor.execute(sql, values)
+            fetched.append(cursor.fetchall())
+        seconds = time.perf_counter() - start
+    if rows is not None:
+        rows[:] = fetched
+    return seconds
+
+
+def close(a, b, tolerance=0.011):
+    """Equal within the API's rounding (2 decimals) or both missing."""
+    if a is None or b is None:
+        return a is None and b is None
+    return math.isclose(float(a), float(b), rel_tol=1e-6, abs_tol=tolerance)
+
+
+def check_allocations(client, range_key, span, buckets):
+    """The bare SQL's allocations are the API's, per team and per partition (GPU-hours, multi-node GPU-hours, jobs,
+    jobs started, queue wait p50/p95), else its time compares the page with other work. Returns the groups checked."""
+    checked = 0
+    for group_by, statements in BARE_ALLOCATIONS_SQL.items():
+        fetched = []
+        run_sql(statements, params(span, buckets), fetched)
+        waits = {name: rest for name, *rest in (fetched[1] if len(fetched) > 1 else [])}
+        bare = {name or "(none)": (hours, multi, jobs, *waits.get(name, (0, None, None)))
+                for _, name, hours, multi, jobs in fetched[0]}
+        answer = client.get(f"/api/inventory/allocations/?range={range_key}&group_by={group_by}").json()
+        shown = {g["name"]: (g["gpu_hours"], g["multi_node_gpu_hours"], g["jobs"], g["jobs_started"],
+                             g["queue_wait_p50_hours"], g["queue_wait_p95_hours"]) for g in answer["groups"]}
+        if group_by == "account":
+            bare = {name: values[:3] for name, values in bare.items()}
+            shown = {name: values[:3] for name, values in shown.items()}
+        assert bare.keys() == shown.keys() and all(
+            all(close(a, b, 0.011 if position < 2 else 0.001) for position, (a, b) in
+                enumerate(zip(bare[key], shown[key], strict=True))) for key in bare), (range_key, group_by, bare, shown)
+        checked += len(bare)
+    return checked
+
+
+def check_goodput(client, range_key, span, buckets):
+    """The bare SQL's goodput per team is the API's (every figure of ``GOODPUT_FIGURES``). Returns the teams."""
+    fetched = []
+    run_sql(BARE_GOODPUT_SQL, params(span, buckets), fetched)
+    bare = {name: dict(zip(GOODPUT_FIGURES, values, strict=True)) for name, *values in fetched[0]}
+    answer = client.get(f"/api/inventory/goodput/?group_by=team&range={range_key}").json()
+    shown = {g["name"]: {name: g[name] for name in GOODPUT_FIGURES} for g in answer["groups"]}
+    digits = {"expected_restarts": 0.0002, "queue_wait_share": 0.0002, "goodput_ratio": 0.0002}
+    assert bare.keys() == shown.keys() and all(
+        close(bare[key][name], shown[key][name], digits.get(name, 0.011)) for key in bare for name in GOODPUT_FIGURES
+    ), (range_key, bare, shown)
+    return len(bare)
+
+
+def check_interruptions(client):
+    """The bare SQL's first page of interruptions is the API's (count, order, job, cause, reason, node, fault, lost
+    GPU-hours). Returns the rows checked."""
+    fetched = []
+    run_sql(BARE_INTERRUPTIONS_SQL, {"page_size": PAGE_SIZE}, fetched)
+    (count,), rows = fetched[0][0], fetched[1]
+    answer = client.get(f"/api/inventory/interruptions/?page_size={PAGE_SIZE}").json()
+    bare = [(row[0], row[1], row[8], row[9], row[10], row[11], row[12], row[14], row[26]) for row in rows]
+    shown = [(r["id"], r["job_id"], r["cause"], r["reason"], r["node_id"], r["hostname"], r["gpu_id"],
+              (r["fault"] or {}).get("code"), r["lost_gpu_hours"]) for r in answer["results"]]
+    assert answer["count"] == count and len(bare) == len(shown) and all(
+        a[:-1] == b[:-1] and close(a[-1], b[-1], 1e-9) for a, b in zip(bare, shown, strict=True)), (
+        count, answer["count"], [pair for pair in zip(bare, shown, strict=True) if pair[0] != pair[1]][:3])
+    return len(bare)
