@@ -17,7 +17,9 @@ class InventoryConfig(AppConfig):
         from . import policy  # noqa: F401  (registers the inventory's rules)
         from .dashboard import capacity_object_panel, fleet_panel, fleet_tiles, least_used_panel, utilization_tiles
         from .queries import SEARCH_LOOKS_AT, search
+        from .telemetry import allocation_rollup
 
+        allocation_rollup.connect()
         register_tiles(utilization_tiles, order=10)
         register_tiles(fleet_tiles, order=20)
         register_panel("inventory/panels/least_used.html", least_used_panel, order=10)

@@ -441,7 +441,9 @@ class StorageSystem(PortalModel):
 # Telemetry's models live in their own package; Django finds an app's models by importing <app>.models.
 from .goodput.models import Interruption  # noqa: E402,F401
 from .telemetry.models import (  # noqa: E402,F401
+    AllocationDaily,
     AllocationExcess,
+    AllocationHourly,
     GPUDaily,
     GPUHourly,
     MigInstance,

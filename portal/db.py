@@ -55,12 +55,9 @@ def bulk_upsert(model, unique_fields, update_fields, rows, batch_size=2000):
     conflict = f"ON CONFLICT ({', '.join(columns[:len(unique_fields)])}) DO UPDATE SET {updates}"
     if connection.vendor != "postgresql":
         # SQLite (the demo): the same upsert, row by row through executemany, with values as the fields store them.
-        prepare = [field.get_db_prep_save for field in fields]
         sql = f"INSERT INTO {table} ({listed}) VALUES ({', '.join(['%s'] * len(columns))}) {conflict}"
         with transaction.atomic(using=connection.alias), connection.cursor() as cursor:
-            for start in range(0, len(rows), batch_size):
-                cursor.executemany(sql, [[prep(value, connection) for prep, value in zip(prepare, row, strict=True)]
-                                         for row in rows[start:start + batch_size]])
+            _executemany(cursor, connection, sql, fields, rows, batch_size)
         return len(rows)
     with transaction.atomic(using=connection.alias), connection.cursor() as cursor:
         # Dropped right after the merge: ON COMMIT DROP alone would keep it for a second call in one transaction.
@@ -71,6 +68,37 @@ def bulk_upsert(model, unique_fields, update_fields, rows, batch_size=2000):
         cursor.execute(f"INSERT INTO {table} ({listed}) SELECT {listed} FROM {staging} {conflict}")
         cursor.execute(f"DROP TABLE {staging}")
     return len(rows)
+
+
+def bulk_insert(model, fields, rows, batch_size=2000):
+    """Plain ``INSERT`` of many rows, each a sequence of values in the order of ``fields`` (attribute names): on
+    PostgreSQL one ``COPY`` straight into the table, elsewhere ``executemany``. For rows whose key the caller has
+    just deleted under a lock (a rollup recomputed), where ``bulk_upsert``'s conflict clause has nothing to do."""
+    if not rows:
+        return 0
+    opts = model._meta
+    columns_of = [opts.get_field(name.removesuffix("_id")) for name in fields]
+    connection = connections[router.db_for_write(model)]
+    quote = connection.ops.quote_name
+    listed = ", ".join(quote(field.column) for field in columns_of)
+    table = quote(opts.db_table)
+    with transaction.atomic(using=connection.alias), connection.cursor() as cursor:
+        if connection.vendor == "postgresql":
+            with cursor.cursor.copy(f"COPY {table} ({listed}) FROM STDIN") as copy:
+                for row in rows:
+                    copy.write_row(row)
+        else:
+            sql = f"INSERT INTO {table} ({listed}) VALUES ({', '.join(['%s'] * len(columns_of))})"
+            _executemany(cursor, connection, sql, columns_of, rows, batch_size)
+    return len(rows)
+
+
+def _executemany(cursor, connection, sql, fields, rows, batch_size):
+    """``sql`` for each row (SQLite), in batches, with values as the fields store them."""
+    prepare = [field.get_db_prep_save for field in fields]
+    for start in range(0, len(rows), batch_size):
+        cursor.executemany(sql, [[prep(value, connection) for prep, value in zip(prepare, row, strict=True)]
+                                 for row in rows[start:start + batch_size]])
 
 
 def analyze(*models):

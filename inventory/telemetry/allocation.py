@@ -145,34 +145,69 @@ def multi_node(prefix=""):
 NODE_GROUPS = {"node": "node_id", "site": "node__site_id"}
 
 
-def clipped_gpu_time(queryset, start, end, now, by):
+def clipped_gpu_time(queryset, start, end, now, by, nodes=None):
     """Allocated GPU-hours in [start, end] of the jobs of ``queryset`` per value of their field ``by`` (or
     per ``node`` / ``site`` they ran on): ``{group: {"gpu_hours", "multi_node_gpu_hours"}}`` (three queries),
-    less the GPU-hours their nodes could not have given (module docstring)."""
-    jobs = in_window(queryset, start, end)
+    less the GPU-hours their nodes could not have given (module docstring). ``nodes`` (ids or a queryset): only
+    the GPU-hours on those nodes (a job without per-node rows is on no known node: it counts nowhere)."""
+    return clipped_gpu_time_in_pieces(queryset, [(start, end, None)], now, by, nodes)
+
+
+def clipped_gpu_time_in_pieces(queryset, pieces, now, by, nodes=None):
+    """``clipped_gpu_time`` summed over ``pieces``, disjoint spans ``(start, end, which)``: ``which`` is None (every
+    job) or ``(prefix) -> Q``, a condition on the job that only some jobs count in that span. Three queries
+    however many pieces; only the jobs that overlap a piece are read (``allocation_rollup`` asks for the hour
+    still open and the runs its hours do not hold)."""
+    pieces = [(start, end, which) for start, end, which in pieces if start < end]
     totals = defaultdict(lambda: {"gpu_hours": 0.0, "multi_node_gpu_hours": 0.0})
+    if not pieces:
+        return {}
 
     def add(group, multi, value):
         totals[group]["gpu_hours"] += value
         if multi:
             totals[group]["multi_node_gpu_hours"] += value
 
+    def counted(index, prefix=""):
+        which = pieces[index][2]
+        return which(prefix) if which else Q()
+
+    any_piece = Q()
+    for index, (start, end, _) in enumerate(pieces):
+        any_piece |= overlaps(start, end) & counted(index)
+    jobs = queryset.filter(any_piece)
     group = NODE_GROUPS.get(by, f"job__{by}")
-    for key, multi, time in (
-            SlurmJobNode.objects.filter(job__in=jobs).annotate(multi=multi_node("job__"))
-            .values_list(group, "multi").annotate(t=Sum(gpu_time_in_window(start, end, now, "job__", "gpus")))
-            .order_by()):
-        add(key, multi, hours(time))
-    for key, multi, time in (  # jobs without per-node rows count as reported
-            jobs.filter(allocations__isnull=True).annotate(multi=multi_node(), group=none_or(by))
-            .values_list("group", "multi").annotate(t=Sum(gpu_time_in_window(start, end, now))).order_by()):
-        add(key, multi, hours(time))
-    limit = min(end, now)
-    for key, multi, begin, finish, gpus in (  # rare: only where nodes were overbooked
-            AllocationExcess.objects.filter(allocation__job__in=jobs, start__lt=limit, end__gt=start)
-            .annotate(multi=multi_node("allocation__job__"))
-            .values_list(NODE_GROUPS.get(by, f"allocation__job__{by}"), "multi", "start", "end", "gpus")):
-        add(key, multi, -gpus * hours(min(finish, limit) - max(begin, start)))
+    per_node = SlurmJobNode.objects.filter(job__in=jobs)
+    if nodes is not None:
+        per_node = per_node.filter(node__in=nodes)
+
+    def sums(prefix, gpus):
+        return {f"t{index}": Sum(gpu_time_in_window(start, end, now, prefix, gpus), filter=counted(index, prefix))
+                for index, (start, end, _) in enumerate(pieces)}
+
+    for key, multi, *times in (per_node.annotate(multi=multi_node("job__")).values_list(group, "multi")
+                               .annotate(**sums("job__", "gpus")).order_by()):
+        add(key, multi, sum(hours(time) for time in times))
+    if nodes is None:
+        for key, multi, *times in (  # jobs without per-node rows count as reported
+                jobs.filter(allocations__isnull=True).annotate(multi=multi_node(), group=none_or(by))
+                .values_list("group", "multi").annotate(**sums("", "gpus")).order_by()):
+            add(key, multi, sum(hours(time) for time in times))
+    excess = AllocationExcess.objects.filter(allocation__job__in=jobs)
+    if nodes is not None:
+        excess = excess.filter(node__in=nodes)
+    limit = min(max(end for _, end, _ in pieces), now)
+    first = min(start for start, _, _ in pieces)
+    counts_in = {f"c{index}": ExpressionWrapper(counted(index, "allocation__job__") if which else Value(True),
+                                                output_field=BooleanField())
+                 for index, (_, _, which) in enumerate(pieces)}
+    for key, multi, begin, finish, gpus, *counts in (  # rare: only where nodes were overbooked
+            excess.filter(start__lt=limit, end__gt=first).annotate(multi=multi_node("allocation__job__"), **counts_in)
+            .values_list(NODE_GROUPS.get(by, f"allocation__job__{by}"), "multi", "start", "end", "gpus", *counts_in)):
+        for (start, end, _), count in zip(pieces, counts, strict=True):
+            overlap = min(finish, end, now) - max(begin, start)
+            if count and overlap > ZERO:
+                add(key, multi, -gpus * hours(overlap))
     return {key: {name: max(0.0, value) for name, value in row.items()} for key, row in totals.items()}
 
 

@@ -106,12 +106,13 @@ def multi_node_share(queryset, start, end, now=None):
     ``share`` is None for a partition without GPU-hours in the window.
     """
     totals = allocation.clipped_gpu_time(queryset, start, end, now or timezone.now(), "partition")
-    result = []
-    for partition in sorted(totals, key=str):
-        total, multi = totals[partition]["gpu_hours"], totals[partition]["multi_node_gpu_hours"]
-        result.append({"partition": partition, "gpu_hours": total, "multi_node_gpu_hours": multi,
-                       "share": multi / total if total else None})
-    return result
+    return [{"partition": partition, **totals[partition], "share": share(totals[partition])}
+            for partition in sorted(totals, key=str)]
+
+
+def share(row):
+    """The multi-node share of a group's ``{"gpu_hours", "multi_node_gpu_hours"}``; None without GPU-hours."""
+    return row["multi_node_gpu_hours"] / row["gpu_hours"] if row["gpu_hours"] else None
 
 
 def gpu_hours_in_windows(queryset, windows, by="account", now=None):

@@ -474,6 +474,49 @@ class AllocationExcess(models.Model):
         return f"{self.allocation} over by {self.gpus:g} GPUs {self.start:%Y-%m-%d %H:%M}–{self.end:%H:%M}"
 
 
+class AllocatedFields(models.Model):
+    """Allocated GPU-hours of a team (Slurm account) on a partition in a period, from jobs on one node or several."""
+
+    source = models.ForeignKey(TelemetrySource, on_delete=models.CASCADE, related_name="+")
+    account = models.CharField(max_length=100, blank=True)
+    partition = models.CharField(max_length=100, blank=True)
+    multi_node = models.BooleanField(default=False, help_text="From jobs on more than one node.")
+    gpu_hours = models.FloatField()
+
+    class Meta:
+        abstract = True
+
+
+class AllocationHourly(AllocatedFields):
+    """What ``allocation.clipped_gpu_time`` counts, per node and hour, summed when the jobs are pulled
+    (``allocation_rollup``) so that no page scans the job history. ``node`` is None for jobs on hosts the inventory
+    does not know or without a host list (they count as reported). Runs whose end depends on the reader's clock
+    (running, never seen running: no ``running_until``) are not in it: readers count them from the jobs."""
+
+    node = models.ForeignKey("inventory.Node", on_delete=models.SET_NULL, null=True, blank=True, related_name="+")
+    hour = models.DateTimeField()
+
+    class Meta:
+        indexes = [models.Index(fields=["hour"]), models.Index(fields=["node", "hour"])]
+        verbose_name = "allocated GPU-hours per node and hour"
+
+    def __str__(self):
+        return f"{self.account or '-'} on {self.node_id or 'unknown'} at {self.hour:%Y-%m-%d %H:%M}: {self.gpu_hours:g}"
+
+
+class AllocationDaily(AllocatedFields):
+    """``AllocationHourly`` summed per day over the nodes: the team and partition figures of the long ranges."""
+
+    day = models.DateField()
+
+    class Meta:
+        indexes = [models.Index(fields=["day"]), models.Index(fields=["source", "day"])]
+        verbose_name = "allocated GPU-hours per day"
+
+    def __str__(self):
+        return f"{self.account or '-'} on {self.day}: {self.gpu_hours:g}"
+
+
 class PullReport(models.Model):
     """One pull of a source: when, its outcome and what it counted, left out, corrected or clipped
     (``records.Quality``): the data-quality panel of the source's page. The newest

@@ -24,7 +24,7 @@ from django.db import transaction
 from django.db.models import Count
 from django.utils import timezone
 
-from . import allocation, health, slurm
+from . import allocation, allocation_rollup, health, slurm
 from .matching import GPUMatcher
 from .models import PullReport, SlurmJob, TelemetrySample, TelemetrySource, UnknownSeries
 from .records import Collected, SourceError
@@ -185,6 +185,9 @@ def save_jobs(source, jobs, now, quality):
     if node_ids and started:
         for job_id, host, held, gpus in allocation.rebalance(node_ids, min(started), now).values():
             quality.add("job_overbooked", f"{job_id} on {host}: jobs held {held} GPUs, the node has {gpus}")
+    if started:  # the hours these runs cover, recomputed: a retried pull replaces them
+        ends = [job.end_time or job.running_until for job in jobs if job.start_time]
+        allocation_rollup.refresh(node_ids, [source.pk], min(started), max([now, *filter(None, ends)]))
 
 
 def close_requeued_runs(source, jobs, quality):

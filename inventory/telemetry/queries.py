@@ -42,7 +42,7 @@ from django.utils import timezone
 from inventory.costs import gpu_hour_costs
 from inventory.models import GPU, SERVING_STATES, GPUModel, Node, Site
 
-from . import jobstats
+from . import allocation_rollup, jobstats
 from .models import GPUDaily, GPUHourly, SlurmJob, TelemetrySource, UsageDaily
 from .rollups import day_start, floor_hour
 
@@ -622,23 +622,21 @@ def allocations(group_by, range_key, filters=None, now=None, waits=None):
     now = now or timezone.now()
     start, jobs = get_range(range_key).start(now), slurm_jobs(filters)
     counts = dict(jobstats.in_window(jobs, start, now).values_list(group_by).annotate(Count("pk")).order_by())
-    if group_by == "partition":
-        rows = jobstats.multi_node_share(jobs, start, now, now=now)
-        if waits is None:
-            waits = queue_waits(range_key, filters, now)
-        waits = {row["partition"]: row for row in waits}
-    else:
-        rows = jobstats.allocated_gpu_hours(jobs, start, now, by=group_by, now=now)
+    if group_by == "partition" and waits is None:
+        waits = queue_waits(range_key, filters, now)
+    waits = {row["partition"]: row for row in waits or []}
+    scope = {name: (filters or {}).get(key) for key, name in JOB_FILTER_LOOKUPS.items()}
+    totals = allocation_rollup.allocated(start, now, now, group_by, **scope)
     groups = []
-    for row in rows:
-        key = row[group_by]
+    for key in sorted(totals, key=str):
+        row = totals[key]
         group = {"key": key, "name": key or NONE_LABEL, "gpu_hours": round(row["gpu_hours"], 2),
                  "jobs": counts.get(key, 0)}
         if group_by == "partition":
-            wait = waits.get(key, {})
+            wait, share = waits.get(key, {}), jobstats.share(row)
             group.update(
                 multi_node_gpu_hours=round(row["multi_node_gpu_hours"], 2),
-                multi_node_share=None if row["share"] is None else round(100 * row["share"], 2),
+                multi_node_share=None if share is None else round(100 * share, 2),
                 jobs_started=wait.get("jobs", 0),
                 queue_wait_p50_hours=wait.get("p50_hours"),
                 queue_wait_p95_hours=wait.get("p95_hours"),

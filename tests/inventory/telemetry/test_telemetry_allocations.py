@@ -10,7 +10,7 @@ from django.test.utils import CaptureQueriesContext
 from rest_framework.test import APIClient
 
 from inventory.models import SlurmJob, TelemetrySource
-from inventory.telemetry import queries
+from inventory.telemetry import allocation_rollup, queries
 from inventory.telemetry.rollups import floor_hour
 from tests.factories import make_node, make_site
 from tests.helpers.accounts import token_client
@@ -70,6 +70,7 @@ def make_jobs(now):
                  state="PENDING" if start is None else "RUNNING" if end is None else "COMPLETED")
         for job, account, partition, nodes, gpus, submit, start, end in rows
     ])
+    allocation_rollup.rebuild()  # rows written in bulk, outside a pull: the rollup recomputed as after a load
     return source
 
 
@@ -207,6 +208,7 @@ def add_jobs(source, n, now, prefix):
                  node_count=2, gpus=8, submit_time=h - 4 * H, start_time=h - 3 * H, end_time=h - H)
         for i in range(n)
     ])
+    allocation_rollup.rebuild()
 
 
 @pytest.mark.parametrize("params", [{"range": "24h"}, {"range": "30d", "site": True}, {"team": "small-a1"}])
