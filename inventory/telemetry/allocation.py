@@ -157,8 +157,16 @@ def clipped_gpu_time_in_pieces(queryset, pieces, now, by, nodes=None):
     """``clipped_gpu_time`` summed over ``pieces``, disjoint spans ``(start, end, which)``: ``which`` is None (every
     job) or ``(prefix) -> Q``, a condition on the job that only some jobs count in that span. Three queries
     however many pieces; only the jobs that overlap a piece are read (``allocation_rollup`` asks for the hour
-    still open and the runs its hours do not hold)."""
+    still open and the runs its hours do not hold). ``by`` may be a tuple of groups: keys are then tuples."""
     pieces = [(start, end, which) for start, end, which in pieces if start < end]
+    names = by if isinstance(by, tuple) else (by,)
+
+    def fields(prefix):
+        return [NODE_GROUPS.get(name, f"{prefix}{name}") for name in names]
+
+    def key_of(row):
+        return tuple(row[:len(names)]) if isinstance(by, tuple) else row[0]
+
     totals = defaultdict(lambda: {"gpu_hours": 0.0, "multi_node_gpu_hours": 0.0})
     if not pieces:
         return {}
@@ -176,7 +184,6 @@ def clipped_gpu_time_in_pieces(queryset, pieces, now, by, nodes=None):
     for index, (start, end, _) in enumerate(pieces):
         any_piece |= overlaps(start, end) & counted(index)
     jobs = queryset.filter(any_piece)
-    group = NODE_GROUPS.get(by, f"job__{by}")
     per_node = SlurmJobNode.objects.filter(job__in=jobs)
     if nodes is not None:
         per_node = per_node.filter(node__in=nodes)
@@ -185,14 +192,15 @@ def clipped_gpu_time_in_pieces(queryset, pieces, now, by, nodes=None):
         return {f"t{index}": Sum(gpu_time_in_window(start, end, now, prefix, gpus), filter=counted(index, prefix))
                 for index, (start, end, _) in enumerate(pieces)}
 
-    for key, multi, *times in (per_node.annotate(multi=multi_node("job__")).values_list(group, "multi")
-                               .annotate(**sums("job__", "gpus")).order_by()):
-        add(key, multi, sum(hours(time) for time in times))
+    for row in (per_node.annotate(multi=multi_node("job__")).values_list(*fields("job__"), "multi")
+                .annotate(**sums("job__", "gpus")).order_by()):
+        add(key_of(row), row[len(names)], sum(hours(time) for time in row[len(names) + 1:]))
     if nodes is None:
-        for key, multi, *times in (  # jobs without per-node rows count as reported
-                jobs.filter(allocations__isnull=True).annotate(multi=multi_node(), group=none_or(by))
-                .values_list("group", "multi").annotate(**sums("", "gpus")).order_by()):
-            add(key, multi, sum(hours(time) for time in times))
+        groups = {f"g{index}": none_or(name) for index, name in enumerate(names)}
+        for row in (  # jobs without per-node rows count as reported
+                jobs.filter(allocations__isnull=True).annotate(multi=multi_node(), **groups)
+                .values_list(*groups, "multi").annotate(**sums("", "gpus")).order_by()):
+            add(key_of(row), row[len(names)], sum(hours(time) for time in row[len(names) + 1:]))
     excess = AllocationExcess.objects.filter(allocation__job__in=jobs)
     if nodes is not None:
         excess = excess.filter(node__in=nodes)
@@ -201,13 +209,14 @@ def clipped_gpu_time_in_pieces(queryset, pieces, now, by, nodes=None):
     counts_in = {f"c{index}": ExpressionWrapper(counted(index, "allocation__job__") if which else Value(True),
                                                 output_field=BooleanField())
                  for index, (_, _, which) in enumerate(pieces)}
-    for key, multi, begin, finish, gpus, *counts in (  # rare: only where nodes were overbooked
+    for row in (  # rare: only where nodes were overbooked
             excess.filter(start__lt=limit, end__gt=first).annotate(multi=multi_node("allocation__job__"), **counts_in)
-            .values_list(NODE_GROUPS.get(by, f"allocation__job__{by}"), "multi", "start", "end", "gpus", *counts_in)):
+            .values_list(*fields("allocation__job__"), "multi", "start", "end", "gpus", *counts_in)):
+        multi, begin, finish, gpus, *counts = row[len(names):]
         for (start, end, _), count in zip(pieces, counts, strict=True):
             overlap = min(finish, end, now) - max(begin, start)
             if count and overlap > ZERO:
-                add(key, multi, -gpus * hours(overlap))
+                add(key_of(row), multi, -gpus * hours(overlap))
     return {key: {name: max(0.0, value) for name, value in row.items()} for key, row in totals.items()}
 
 

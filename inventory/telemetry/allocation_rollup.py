@@ -154,58 +154,107 @@ def rebuild(start=None, end=None):
 ROLLUP_GROUPS = {"account": "account", "partition": "partition", "node": "node_id", "site": "node__site_id"}
 
 
+def names(by):
+    """The groups of ``by``: None (all in one), a name, or a tuple of names (keys are then tuples)."""
+    return () if by is None else by if isinstance(by, tuple) else (by,)
+
+
 def allocated(start, end, now, by, account=None, partition=None, nodes=None):
-    """Allocated GPU-hours in [start, end] per ``by`` (account, partition, node or site) of the jobs of a team
+    """Allocated GPU-hours in [start, end] per ``by`` (account, partition, node or site, or a tuple of them: the
+    keys are then tuples) of the jobs of a team
     (``account``) and ``partition`` when given, on ``nodes`` (ids or a queryset) when given:
     ``{group: {"gpu_hours", "multi_node_gpu_hours"}}``, as ``allocation.clipped_gpu_time`` counts them (module
-    docstring), in at most five queries whatever the history."""
-    end = min(end, now)
-    scope = {name: value for name, value in (("account", account), ("partition", partition))
-             if value not in (None, "")}
-    jobs = SlurmJob.objects.filter(**scope)
-    first, last = next_hour(start), utc_hour(end)
-    if first >= last:  # within an hour or two: from the jobs
-        return allocation.clipped_gpu_time(jobs, start, end, now, by, nodes)
-    totals = defaultdict(lambda: {"gpu_hours": 0.0, "multi_node_gpu_hours": 0.0})
-
-    def add(rows):
-        for key, multi, value in rows:
-            totals[key]["gpu_hours"] += value or 0.0
-            if multi:
-                totals[key]["multi_node_gpu_hours"] += value or 0.0
-
-    spans = [(first, last)]
-    if by in ("account", "partition") and nodes is None:
-        spans = add_whole_days(add, first, last, by, scope)
-    hourly = AllocationHourly.objects.filter(**scope)
-    if nodes is not None:
-        hourly = hourly.filter(node__in=nodes)
-    in_spans = Q()
-    for begin, finish in spans:
-        in_spans |= Q(hour__gte=begin, hour__lt=finish)
-    if spans:
-        add(hourly.filter(in_spans).values_list(ROLLUP_GROUPS[by], "multi_node").annotate(Sum("gpu_hours")).order_by())
-    edges = allocation.clipped_gpu_time_in_pieces(
-        jobs, [(start, first, None), (last, end, None), (first, last, unsettled)], now, by, nodes)
-    for key, row in edges.items():
-        totals[key]["gpu_hours"] += row["gpu_hours"]
-        totals[key]["multi_node_gpu_hours"] += row["multi_node_gpu_hours"]
-    return {key: {name: max(0.0, value) for name, value in row.items()} for key, row in totals.items()}
+    docstring), in at most six queries whatever the history."""
+    return Reader(now, account, partition, nodes).read({None: (start, end)}, by)[None]
 
 
-def add_whole_days(add, first, last, by, scope):
-    """Add the daily rows of the local days that lie wholly in [first, last) through ``add``; returns the spans of
-    [first, last) those days leave to the hourly rows."""
+def allocated_in_windows(windows, now, account=None, partition=None, nodes=None):
+    """``allocated`` in each of many windows ``{key: (start, end)}``, all groups together: ``{key: gpu_hours}``. The
+    rollup is read in two queries however many windows; the jobs only for the open hour and unsettled runs."""
+    found = Reader(now, account, partition, nodes).read(windows, None)
+    return {key: sum(row["gpu_hours"] for row in groups.values()) for key, groups in found.items()}
+
+
+class Reader:
+    """Reads allocated GPU-hours of one scope for windows: whole days from the daily rows (no node scope), whole hours
+    from the hourly rows, the rest from the jobs (``allocation.clipped_gpu_time_in_pieces``)."""
+
+    def __init__(self, now, account=None, partition=None, nodes=None):
+        self.now, self.nodes = now, nodes
+        self.scope = {name: value for name, value in (("account", account), ("partition", partition))
+                      if value not in (None, "")}
+        self.jobs = SlurmJob.objects.filter(**self.scope)
+
+    def read(self, windows, by):
+        """``{window key: {group: {"gpu_hours", "multi_node_gpu_hours"}}}`` (by None: one group, None)."""
+        totals = {key: defaultdict(lambda: {"gpu_hours": 0.0, "multi_node_gpu_hours": 0.0}) for key in windows}
+        days, hours, pieces = {}, {}, {}
+        for key, (start, end) in windows.items():
+            end = min(end, self.now)
+            first, last = next_hour(start), utc_hour(end)
+            if first >= last:  # within an hour or two: from the jobs
+                pieces[key] = [(start, end, None)]
+                continue
+            pieces[key] = [(start, first, None), (last, end, None), (first, last, unsettled)]
+            hours[key] = [(first, last)]
+            if self.nodes is None and set(names(by)) <= {"account", "partition"}:
+                days[key], hours[key] = whole_days(first, last)
+        group = [ROLLUP_GROUPS[name] for name in names(by)]
+        self.add(totals, AllocationDaily.objects.filter(**self.scope), "day", days, group)
+        hourly = AllocationHourly.objects.filter(**self.scope)
+        self.add(totals, hourly if self.nodes is None else hourly.filter(node__in=self.nodes), "hour", hours, group)
+        if not self.any_unsettled():
+            pieces = {key: [piece for piece in spans if piece[2] is None] for key, spans in pieces.items()}
+        for key, spans in pieces.items():
+            if any(begin < finish for begin, finish, _ in spans):
+                for group_key, row in allocation.clipped_gpu_time_in_pieces(
+                        self.jobs, spans, self.now, by or "account", self.nodes).items():
+                    for name, value in row.items():
+                        totals[key][group_key if by else None][name] += value
+        return {key: {group_key: {name: max(0.0, value) for name, value in row.items()}
+                      for group_key, row in groups.items()} for key, groups in totals.items()}
+
+    @staticmethod
+    def add(totals, rows, field, spans, group):
+        """Sum ``rows`` (daily or hourly) in each window's ``spans`` of ``field``, per group: one query."""
+        conditions = {key: Q() for key in spans}
+        for key, ranges in spans.items():
+            for begin, finish in ranges:
+                conditions[key] |= Q(**{f"{field}__gte": begin, f"{field}__lt": finish})
+        conditions = {key: condition for key, condition in conditions.items() if condition}
+        if not conditions:
+            return
+        anywhere = Q()
+        for condition in conditions.values():
+            anywhere |= condition
+        aliases = {key: f"w{index}" for index, key in enumerate(conditions)}
+        grouped = rows.filter(anywhere).values_list(*group, "multi_node").annotate(
+            **{aliases[key]: Sum("gpu_hours", filter=condition) for key, condition in conditions.items()}).order_by()
+        width = len(group)
+        for row in grouped:
+            group_key = None if not width else row[0] if width == 1 else tuple(row[:width])
+            multi, sums = row[width], row[width + 1:]
+            for key, value in zip(conditions, sums, strict=True):
+                totals[key][group_key]["gpu_hours"] += value or 0.0
+                if multi:
+                    totals[key][group_key]["multi_node_gpu_hours"] += value or 0.0
+
+    def any_unsettled(self):
+        """Whether any run in scope has an end that depends on the reader's clock (one query on the end index)."""
+        return self.jobs.filter(unsettled(), start_time__isnull=False, gpus__gt=0).exists()
+
+
+def whole_days(first, last):
+    """The local days that lie wholly in [first, last) as a span of dates, and the spans of hours they leave."""
     day = timezone.localdate(first)
     if day_start(day) < first:
         day += timedelta(days=1)
     final = timezone.localdate(last) - timedelta(days=1)  # the last day that ends by ``last``
     if final < day:
-        return [(first, last)]
-    add(AllocationDaily.objects.filter(day__gte=day, day__lte=final, **scope).values_list(by, "multi_node")
-        .annotate(Sum("gpu_hours")).order_by())
-    return [(begin, finish) for begin, finish in ((first, day_start(day)),
-                                                  (day_start(final + timedelta(days=1)), last)) if begin < finish]
+        return [], [(first, last)]
+    after = final + timedelta(days=1)
+    hours = [(begin, finish) for begin, finish in ((first, day_start(day)), (day_start(after), last)) if begin < finish]
+    return [(day, after)], hours
 
 
 # One row saved or deleted through the ORM (the admin, the tests); the ingest writes in bulk and calls ``refresh``.

@@ -116,8 +116,15 @@ class FleetDashboard:
         return queries.queue_waits(*self._args(), now=self.now) if self.has_jobs else []
 
     @cached_property
+    def allocation_groupings(self):
+        """Allocations per team and per partition, read together (``queries.allocation_groupings``)."""
+        if not self.has_jobs:
+            return {"account": [], "partition": []}
+        return queries.allocation_groupings(*self._args(), now=self.now, waits=self.queue_waits)
+
+    @cached_property
     def allocations_by_team(self):
-        return queries.allocations("account", *self._args(), now=self.now) if self.has_jobs else []
+        return self.allocation_groupings["account"]
 
     @cached_property
     def allocations_by_partition(self):
@@ -129,7 +136,7 @@ class FleetDashboard:
         jobs: the page flags it rather than show a share over 100 % without a word."""
         if not self.has_jobs:
             return []
-        partitions = queries.allocations("partition", *self._args(), now=self.now, waits=self.queue_waits)
+        partitions = self.allocation_groupings["partition"]
         observed = {g["key"]: g for g in self.groups("partition")} if self.compares_observed else {}
         for partition in partitions:
             seen = observed.get(partition["key"])

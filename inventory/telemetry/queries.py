@@ -615,18 +615,40 @@ def allocations(group_by, range_key, filters=None, now=None, waits=None):
     Partitions add ``multi_node_gpu_hours`` and ``multi_node_share`` (% of their GPU-hours from jobs on more
     than one node; ``jobstats.multi_node_share``) and the queue wait of the jobs started in the range
     (``jobs_started``, ``queue_wait_p50_hours``, ``queue_wait_p95_hours``; ``waits``: rows of ``queue_waits``
-    already read for the same range and filters). Two queries per call, three for partitions without ``waits``.
+    already read for the same range and filters). The GPU-hours come from the rollup kept at pull time
+    (``allocation_rollup``): no query reads the job history but the jobs' count.
     """
     if group_by not in ALLOCATION_GROUPS:
         raise UnknownParameter(f"Unknown group_by '{group_by}'; use one of {', '.join(ALLOCATION_GROUPS)}.")
+    return allocation_groupings(range_key, filters, now, waits, (group_by,))[group_by]
+
+
+def allocation_groupings(range_key, filters=None, now=None, waits=None, group_bys=ALLOCATION_GROUPS):
+    """``allocations`` of each of ``group_bys`` from one read of the figures: ``{group_by: rows}`` (the utilization
+    page shows both; eight queries for both, the queue waits included)."""
     now = now or timezone.now()
     start, jobs = get_range(range_key).start(now), slurm_jobs(filters)
-    counts = dict(jobstats.in_window(jobs, start, now).values_list(group_by).annotate(Count("pk")).order_by())
-    if group_by == "partition" and waits is None:
+    counted = (jobstats.in_window(jobs, start, now).values_list(*ALLOCATION_GROUPS).annotate(Count("pk"))
+               .order_by())
+    if "partition" in group_bys and waits is None:
         waits = queue_waits(range_key, filters, now)
     waits = {row["partition"]: row for row in waits or []}
     scope = {name: (filters or {}).get(key) for key, name in JOB_FILTER_LOOKUPS.items()}
-    totals = allocation_rollup.allocated(start, now, now, group_by, **scope)
+    totals = allocation_rollup.allocated(start, now, now, ALLOCATION_GROUPS, **scope)
+    found = {}
+    for group_by in group_bys:
+        position = ALLOCATION_GROUPS.index(group_by)
+        summed, counts = defaultdict(lambda: {"gpu_hours": 0.0, "multi_node_gpu_hours": 0.0}), defaultdict(int)
+        for pair, row in totals.items():
+            for name, value in row.items():
+                summed[pair[position]][name] += value
+        for *pair, jobs_counted in counted:
+            counts[pair[position]] += jobs_counted
+        found[group_by] = allocation_rows(group_by, summed, counts, waits)
+    return found
+
+
+def allocation_rows(group_by, totals, counts, waits):
     groups = []
     for key in sorted(totals, key=str):
         row = totals[key]
