@@ -4,7 +4,9 @@
 ``save_xid_events`` reads each GPU's gauge readings in time order against the last value stored for it
 (``XidReading``) and writes one ``XidEvent`` per new non-zero code (unique per GPU, time and code, so a
 retried pull writes nothing twice). ``count_xid_events`` then sets each touched hour's ``xid_errors`` to its
-hardware events: the ageing rule and the fault tickets count events, not hours of a sticky value.
+hardware events: the ageing rule and the fault tickets count events, not hours of a sticky value. A gauge that
+reads 0 and was stored at 0, nearly every GPU in every pull, only moves its stored time on, in one UPDATE
+(``_advance_quiet``): the pull of a 10,000-GPU fleet reads and writes no row of it through Python.
 
 ``save_remap_events`` does the same for the row-remap gauges (failure, pending: 0/1), per GPU and gauge against
 ``HealthReading``: one ``HealthEvent`` each time a gauge turns to 1.
@@ -13,12 +15,12 @@ hardware events: the ageing rule and the fault tickets count events, not hours o
 from collections import defaultdict
 from datetime import timedelta
 
-from django.db.models import Count, OuterRef, Subquery
+from django.db.models import Count, OuterRef, Q, Subquery
 from django.db.models.functions import Coalesce
 
 from . import remap, xid
 from .models import GPUHourly, HealthEvent, HealthReading, MigInstance, XidEvent, XidReading
-from .rollups import floor_hour
+from .rollups import among, floor_hour
 
 HOUR = timedelta(hours=1)
 LAST_MOMENT = timedelta(microseconds=1)
@@ -47,16 +49,18 @@ def readings(hours, samples, now):
 def save_xid_events(source, hours, samples, now):
     """Write the XID events in the readings of this pull; returns them as ``(gpu id, ts, code)``."""
     found = readings(hours, samples, now)
-    if not found:
+    left = _advance_quiet(XidReading.objects.all(), "code", found)
+    if not left:
         return []
-    state = {row.gpu_id: row for row in XidReading.objects.filter(gpu_id__in=list(found))}
+    state = {gpu_id: (code, ts) for gpu_id, code, ts in
+             XidReading.objects.filter(among("gpu_id", left)).values_list("gpu_id", "code", "ts")}
     events, last = [], []
-    for gpu_id, values in found.items():
+    for gpu_id in (gpu_id for gpu_id in found if gpu_id in left):  # in the readings' order
         before = state.get(gpu_id)
-        newer = [reading for reading in values if before is None or reading.ts > before.ts]
+        newer = [reading for reading in found[gpu_id] if before is None or reading.ts > before[1]]
         if not newer:
             continue
-        gpu_events, code = xid.events(before.code if before else 0, newer)
+        gpu_events, code = xid.events(before[0] if before else 0, newer)
         events += [(gpu_id, ts, value) for ts, value in gpu_events]
         last.append(XidReading(gpu_id=gpu_id, code=code, ts=newer[-1].ts))
     XidEvent.objects.bulk_create(
@@ -64,6 +68,22 @@ def save_xid_events(source, hours, samples, now):
          for gpu_id, ts, code in events], ignore_conflicts=True, batch_size=2000)
     XidReading.objects.bulk_create(last, update_conflicts=True, unique_fields=["gpu"], update_fields=["code", "ts"])
     return events
+
+
+def _advance_quiet(stored, field, found):
+    """The readings in ``found`` (GPU id → readings) that change nothing, a gauge that read 0 throughout and is
+    stored (``stored``, its ``field``) at 0, only move the stored reading's time on: one UPDATE per newest time.
+    Returns the GPUs left to read one by one: those with another reading, or none stored, or one stored not 0."""
+    quiet = defaultdict(list)
+    for gpu_id, values in found.items():
+        if not any(reading.code or reading.passed for reading in values):
+            quiet[values[-1].ts].append(gpu_id)
+    settled = set()
+    for ts, gpu_ids in quiet.items():
+        at_zero = stored.filter(among("gpu_id", gpu_ids), **{field: 0})
+        at_zero.filter(ts__lt=ts).update(ts=ts)
+        settled.update(at_zero.values_list("gpu_id", flat=True))
+    return set(found) - settled
 
 
 def remap_readings(hours, samples, now):
@@ -89,17 +109,20 @@ def remap_readings(hours, samples, now):
 def save_remap_events(source, hours, samples, now):
     """Write the health events in the row-remap readings of this pull; returns them as ``(gpu id, ts, kind)``."""
     found = remap_readings(hours, samples, now)
-    if not found:
+    left = {(gpu_id, kind) for kind in remap.GAUGES for gpu_id in _advance_quiet(
+        HealthReading.objects.filter(kind=kind), "value",
+        {gpu_id: values for (gpu_id, of), values in found.items() if of == kind})}
+    if not left:
         return []
-    state = {(row.gpu_id, row.kind): row
-             for row in HealthReading.objects.filter(gpu_id__in={gpu_id for gpu_id, _ in found})}
+    state = {(gpu_id, kind): (value, ts) for gpu_id, kind, value, ts in HealthReading.objects.filter(
+        among("gpu_id", {gpu_id for gpu_id, _ in left})).values_list("gpu_id", "kind", "value", "ts")}
     events, last = [], []
-    for (gpu_id, kind), values in found.items():
+    for gpu_id, kind in (key for key in found if key in left):  # in the readings' order
         before = state.get((gpu_id, kind))
-        newer = [reading for reading in values if before is None or reading.ts > before.ts]
+        newer = [reading for reading in found[(gpu_id, kind)] if before is None or reading.ts > before[1]]
         if not newer:
             continue
-        turned_on, value = xid.events(before.value if before else 0, newer)
+        turned_on, value = xid.events(before[0] if before else 0, newer)
         events += [(gpu_id, ts, kind) for ts, _ in turned_on]
         last.append(HealthReading(gpu_id=gpu_id, kind=kind, value=value, ts=newer[-1].ts))
     HealthEvent.objects.bulk_create(
@@ -110,13 +133,19 @@ def save_remap_events(source, hours, samples, now):
     return events
 
 
-def count_xid_events(hours):
-    """Set ``xid_errors`` of the GPU hours in ``hours`` to their hardware XID events (one UPDATE)."""
+def count_xid_events(hours, gpu_ids):
+    """Set ``xid_errors`` of the hours in ``hours`` of the GPUs ``gpu_ids`` to their hardware XID events (one
+    UPDATE). Only rows whose figure changes are written: those of GPUs with an event in these hours, and any the
+    upsert left at another figure than 0."""
     if not hours:
         return
-    events = (XidEvent.objects.filter(gpu=OuterRef("gpu"), hour=OuterRef("hour"), kind=xid.HARDWARE)
-              .order_by().values("gpu").annotate(n=Count("pk")).values("n"))
-    GPUHourly.objects.filter(hour__in=list(hours)).update(xid_errors=Coalesce(Subquery(events), 0))
+    hours = list(hours)
+    hardware = XidEvent.objects.filter(kind=xid.HARDWARE, hour__in=hours)
+    counted = Coalesce(Subquery(hardware.filter(gpu=OuterRef("gpu"), hour=OuterRef("hour")).order_by()
+                                .values("gpu").annotate(n=Count("pk")).values("n")), 0)
+    (GPUHourly.objects.filter(among("gpu_id", gpu_ids), hour__in=hours)
+     .filter(Q(xid_errors__gt=0) | Q(gpu_id__in=hardware.filter(among("gpu_id", gpu_ids)).values("gpu_id")))
+     .exclude(xid_errors=counted).update(xid_errors=counted))
 
 
 def save_mig_instances(records, now):

@@ -32,6 +32,15 @@ def add_months(month, count):
     return month.replace(year=index // 12, month=index % 12 + 1)
 
 
+def months_of(start, end):
+    """The month starts (UTC) of the instants in [start, end)."""
+    months, month = [], month_start(start)
+    while month < end:
+        months.append(month)
+        month = add_months(month, 1)
+    return months
+
+
 def partition_name(table, month):
     return f"{table}_p{month:%Y_%m}"
 

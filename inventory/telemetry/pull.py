@@ -127,9 +127,11 @@ def store(source, collected, now):
         )
         first = min(record.ts for _, record in samples)
         hours |= rollup_samples(floor_hour(first), floor_hour(now) + timedelta(hours=1), source.interval_seconds,
-                                new_since=first)
-    health.count_xid_events(hours)
-    refresh(hours)
+                                new_since=first, gpu_ids={gpu_id for gpu_id, _ in samples})
+    # Only what this pull touched is recounted and rolled up: pulls of other sources' GPUs run beside it.
+    gpu_ids = {gpu_id for gpu_id, _ in matched_hours} | {gpu_id for gpu_id, _ in samples}
+    health.count_xid_events(hours, gpu_ids)
+    refresh(hours, gpu_ids)
     mig = health.save_mig_instances(matched_hours + samples, now)
     save_jobs(source, collected.jobs, now, collected.quality)
     save_unknown(source, unknown.values(), now)

@@ -4,15 +4,39 @@
 Every aggregate is computed by the database over a time range (set-based SQL), never per object in a
 Python loop, so the cost grows with the hours touched, not with the size of the fleet's history. (Energy
 counter readings are paired by a window function in SQL and summed in one pass over the rows.)
+
+A pull refreshes only what it touched (``refresh(hours, gpu_ids)``): its GPUs' nodes' hours, its GPUs' days and
+their nodes' usage days (a ``Scope``), under a transaction-long advisory lock per node, so pulls of different
+sites (disjoint nodes) run side by side and two writers of one node take turns. A full recompute (no scope: the
+functions called alone, the benchmarks, the migrations) takes the fleet's lock, which every refresh shares.
 """
 
+import json
 import logging
 from collections import defaultdict
+from contextlib import contextmanager
+from dataclasses import dataclass
 from datetime import datetime, time, timedelta
+from operator import attrgetter
 
 from django.conf import settings
 from django.db import connections, router, transaction
-from django.db.models import Avg, Count, F, FloatField, Max, Q, Sum, Value, Window
+from django.db.models import (
+    Avg,
+    BooleanField,
+    Count,
+    Exists,
+    F,
+    FloatField,
+    Func,
+    Max,
+    OuterRef,
+    Q,
+    Subquery,
+    Sum,
+    Value,
+    Window,
+)
 from django.db.models.functions import Lead, TruncDate, TruncHour
 from django.utils import timezone
 
@@ -22,7 +46,7 @@ from portal.db import bulk_upsert
 from . import dcgm
 from .dcgm import TOTAL_ENERGY, counter_increase, mj_to_wh
 from .models import GPUDaily, GPUHourly, NodeDaily, NodeHourly, TelemetrySample, UsageDaily
-from .partitions import drop_months_before, ensure_partitions, maintain
+from .partitions import drop_months_before, ensure_partitions, maintain, months_of
 
 log = logging.getLogger(__name__)
 
@@ -54,7 +78,8 @@ def floor_hour(moment):
 
 def upsert_gpu_hours(matched):
     """``matched``: ``(gpu_id, HourRecord)`` pairs. Returns the hours written."""
-    rows = [(gpu_id, record.hour, *(getattr(record, name) for name in ROLLUP_FIELDS)) for gpu_id, record in matched]
+    values = attrgetter("hour", *ROLLUP_FIELDS)
+    rows = [(gpu_id, *values(record)) for gpu_id, record in matched]
     return _upsert(GPUHourly, "gpu_id", "hour", ROLLUP_FIELDS, rows)
 
 
@@ -70,21 +95,67 @@ def _upsert(model, key, period, fields, rows):
 
 def _upsert_aggregates(model, key, aggregated, extra=()):
     """Write ``values().annotate()`` rows (dicts) keyed by ``(key, hour|day)``; returns the periods."""
-    period = "hour" if "hour" in {f.name for f in model._meta.fields} else "day"
+    period = _period(model)
     fields = [*ROLLUP_FIELDS, *extra]
     return _upsert(model, key, period, fields, [(row[key], row[period], *(row[name] for name in fields))
                                                 for row in aggregated])
 
 
-def rollup_samples(start, end, interval_seconds, new_since=None):
-    """Scraped samples in [start, end) → GPU hours.
+def _period(model):
+    return "hour" if "hour" in {f.name for f in model._meta.fields} else "day"
+
+
+def _insert_aggregated(model, key, aggregated, extra=()):
+    """Write a ``values(key, period).annotate(...)`` queryset keyed by ``(key, hour|day)`` with one
+    ``INSERT … SELECT … ON CONFLICT DO UPDATE``: the rows never travel to Python and back."""
+    connection = connections[router.db_for_write(model)]
+    quote = connection.ops.quote_name
+    names = [key, _period(model), *ROLLUP_FIELDS, *extra]
+    columns = [quote(model._meta.get_field(name.removesuffix("_id")).column) for name in names]
+    updates = ", ".join(f"{column} = EXCLUDED.{column}" for column in columns[2:])
+    sql, params = aggregated.order_by().query.sql_with_params()
+    # WHERE true: SQLite reads the ON of ON CONFLICT after a bare SELECT as a join's.
+    with connection.cursor() as cursor:
+        cursor.execute(f"INSERT INTO {quote(model._meta.db_table)} ({', '.join(columns)}) "
+                       f"SELECT {', '.join(quote(name) for name in names)} FROM ({sql}) AS aggregated WHERE true "
+                       f"ON CONFLICT ({columns[0]}, {columns[1]}) DO UPDATE SET {updates}", params)
+
+
+class AmongIds(Func):
+    """``expression`` among ``ids`` in one parameter however many there are (a pull touches up to the whole fleet):
+    ``= ANY(array)`` on PostgreSQL, which hashes it and tells the planner its length, ``IN json_each`` on SQLite."""
+
+    output_field = BooleanField()
+
+    def __init__(self, expression, ids):
+        super().__init__(expression)
+        self.ids = sorted(ids)
+
+    def as_sql(self, compiler, connection, **extra):
+        sql, params = compiler.compile(self.get_source_expressions()[0])
+        return f"{sql} = ANY(%s::bigint[])", [*params, self.ids]
+
+    def as_sqlite(self, compiler, connection, **extra):
+        sql, params = compiler.compile(self.get_source_expressions()[0])
+        return f"{sql} IN (SELECT value FROM json_each(%s))", [*params, json.dumps(self.ids)]
+
+
+def among(field, ids):
+    """A filter: ``field`` (a lookup path) among ``ids``."""
+    return Q(AmongIds(F(field), ids))
+
+
+def rollup_samples(start, end, interval_seconds, new_since=None, gpu_ids=None):
+    """Scraped samples in [start, end) → GPU hours (of the GPUs ``gpu_ids``, None: every GPU's).
 
     Energy: in an hour where samples carry DCGM's energy counter, what the counter measured
     (``counter_energy``; resets in samples from ``new_since`` on, those the pull just brought, are logged).
     Elsewhere, the mean power × the part of the hour the samples cover (samples × ``interval_seconds``,
     the scrape interval)."""
+    samples = TelemetrySample.objects.all() if gpu_ids is None else TelemetrySample.objects.filter(
+        among("gpu_id", gpu_ids))
     aggregated = (
-        TelemetrySample.objects.filter(ts__gte=start, ts__lt=end)
+        samples.filter(ts__gte=start, ts__lt=end)
         .annotate(hour=TruncHour("ts"))
         .values("gpu_id", "hour")
         .annotate(
@@ -99,8 +170,8 @@ def rollup_samples(start, end, interval_seconds, new_since=None):
         )
     )
     max_gap = max(COUNTER_GAP, timedelta(seconds=2 * interval_seconds))
-    metered = counter_energy(start, end, max_gap, new_since or start)
-    errors = counter_errors(start, end, max_gap)
+    metered = counter_energy(samples, start, end, max_gap, new_since or start)
+    errors = counter_errors(samples, start, end, max_gap)
     rows = []
     for row in aggregated:
         counted = errors.get((row["gpu_id"], row["hour"]), {})
@@ -116,8 +187,8 @@ def rollup_samples(start, end, interval_seconds, new_since=None):
     return _upsert_aggregates(GPUHourly, "gpu_id", rows)
 
 
-def counter_energy(start, end, max_gap, new_since):
-    """(gpu_id, hour) → Wh that DCGM's energy counter measured in the hours of [start, end).
+def counter_energy(samples, start, end, max_gap, new_since):
+    """(gpu_id, hour) → Wh that DCGM's energy counter measured in the hours of [start, end), from ``samples``.
 
     Two consecutive readings of a GPU's counter (``LEAD`` over its readings by time, in SQL) measure the
     increase between them, counted in the hour of the later one. The reading before ``start`` pairs with
@@ -129,7 +200,7 @@ def counter_energy(start, end, max_gap, new_since):
         return Window(Lead(field), partition_by=[F("gpu_id")], order_by=F("ts").asc())
 
     pairs = (
-        TelemetrySample.objects.filter(energy_mj__isnull=False, ts__gte=start - max_gap, ts__lt=end)
+        samples.filter(energy_mj__isnull=False, ts__gte=start - max_gap, ts__lt=end)
         .annotate(next_ts=following("ts"), next_mj=following("energy_mj"))
         .filter(next_ts__gte=start)  # the later reading is in the window (filtered after the window function)
         .values_list("gpu_id", "ts", "energy_mj", "next_ts", "next_mj")
@@ -151,11 +222,11 @@ def counter_energy(start, end, max_gap, new_since):
     return energy
 
 
-def counter_errors(start, end, max_gap):
+def counter_errors(samples, start, end, max_gap):
     """(gpu_id, hour) → {rollup field: errors counted} for DCGM's error counters (ECC, NVLink, PCIe replay) in
-    the hours of [start, end): paired as ``counter_energy`` pairs the energy counter (the increase between two
-    consecutive readings at most ``max_gap`` apart, in the later one's hour; a counter that went back counts
-    its new value). An hour whose readings pair with none has no figure (None), never 0."""
+    the hours of [start, end) of ``samples``: paired as ``counter_energy`` pairs the energy counter (the increase
+    between two consecutive readings at most ``max_gap`` apart, in the later one's hour; a counter that went back
+    counts its new value). An hour whose readings pair with none has no figure (None), never 0."""
     counters = list(dcgm.ERROR_COUNTERS)
 
     def following(field):
@@ -165,7 +236,7 @@ def counter_errors(start, end, max_gap):
     for name in counters:
         reported |= Q(**{f"{name}__isnull": False})
     pairs = (
-        TelemetrySample.objects.filter(reported, ts__gte=start - max_gap, ts__lt=end)
+        samples.filter(reported, ts__gte=start - max_gap, ts__lt=end)
         .annotate(next_ts=following("ts"), **{f"next_{name}": following(name) for name in counters})
         .filter(next_ts__gte=start)
         .values_list("gpu_id", "ts", "next_ts", *counters, *(f"next_{name}" for name in counters))
@@ -182,30 +253,86 @@ def counter_errors(start, end, max_gap):
     return counted
 
 
-def rollup_nodes(start, end):
-    """GPU hours in [start, end) → node hours (GPUs counted in the node they are installed in)."""
-    aggregated = (
-        GPUHourly.objects.filter(hour__gte=start, hour__lt=end, gpu__node__isnull=False)
-        .values("hour", node_id=F("gpu__node_id"))
-        .annotate(
-            util_mean=Avg("util_mean"), util_max=Max("util_max"), mem_used_mean_gb=Sum("mem_used_mean_gb"),
-            power_mean_w=Sum("power_mean_w"), energy_wh=Sum("energy_wh"),
-            gr_engine_active_mean=Avg("gr_engine_active_mean"), tensor_active_mean=Avg("tensor_active_mean"),
-            xid_errors=Sum("xid_errors"), samples=Sum("samples"), gpus_reporting=Count("pk"),
-            **health_aggregates(Sum),
-        )
+@dataclass(frozen=True)
+class Scope:
+    """What a pull's refresh recomputes: ``gpu_ids``, the GPUs whose hours it wrote, and ``node_ids``, the nodes they
+    are in or were in since the first day it touched (a GPU that moved leaves its old node's hours and usage days
+    to be recomputed without it: what it held there is older than the move); ``spare``: also the GPUs in no node."""
+
+    gpu_ids: frozenset
+    node_ids: frozenset
+    spare: bool
+
+    @classmethod
+    def of(cls, gpu_ids, since):
+        """The scope of ``gpu_ids``; ``since``: the first instant of the first day the refresh touches."""
+        nodes = set(GPU.objects.filter(among("pk", gpu_ids)).values_list("node_id", flat=True).distinct())
+        history = GPU.history.model
+        changed = list(history.objects.filter(among("id", gpu_ids), history_date__gte=since)
+                       .values_list("id", "node_id"))
+        nodes |= {node_id for _, node_id in changed}
+        if changed:  # where the GPUs that changed since then were before it (few: RMA swaps, moves, state changes)
+            earlier = history.objects.filter(id=OuterRef("pk"), history_date__lt=since).order_by("-history_date")
+            nodes |= set(GPU.objects.filter(Exists(earlier), pk__in=[pk for pk, _ in changed])
+                         .values_list(Subquery(earlier.values("node_id")[:1]), flat=True))
+        return cls(frozenset(gpu_ids), frozenset(nodes - {None}), None in nodes)
+
+
+# Advisory locks (PostgreSQL), two-key form (namespace, key): one per node, and the fleet's (FLEET), which a full
+# recompute takes alone and every scoped refresh shares. Key 0 stands for the GPUs in no node (node ids start at 1).
+LOCKS, FLEET = 35_0001, -1
+
+
+@contextmanager
+def _locked(scope, using="default"):
+    """A transaction holding the locks of ``scope`` (None: the whole fleet) until it ends. Scoped refreshes take their
+    nodes' locks in one statement, in id order, so two of them never wait for each other in a circle."""
+    connection = connections[using]
+    with transaction.atomic(using=using):
+        if connection.vendor == "postgresql":
+            with connection.cursor() as cursor:
+                if scope is None:
+                    cursor.execute("SELECT pg_advisory_xact_lock(%s, %s)", [LOCKS, FLEET])
+                else:
+                    cursor.execute("SELECT pg_advisory_xact_lock_shared(%s, %s)", [LOCKS, FLEET])
+                    keys = sorted(scope.node_ids | ({0} if scope.spare else set()))
+                    cursor.execute("SELECT count(pg_advisory_xact_lock(%s, (n %% 2147483647)::int)) "
+                                   "FROM (SELECT unnest(%s::bigint[]) AS n ORDER BY 1) AS ordered", [LOCKS, keys])
+        yield
+
+
+def rollup_nodes(start, end, scope=None):
+    """GPU hours in [start, end) → node hours (GPUs counted in the node they are installed in); of ``scope``'s nodes
+    (None: every node)."""
+    with _locked(scope):
+        _node_hours(start, end, scope)
+
+
+def _node_hours(start, end, scope):
+    hours = GPUHourly.objects.filter(hour__gte=start, hour__lt=end, gpu__node__isnull=False)
+    if scope is not None:
+        hours = hours.filter(among("gpu__node_id", scope.node_ids))
+    aggregated = hours.values("hour", node_id=F("gpu__node_id")).annotate(
+        util_mean=Avg("util_mean"), util_max=Max("util_max"), mem_used_mean_gb=Sum("mem_used_mean_gb"),
+        power_mean_w=Sum("power_mean_w"), energy_wh=Sum("energy_wh"),
+        gr_engine_active_mean=Avg("gr_engine_active_mean"), tensor_active_mean=Avg("tensor_active_mean"),
+        xid_errors=Sum("xid_errors"), samples=Sum("samples"), gpus_reporting=Count("pk"),
+        **health_aggregates(Sum),
     )
-    return _upsert_aggregates(NodeHourly, "node_id", aggregated, ["gpus_reporting"])
+    ensure_partitions(NodeHourly, months_of(start, end))
+    _insert_aggregated(NodeHourly, "node_id", aggregated, ["gpus_reporting"])
 
 
 def day_start(day):
     return timezone.make_aware(datetime.combine(day, time.min))
 
 
-def _daily(hourly_model, daily_model, key, start_day, end_day, extra=None):
+def _daily(hourly_model, daily_model, key, start_day, end_day, ids=None, extra=None):
+    hours = hourly_model.objects.filter(hour__gte=day_start(start_day), hour__lt=day_start(end_day + timedelta(days=1)))
+    if ids is not None:
+        hours = hours.filter(among(key, ids))
     aggregated = (
-        hourly_model.objects.filter(hour__gte=day_start(start_day), hour__lt=day_start(end_day + timedelta(days=1)))
-        .annotate(day=TruncDate("hour"))
+        hours.annotate(day=TruncDate("hour"))
         .values(key, "day")
         .annotate(
             # Hours with a utilization reading, as the hourly ranges count them (hours with only power are not);
@@ -217,45 +344,71 @@ def _daily(hourly_model, daily_model, key, start_day, end_day, extra=None):
             xid_errors=Sum("xid_errors"), samples=Sum("samples"), **health_aggregates(Max), **(extra or {}),
         )
     )
-    return _upsert_aggregates(daily_model, key, aggregated, ["hours", *(extra or {})])
+    _insert_aggregated(daily_model, key, aggregated, ["hours", *(extra or {})])
 
 
-def rollup_days(start_day, end_day):
-    """Hourly rows of the days [start_day, end_day] → daily rows, for GPUs and nodes, and their usage days."""
-    _daily(GPUHourly, GPUDaily, "gpu_id", start_day, end_day)
-    _daily(NodeHourly, NodeDaily, "node_id", start_day, end_day, {"gpus_reporting": Max("gpus_reporting")})
-    rollup_usage(start_day, end_day)
+def rollup_days(start_day, end_day, scope=None):
+    """Hourly rows of the days [start_day, end_day] → daily rows, for GPUs and nodes, and their usage days; of
+    ``scope``'s GPUs and nodes (None: every one's)."""
+    with _locked(scope):
+        _days(start_day, end_day, scope)
 
 
-def rollup_usage(start_day=None, end_day=None, gpu_daily=GPUDaily, usage_daily=UsageDaily):
+def _days(start_day, end_day, scope):
+    gpus, nodes = (None, None) if scope is None else (scope.gpu_ids, scope.node_ids)
+    _daily(GPUHourly, GPUDaily, "gpu_id", start_day, end_day, gpus)
+    _daily(NodeHourly, NodeDaily, "node_id", start_day, end_day, nodes, {"gpus_reporting": Max("gpus_reporting")})
+    _usage(start_day, end_day, GPUDaily, UsageDaily, scope)
+
+
+def rollup_usage(start_day=None, end_day=None, gpu_daily=GPUDaily, usage_daily=UsageDaily, scope=None):
     """Daily GPU rows of the days [start_day, end_day] (open ends: every day) → usage days, per node (where the GPU
-    is now) and GPU model: one INSERT … SELECT. The days' rows are replaced, not upserted, so a GPU that moved
-    leaves none of its hours on its old node, and two writers take turns (PostgreSQL: a table lock that readers
-    do not wait for). The migration that creates the table passes its historical models."""
+    is now) and GPU model: one INSERT … SELECT; of ``scope``'s nodes (None: every node). The rows of those nodes and
+    days are replaced, not upserted, so a GPU that moved leaves none of its hours on its old node. The migration
+    that creates the table passes its historical models."""
+    with _locked(scope, router.db_for_write(usage_daily)):
+        _usage(start_day, end_day, gpu_daily, usage_daily, scope)
+
+
+def _usage(start_day, end_day, gpu_daily, usage_daily, scope):
+    connection = connections[router.db_for_write(usage_daily)]
     days = {f"day__{op}": day for op, day in (("gte", start_day), ("lte", end_day)) if day is not None}
-    summed = (gpu_daily.objects.filter(util_mean__isnull=False, **days)
-              .values("day", node_id=F("gpu__node_id"), gpu_model_id=F("gpu__gpu_model_id"))
+    old = usage_daily.objects.using(connection.alias).filter(**days)
+    new = gpu_daily.objects.using(connection.alias).filter(util_mean__isnull=False, **days)
+    if scope is not None:
+        old = old.filter(_in_nodes("node", scope))
+        new = new.filter(_in_nodes("gpu__node", scope))
+    summed = (new.values("day", node_id=F("gpu__node_id"), gpu_model_id=F("gpu__gpu_model_id"))
               .annotate(gpus=Count("pk"), gpu_hours=Sum("hours"),
                         util_hours=Sum(F("util_mean") * F("hours"), output_field=FloatField()))
               .order_by())
     sql, params = summed.query.sql_with_params()
-    connection = connections[router.db_for_write(usage_daily)]
     table = connection.ops.quote_name(usage_daily._meta.db_table)
     columns = "day, node_id, gpu_model_id, gpus, gpu_hours, util_hours"
-    with transaction.atomic(using=connection.alias), connection.cursor() as cursor:
-        if connection.vendor == "postgresql":
-            cursor.execute(f"LOCK TABLE {table} IN SHARE ROW EXCLUSIVE MODE")
-        usage_daily.objects.using(connection.alias).filter(**days).delete()
+    old.delete()
+    with connection.cursor() as cursor:
         cursor.execute(f"INSERT INTO {table} ({columns}) SELECT {columns} FROM ({sql}) summed", params)
 
 
-def refresh(hours):
-    """After GPU hours changed: recompute the node hours and the days they belong to."""
+def _in_nodes(node, scope):
+    """``node`` (a lookup path) among ``scope``'s nodes, or none where it counts the GPUs in no node."""
+    installed = among(f"{node}_id", scope.node_ids)
+    return installed | Q(**{f"{node}__isnull": True}) if scope.spare else installed
+
+
+def refresh(hours, gpu_ids=None):
+    """After GPU hours changed: recompute the node hours and the days they belong to. ``gpu_ids``: the GPUs whose
+    hours changed; only their nodes' hours, their own days and their nodes' usage days are recomputed, with the
+    same figures as a full recompute gives those rows (None: every GPU's, the full recompute)."""
     if not hours:
         return
     first, last = min(hours), max(hours)
-    rollup_nodes(first, last + timedelta(hours=1))
-    rollup_days(timezone.localdate(first), timezone.localdate(last))
+    first_day, last_day = timezone.localdate(first), timezone.localdate(last)
+    with transaction.atomic():
+        scope = None if gpu_ids is None else Scope.of(gpu_ids, day_start(first_day))
+        with _locked(scope):
+            _node_hours(first, last + timedelta(hours=1), scope)
+            _days(first_day, last_day, scope)
 
 
 def enforce_retention(now=None):
