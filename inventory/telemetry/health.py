@@ -24,20 +24,27 @@ from .rollups import among, floor_hour
 
 HOUR = timedelta(hours=1)
 LAST_MOMENT = timedelta(microseconds=1)
+# The hour record's fields of each row-remap gauge: its last and highest reading in the hour.
+REMAP_FIELDS = {kind: (f"{kind}_last", f"{kind}_max") for kind in remap.GAUGES}
+
+
+def read_at(hours, now):
+    """Hour → when its records' gauges are read: at its end, or now for the current hour (one per hour, not per
+    record)."""
+    return {hour: min(hour + HOUR - LAST_MOMENT, now) for hour in {record.hour for _, record in hours}}
 
 
 def readings(hours, samples, now):
     """GPU id → its XID ``xid.Reading``\\ s in time order, from matched hour records (Prometheus) and samples
     (exporter scrapes). An hour's reading is taken at its end, or now for the current hour, so a later pull
     of the same hour reads it again as newer."""
-    found = defaultdict(list)
+    found, at = defaultdict(list), read_at(hours, now)
     for gpu_id, record in hours:
         if record.xid_last is None:
             continue
         changed = record.xid_changes > 0
-        found[gpu_id].append(xid.Reading(
-            ts=min(record.hour + HOUR - LAST_MOMENT, now), code=record.xid_last,
-            passed=record.xid_max if changed else None, dropped=changed and record.xid_min == 0))
+        found[gpu_id].append(xid.Reading(at[record.hour], record.xid_last, record.xid_max if changed else None,
+                                         changed and record.xid_min == 0))
     for gpu_id, record in samples:
         if record.xid is not None:
             found[gpu_id].append(xid.Reading(ts=record.ts, code=record.xid))
@@ -89,14 +96,13 @@ def _advance_quiet(stored, field, found):
 def remap_readings(hours, samples, now):
     """(GPU id, event kind) → the row-remap gauge's ``xid.Reading``\\ s in time order (1 for on, 0 for off), read
     as ``readings`` reads the XID gauge: an hour by its end, with its highest value as ``passed``."""
-    found = defaultdict(list)
+    found, at = defaultdict(list), read_at(hours, now)
     for gpu_id, record in hours:
-        for kind in remap.GAUGES:
-            last, highest = getattr(record, f"{kind}_last"), getattr(record, f"{kind}_max")
+        for kind, (last_field, max_field) in REMAP_FIELDS.items():
+            last, highest = getattr(record, last_field), getattr(record, max_field)
             if last is None and highest is None:
                 continue
-            found[(gpu_id, kind)].append(xid.Reading(ts=min(record.hour + HOUR - LAST_MOMENT, now),
-                                                     code=int(bool(last)), passed=int(bool(highest))))
+            found[(gpu_id, kind)].append(xid.Reading(at[record.hour], int(bool(last)), int(bool(highest))))
     for gpu_id, record in samples:
         for kind in remap.GAUGES:
             if getattr(record, kind) is not None:

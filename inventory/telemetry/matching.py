@@ -2,7 +2,11 @@
 host to a node. Host names are compared the same way everywhere (``host_key``): the inventory may hold
 FQDNs while Slurm and DCGM report short names, in any case."""
 
+from django.db.models.functions import Lower
+
 from inventory.models import GPU, Node
+
+from .rollups import among
 
 
 def host_key(hostname):
@@ -11,14 +15,25 @@ def host_key(hostname):
 
 
 class GPUMatcher:
-    """Loads the two lookup tables once (two queries) and answers for any number of series."""
+    """Finds the GPUs of the series one pull brought (``series``: their keys): those with a UUID in one
+    query of their UUIDs (a site's pull reads its site's GPUs, not the fleet's); by host name and GPU index, the
+    inventory's slots in one more query, loaded only when a series is not found by its UUID."""
 
-    def __init__(self):
-        self.by_uuid = {uuid.lower(): pk for pk, uuid in GPU.objects.exclude(uuid="").values_list("pk", "uuid")}
-        self.by_slot = {}
-        for pk, hostname, slot in GPU.objects.filter(node__isnull=False).values_list("pk", "node__hostname", "slot"):
-            self.by_slot[(hostname.strip().lower(), str(slot))] = pk
-            self.by_slot.setdefault((host_key(hostname), str(slot)), pk)
+    def __init__(self, series):
+        uuids = {s.uuid.lower() for s in series if s.uuid}
+        found = GPU.objects.alias(key=Lower("uuid")).filter(among("key", uuids, "text"))
+        self.by_uuid = {uuid.lower(): pk for pk, uuid in found.values_list("pk", "uuid")}
+        self._by_slot = None
+
+    @property
+    def by_slot(self):
+        if self._by_slot is None:
+            self._by_slot = {}
+            for pk, hostname, slot in GPU.objects.filter(node__isnull=False).values_list("pk", "node__hostname",
+                                                                                          "slot"):
+                self._by_slot[(hostname.strip().lower(), str(slot))] = pk
+                self._by_slot.setdefault((host_key(hostname), str(slot)), pk)
+        return self._by_slot
 
     def gpu_id(self, series):
         if series.uuid and series.uuid.lower() in self.by_uuid:

@@ -97,7 +97,7 @@ def save_report(source, now, start, collected, summary, error=""):
 
 def store(source, collected, now):
     """Write what a collector brought back; returns counts for the log and the task result."""
-    matcher = GPUMatcher()
+    matcher = GPUMatcher(record.series for record in [*collected.hours, *collected.samples])
     unknown = {}
 
     def match(records):

@@ -122,27 +122,37 @@ def _insert_aggregated(model, key, aggregated, extra=()):
 
 
 class AmongIds(Func):
-    """``expression`` among ``ids`` in one parameter however many there are (a pull touches up to the whole fleet):
-    ``= ANY(array)`` on PostgreSQL, which hashes it and tells the planner its length, ``IN json_each`` on SQLite."""
+    """``expression`` among ``values`` (ids, unless ``db_type`` says otherwise) in one parameter however many there are
+    (a pull touches up to the whole fleet): ``= ANY(array)`` on PostgreSQL, which hashes it and tells the planner its
+    length, ``IN json_each`` on SQLite."""
 
     output_field = BooleanField()
 
-    def __init__(self, expression, ids):
+    def __init__(self, expression, values, db_type="bigint"):
         super().__init__(expression)
-        self.ids = sorted(ids)
+        self.values, self.db_type = sorted(values), db_type
 
     def as_sql(self, compiler, connection, **extra):
         sql, params = compiler.compile(self.get_source_expressions()[0])
-        return f"{sql} = ANY(%s::bigint[])", [*params, self.ids]
+        return f"{sql} = ANY(%s::{self.db_type}[])", [*params, array_text(self.values)]
 
     def as_sqlite(self, compiler, connection, **extra):
         sql, params = compiler.compile(self.get_source_expressions()[0])
-        return f"{sql} IN (SELECT value FROM json_each(%s))", [*params, json.dumps(self.ids)]
+        return f"{sql} IN (SELECT value FROM json_each(%s))", [*params, json.dumps(self.values)]
 
 
-def among(field, ids):
-    """A filter: ``field`` (a lookup path) among ``ids``."""
-    return Q(AmongIds(F(field), ids))
+def array_text(values):
+    """PostgreSQL's text of an array of ``values`` (ints, or strings, quoted), for a ``%s::type[]`` parameter: psycopg
+    quotes a list element by element, about 20 ms for 10,000 ids."""
+    values = list(values)
+    if all(isinstance(v, int) for v in values):
+        return "{" + ",".join(map(str, values)) + "}"
+    return "{" + ",".join('"' + v.replace("\\", "\\\\").replace('"', '\\"') + '"' for v in values) + "}"
+
+
+def among(field, values, db_type="bigint"):
+    """A filter: ``field`` (a lookup path) among ``values``."""
+    return Q(AmongIds(F(field), values, db_type))
 
 
 def rollup_samples(start, end, interval_seconds, new_since=None, gpu_ids=None):
@@ -295,7 +305,7 @@ def _locked(scope, using="default"):
                     cursor.execute("SELECT pg_advisory_xact_lock(%s, %s)", [LOCKS, FLEET])
                 else:
                     cursor.execute("SELECT pg_advisory_xact_lock_shared(%s, %s)", [LOCKS, FLEET])
-                    keys = sorted(scope.node_ids | ({0} if scope.spare else set()))
+                    keys = array_text(sorted(scope.node_ids | ({0} if scope.spare else set())))
                     cursor.execute("SELECT count(pg_advisory_xact_lock(%s, (n %% 2147483647)::int)) "
                                    "FROM (SELECT unnest(%s::bigint[]) AS n ORDER BY 1) AS ordered", [LOCKS, keys])
         yield

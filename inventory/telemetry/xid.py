@@ -13,8 +13,8 @@ job's problem and do neither; codes the catalogue here does not know are shown a
 nothing on their own.
 """
 
-from dataclasses import dataclass
 from datetime import datetime
+from typing import NamedTuple
 
 HARDWARE, APPLICATION, UNCLASSIFIED = "hardware", "application", "unclassified"
 
@@ -68,11 +68,11 @@ def describe(code):
     return f"XID {code} ({kind_of(code)}): {meaning(code)}"
 
 
-@dataclass(frozen=True)
-class Reading:
+class Reading(NamedTuple):
     """The gauge of one GPU at ``ts``: ``code`` its value then. From hourly Prometheus figures, where the value
     changed inside the hour: ``passed``, the highest code it held (``max_over_time``), and ``dropped``, whether
-    it read 0 in between (``min_over_time``: a driver or exporter restart)."""
+    it read 0 in between (``min_over_time``: a driver or exporter restart). A tuple: a pull makes three for each
+    GPU, 30,000 at 10,000 GPUs: twice as fast to make as a frozen dataclass."""
 
     ts: datetime
     code: int
