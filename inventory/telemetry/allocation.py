@@ -25,12 +25,10 @@ from django.db.models import (
     BooleanField,
     Count,
     DurationField,
-    Exists,
     ExpressionWrapper,
     F,
     IntegerField,
     Min,
-    OuterRef,
     Q,
     Sum,
     Value,
@@ -158,7 +156,19 @@ def clipped_gpu_time_in_pieces(queryset, pieces, now, by, nodes=None):
     job) or ``(prefix) -> Q``, a condition on the job that only some jobs count in that span. Three queries
     however many pieces; only the jobs that overlap a piece are read (``allocation_rollup`` asks for the hour
     still open and the runs its hours do not hold). ``by`` may be a tuple of groups: keys are then tuples."""
-    pieces = [(start, end, which) for start, end, which in pieces if start < end]
+    totals = defaultdict(lambda: {"gpu_hours": 0.0, "multi_node_gpu_hours": 0.0})
+    for groups in clipped_gpu_time_per_piece(queryset, pieces, now, by, nodes).values():
+        for key, row in groups.items():
+            for name, value in row.items():
+                totals[key][name] += value
+    return {key: {name: max(0.0, value) for name, value in row.items()} for key, row in totals.items()}
+
+
+def clipped_gpu_time_per_piece(queryset, pieces, now, by, nodes=None):
+    """``clipped_gpu_time_in_pieces`` piece by piece: ``{index of the piece: {group: row}}``, not yet floored at
+    zero (pieces that overlap, such as the windows of several plans, are counted each on its own). Empty pieces
+    count nothing."""
+    pieces = [(start, end, which) if start < end else (start, start, None) for start, end, which in pieces]
     names = by if isinstance(by, tuple) else (by,)
 
     def fields(prefix):
@@ -167,14 +177,14 @@ def clipped_gpu_time_in_pieces(queryset, pieces, now, by, nodes=None):
     def key_of(row):
         return tuple(row[:len(names)]) if isinstance(by, tuple) else row[0]
 
-    totals = defaultdict(lambda: {"gpu_hours": 0.0, "multi_node_gpu_hours": 0.0})
-    if not pieces:
+    totals = defaultdict(lambda: defaultdict(lambda: {"gpu_hours": 0.0, "multi_node_gpu_hours": 0.0}))
+    if not any(start < end for start, end, _ in pieces):
         return {}
 
-    def add(group, multi, value):
-        totals[group]["gpu_hours"] += value
+    def add(piece, group, multi, value):
+        totals[piece][group]["gpu_hours"] += value
         if multi:
-            totals[group]["multi_node_gpu_hours"] += value
+            totals[piece][group]["multi_node_gpu_hours"] += value
 
     def counted(index, prefix=""):
         which = pieces[index][2]
@@ -182,7 +192,8 @@ def clipped_gpu_time_in_pieces(queryset, pieces, now, by, nodes=None):
 
     any_piece = Q()
     for index, (start, end, _) in enumerate(pieces):
-        any_piece |= overlaps(start, end) & counted(index)
+        if start < end:
+            any_piece |= overlaps(start, end) & counted(index)
     jobs = queryset.filter(any_piece)
     per_node = SlurmJobNode.objects.filter(job__in=jobs)
     if nodes is not None:
@@ -194,13 +205,15 @@ def clipped_gpu_time_in_pieces(queryset, pieces, now, by, nodes=None):
 
     for row in (per_node.annotate(multi=multi_node("job__")).values_list(*fields("job__"), "multi")
                 .annotate(**sums("job__", "gpus")).order_by()):
-        add(key_of(row), row[len(names)], sum(hours(time) for time in row[len(names) + 1:]))
+        for piece, time in enumerate(row[len(names) + 1:]):
+            add(piece, key_of(row), row[len(names)], hours(time))
     if nodes is None:
         groups = {f"g{index}": none_or(name) for index, name in enumerate(names)}
         for row in (  # jobs without per-node rows count as reported
                 jobs.filter(allocations__isnull=True).annotate(multi=multi_node(), **groups)
                 .values_list(*groups, "multi").annotate(**sums("", "gpus")).order_by()):
-            add(key_of(row), row[len(names)], sum(hours(time) for time in row[len(names) + 1:]))
+            for piece, time in enumerate(row[len(names) + 1:]):
+                add(piece, key_of(row), row[len(names)], hours(time))
     excess = AllocationExcess.objects.filter(allocation__job__in=jobs)
     if nodes is not None:
         excess = excess.filter(node__in=nodes)
@@ -213,49 +226,11 @@ def clipped_gpu_time_in_pieces(queryset, pieces, now, by, nodes=None):
             excess.filter(start__lt=limit, end__gt=first).annotate(multi=multi_node("allocation__job__"), **counts_in)
             .values_list(*fields("allocation__job__"), "multi", "start", "end", "gpus", *counts_in)):
         multi, begin, finish, gpus, *counts = row[len(names):]
-        for (start, end, _), count in zip(pieces, counts, strict=True):
+        for piece, ((start, end, _), count) in enumerate(zip(pieces, counts, strict=True)):
             overlap = min(finish, end, now) - max(begin, start)
             if count and overlap > ZERO:
-                add(key_of(row), multi, -gpus * hours(overlap))
-    return {key: {name: max(0.0, value) for name, value in row.items()} for key, row in totals.items()}
-
-
-def clipped_gpu_time_in_windows(queryset, windows, now, by="account"):
-    """Allocated GPU-hours of the jobs of ``queryset`` in each of many windows, each its own group and time span:
-    ``windows`` is ``{key: (value of the job's field by, start, end)}``, the answer ``{key: {"gpu_hours", "jobs"}}``
-    (jobs: those whose run overlaps the window); ``by`` None: every job of ``queryset`` in each window (the value is
-    ignored). Counted as ``clipped_gpu_time`` counts one window (per node, less
-    what the nodes could not have given), in three queries however many windows and jobs: each window is one
-    filtered sum of the same scan."""
-    if not windows:
-        return {}
-    first, last = min(w[1] for w in windows.values()), max(w[2] for w in windows.values())
-
-    def of(value, prefix=""):
-        return Q(**{f"{prefix}{by}": value}) if by else Q()
-
-    if by:
-        queryset = queryset.filter(**{f"{by}__in": {w[0] for w in windows.values()}})
-    jobs = in_window(queryset, first, last)
-    listed = Exists(SlurmJobNode.objects.filter(job=OuterRef("pk")))
-    per_job = jobs.annotate(listed=listed).aggregate(**{
-        name: aggregate for key, (value, start, end) in enumerate(windows.values()) for name, aggregate in (
-            (f"n{key}", Count("pk", filter=of(value) & overlaps(start, end))),
-            # jobs without per-node rows count as reported
-            (f"t{key}", Sum(gpu_time_in_window(start, end, now), filter=of(value) & Q(listed=False))))})
-    per_node = SlurmJobNode.objects.filter(job__in=jobs).aggregate(**{
-        f"t{key}": Sum(gpu_time_in_window(start, end, now, "job__", "gpus"), filter=of(value, "job__"))
-        for key, (value, start, end) in enumerate(windows.values())})
-    totals = {key: hours(per_job[f"t{i}"]) + hours(per_node[f"t{i}"]) for i, key in enumerate(windows)}
-    limit = min(last, now)
-    for value, begin, finish, gpus in (  # rare: only where nodes were overbooked
-            AllocationExcess.objects.filter(allocation__job__in=jobs, start__lt=limit, end__gt=first)
-            .values_list(f"allocation__job__{by or 'pk'}", "start", "end", "gpus")):
-        for key, (group, start, end) in windows.items():
-            overlap = min(finish, end, now) - max(begin, start)
-            if (not by or group == value) and overlap > ZERO:
-                totals[key] -= gpus * hours(overlap)
-    return {key: {"gpu_hours": max(0.0, totals[key]), "jobs": per_job[f"n{i}"]} for i, key in enumerate(windows)}
+                add(piece, key_of(row), multi, -gpus * hours(overlap))
+    return totals
 
 
 def held_by_node_hour(allocations, start, end, now):

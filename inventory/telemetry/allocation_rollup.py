@@ -21,7 +21,7 @@ from collections import defaultdict
 from datetime import UTC, timedelta
 
 from django.db import connections, router, transaction
-from django.db.models import Min, Q, Sum
+from django.db.models import Count, Min, Q, Sum
 from django.db.models.functions import Coalesce, TruncDate
 from django.utils import timezone
 
@@ -175,6 +175,24 @@ def allocated_in_windows(windows, now, account=None, partition=None, nodes=None)
     return {key: sum(row["gpu_hours"] for row in groups.values()) for key, groups in found.items()}
 
 
+def allocated_for_groups(windows, now, by="account"):
+    """Allocated GPU-hours of one group in each of many windows, each with its own group and time span (a plan's
+    workloads, each its team's runs): ``windows`` is ``{key: (value of by, start, end)}``, the answer
+    ``{key: {"gpu_hours", "jobs"}}`` (jobs: those whose run overlaps the window). The rollup in two queries, the jobs
+    counted in one over the runs that overlap a window."""
+    if not windows:
+        return {}
+    found = Reader(now).read({key: (start, end) for key, (_, start, end) in windows.items()}, by)
+    overlapping, counts = Q(), {}
+    for index, (value, start, end) in enumerate(windows.values()):
+        window = Q(**{by: value}) & allocation.overlaps(start, end)
+        overlapping |= window
+        counts[f"n{index}"] = Count("pk", filter=window)
+    jobs = SlurmJob.objects.filter(overlapping).aggregate(**counts)
+    return {key: {"gpu_hours": found[key].get(value, {}).get("gpu_hours", 0.0), "jobs": jobs[f"n{index}"]}
+            for index, (key, (value, _, _)) in enumerate(windows.items())}
+
+
 class Reader:
     """Reads allocated GPU-hours of one scope for windows: whole days from the daily rows (no node scope), whole hours
     from the hourly rows, the rest from the jobs (``allocation.clipped_gpu_time_in_pieces``)."""
@@ -205,12 +223,13 @@ class Reader:
         self.add(totals, hourly if self.nodes is None else hourly.filter(node__in=self.nodes), "hour", hours, group)
         if not self.any_unsettled():
             pieces = {key: [piece for piece in spans if piece[2] is None] for key, spans in pieces.items()}
-        for key, spans in pieces.items():
-            if any(begin < finish for begin, finish, _ in spans):
-                for group_key, row in allocation.clipped_gpu_time_in_pieces(
-                        self.jobs, spans, self.now, by or "account", self.nodes).items():
-                    for name, value in row.items():
-                        totals[key][group_key if by else None][name] += value
+        listed = [(key, piece) for key, spans in pieces.items() for piece in spans]
+        per_piece = allocation.clipped_gpu_time_per_piece(  # every window's pieces in one go: three queries
+            self.jobs, [piece for _, piece in listed], self.now, by or "account", self.nodes)
+        for index, groups in per_piece.items():
+            for group_key, row in groups.items():
+                for name, value in row.items():
+                    totals[listed[index][0]][group_key if by else None][name] += value
         return {key: {group_key: {name: max(0.0, value) for name, value in row.items()}
                       for group_key, row in groups.items()} for key, groups in totals.items()}
 

@@ -115,14 +115,6 @@ def share(row):
     return row["multi_node_gpu_hours"] / row["gpu_hours"] if row["gpu_hours"] else None
 
 
-def gpu_hours_in_windows(queryset, windows, by="account", now=None):
-    """Allocated GPU-hours in many windows at once, each of one group (``account`` = team) and its own time span:
-    ``windows`` is ``{key: (group, start, end)}``; the answer ``{key: {"gpu_hours": 12.5, "jobs": 3}}`` (jobs whose
-    run overlaps the window). Counted as ``allocated_gpu_hours`` counts, in three queries however many windows."""
-    check_group(by)
-    return allocation.clipped_gpu_time_in_windows(queryset, windows, now or timezone.now(), by)
-
-
 in_window = allocation.in_window  # jobs with GPUs whose run may overlap [start, end]
 
 

@@ -4,7 +4,7 @@ sizing estimated, and that ratio as the team's sizing factor.
 A planned workload with a Slurm account ran (the plan says) from its start month for the calendar months its
 wall-clock time spans (``analysis.run_months``, as the plan's analysis spreads it): its *window*. Once the window is
 over, the account's jobs that ran in it give the *realized* GPU-hours (allocated GPU-hours clipped to the window and
-per node, ``inventory.telemetry.jobstats``); the *estimate* is the sizing model's GPU-hours without any sizing
+per node, ``inventory.telemetry.allocation_rollup``); the *estimate* is the sizing model's GPU-hours without any sizing
 factor (a factor the plan gave would otherwise hide the very error it corrects). A team's ratio is Σ realized /
 Σ estimated over its finished workloads with jobs.
 
@@ -22,8 +22,7 @@ from datetime import datetime, time
 from django.core.exceptions import ValidationError
 from django.utils import timezone
 
-from inventory.telemetry import jobstats
-from inventory.telemetry.models import SlurmJob
+from inventory.telemetry import allocation_rollup
 
 from ..plans.analysis import run_months
 from ..plans.forecast import add_months
@@ -156,7 +155,7 @@ def calibrate(workloads=None, now=None):
         if run.start is not None:
             windows[(run.workload.pk, "run")] = (run.team, aware(run.start), aware(run.end))
             windows[(run.workload.pk, "after")] = (run.team, aware(run.end), aware(add_months(run.end, 1)))
-    found = jobstats.gpu_hours_in_windows(SlurmJob.objects.all(), windows, "account", now)
+    found = allocation_rollup.allocated_for_groups(windows, now)
     for run in runs:
         if run.start is not None:
             judge(run, found[(run.workload.pk, "run")], found[(run.workload.pk, "after")], today)

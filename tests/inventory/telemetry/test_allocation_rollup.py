@@ -64,6 +64,14 @@ def assert_rollup_is_the_definition(nodes, now, windows):
         for index, (start, end) in enumerate(windows):
             expected = allocation.clipped_gpu_time(jobs, start, end, now, "account", scope.get("nodes"))
             assert totals[index] == pytest.approx(sum(row["gpu_hours"] for row in expected.values()), abs=1e-6)
+    per_team = {(team, index): (team, start, end) for index, (start, end) in enumerate(windows)
+                for team in ("vision", "speech")}
+    for key, row in allocation_rollup.allocated_for_groups(per_team, now).items():
+        team, start, end = per_team[key]
+        jobs = SlurmJob.objects.filter(account=team)
+        expected = allocation.clipped_gpu_time(jobs, start, end, now, "account")
+        assert row["gpu_hours"] == pytest.approx(expected.get(team, {}).get("gpu_hours", 0.0), abs=1e-6)
+        assert row["jobs"] == allocation.in_window(jobs, start, end).count()
     for start, end in windows:
         for by in GROUPS:
             for scope in scopes:
