@@ -1,0 +1,230 @@
+"""Parallel pulls (issue 35): completed telemetry pulls per minute with 1, 2 and 4 Celery workers.
+
+    .venv/bin/python bench/workers.py [--gpus 10000] [--sources 8] [--workers 1 2 4] [--seconds 60] [--warmup 20]
+
+1. A throwaway PostgreSQL and Redis (``tests/helpers``); ``bench/telemetry.py``'s fleet (``--gpus`` GPUs, 8 per node,
+   4 sites, 8 partitions) split over ``--sources`` Prometheus sources by node (with 8, one per partition), all served
+   by one local HTTP server that answers every query the collector sends (``prometheus.queries()``: utilization,
+   memory, power, energy, health, the XID and row-remap gauges) with generated values for the source's GPUs at the
+   hour asked for. Answers are written once per source, query and hour and then served from memory, so the server's
+   own work stays small next to the pulls'.
+2. For each worker count, that many ``celery -A portal worker -c 1`` processes on Redis, each pulling the current
+   hour of a source at a time: the benchmark keeps one pull of every source queued or running (it queues a source's
+   next pull as soon as its report is written), so the workers never wait for beat's poll. After ``--warmup``
+   seconds, the pulls completed in ``--seconds`` are counted from their ``PullReport`` rows (failed ones apart).
+3. Pulls per minute for each worker count, the ratio to one worker, the machine's load and CPU busy during each
+   window: on a machine with fewer cores than workers, the ratio shows the cores, not the portal.
+"""
+
+import argparse
+import json
+import os
+import secrets
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+
+BENCH = Path(__file__).resolve().parent
+ROOT = BENCH.parent
+sys.path[:0] = [str(ROOT), str(BENCH)]
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "portal.settings")
+
+MODEL = "NVIDIA H100 80GB HBM3"
+# What the generated fleet reports for an hour, per collector field (anything else: 0, e.g. the XID gauge, errors).
+FIGURES = {"samples": 60, "power_samples": 60, "energy_samples": 60, "mem_used_mean_gb": 40960.0,
+           "power_mean_w": 450.0, "energy_wh": 1.62e9, "gr_engine_active_mean": 0.5, "tensor_active_mean": 0.3,
+           "gpu_temp_max_c": 65.0, "memory_temp_max_c": 75.0, "sm_clock_mean_mhz": 1980.0}
+
+
+class Prometheus:
+    """The answers of one Prometheus server per source: ``route(stub)`` serves them under ``/p<source>/``."""
+
+    def __init__(self, gpus_of):
+        from inventory.telemetry import prometheus
+
+        self.fields = {query: field for field, query in prometheus.queries().items()}
+        self.series = {source: [(index, json.dumps({
+            "UUID": uuid, "gpu": str(slot), "Hostname": hostname, "modelName": MODEL, "job": "dcgm",
+            "instance": f"{hostname}:9400"})) for index, (uuid, slot, hostname) in enumerate(gpus)]
+            for source, gpus in gpus_of.items()}
+        self.answers = {}
+
+    def route(self, stub):
+        for source in self.series:
+            stub.route(f"/p{source}/api/v1/query_range", lambda query, source=source: self.answer(source, query))
+            stub.route(f"/p{source}/api/v1/targets", (404, "text/plain", "404 page not found"))
+
+    def answer(self, source, query):
+        """The series of the source's GPUs, one point at the end of the range asked for (the current hour)."""
+        field, end = self.fields[query["query"][0]], query["end"][0]
+        key = (source, field, end)
+        if key not in self.answers:
+            points = [f'{{"metric":{labels},"values":[[{end},"{self.value(field, index)}"]]}}'
+                      for index, labels in self.series[source]]
+            self.answers[key] = ('{"status":"success","data":{"resultType":"matrix","result":['
+                                 + ",".join(points) + "]}}").encode()
+        return 200, "application/json", self.answers[key]
+
+    @staticmethod
+    def value(field, index):
+        if field in ("util_mean", "util_max"):
+            return float(min(100, index * 37 % 100 + (10 if field == "util_max" else 0)))
+        return FIGURES.get(field, 0)
+
+
+class Workers:
+    """``count`` Celery worker processes (``-c 1``), each in its own process group, logging to ``folder``."""
+
+    def __init__(self, count, env, folder):
+        self.logs = [folder / f"worker-{count}-{i}.log" for i in range(count)]
+        self.processes = []
+        for i, log in enumerate(self.logs):
+            with open(log, "w") as out:
+                self.processes.append(subprocess.Popen(
+                    [sys.executable, "-m", "celery", "-A", "portal", "worker", "-c", "1", "--loglevel=INFO",
+                     f"--hostname=w{i}@bench", "--without-mingle", "--without-gossip", "--without-heartbeat"],
+                    cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True))
+
+    def wait_ready(self, seconds=120):
+        deadline = time.monotonic() + seconds
+        while not all("ready." in log.read_text(errors="replace") for log in self.logs):
+            if any(p.poll() is not None for p in self.processes) or time.monotonic() > deadline:
+                logs = "\n".join(log.read_text()[-2000:] for log in self.logs)
+                raise RuntimeError(f"a worker did not start:\n{logs}")
+            time.sleep(0.2)
+
+    def stop(self):
+        """Warm shutdown (the pulls they run finish), then their process groups."""
+        for process in self.processes:
+            if process.poll() is None:
+                os.killpg(process.pid, signal.SIGTERM)
+        for process in self.processes:
+            try:
+                process.wait(timeout=120)
+            except subprocess.TimeoutExpired:
+                os.killpg(process.pid, signal.SIGKILL)
+                process.wait()
+
+
+def build(gpus, sources, stub_url):
+    """The fleet and its sources (by node, round robin: with 8 sources, one per partition); source → its GPUs."""
+    import telemetry as fleet_bench
+
+    from inventory.models import GPU, TelemetrySource
+
+    fleet_bench.build_fleet(gpus)
+    gpus_of = {source: [] for source in range(sources)}
+    rows = GPU.objects.order_by("node_id", "slot").values_list("node_id", "uuid", "slot", "node__hostname")
+    for node_id, uuid, slot, hostname in rows:
+        gpus_of[node_id % sources].append((uuid, slot, hostname))
+    for source in gpus_of:
+        TelemetrySource.objects.create(name=f"prometheus-{source}", kind="prometheus", url=f"{stub_url}/p{source}",
+                                       interval_seconds=60, backfill_hours=1, timeout_seconds=120)
+    return gpus_of
+
+
+def completed(since):
+    """Pull reports written since ``since``: (ok, failed)."""
+    from inventory.models import PullReport
+
+    reports = PullReport.objects.filter(finished_at__gte=since)
+    return reports.filter(ok=True).count(), reports.filter(ok=False).count()
+
+
+def feed(seconds, queued):
+    """For ``seconds``: queue a source's next pull as soon as its last one wrote its report."""
+    from django.db.models import Count
+
+    from inventory.models import PullReport
+    from inventory.telemetry.tasks import pull_telemetry_source
+    from portal.tasks import enqueue
+
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        done = dict(PullReport.objects.values_list("source").annotate(n=Count("pk")).order_by())
+        for source_id, reports in done.items():
+            for _ in range(reports - queued.get(source_id, 0)):
+                enqueue(pull_telemetry_source, source_id)
+            queued[source_id] = max(queued.get(source_id, 0), reports)
+        time.sleep(0.2)
+
+
+def phase(count, args, env, folder):
+    """Pulls per minute with ``count`` workers: (ok, failed, load, CPU busy %)."""
+    import psutil
+    from django.db import connections
+    from django.db.models import Count
+    from django.utils import timezone
+
+    from inventory.models import PullReport, TelemetrySource
+    from inventory.telemetry.tasks import pull_telemetry_source
+    from portal.celery import app
+    from portal.tasks import enqueue
+
+    workers = Workers(count, env, folder)
+    try:
+        workers.wait_ready()
+        queued = dict(PullReport.objects.values_list("source").annotate(n=Count("pk")).order_by())
+        for source_id in TelemetrySource.objects.values_list("pk", flat=True):
+            enqueue(pull_telemetry_source, source_id)
+        feed(args.warmup, queued)
+        start, load = timezone.now(), os.getloadavg()[0]
+        psutil.cpu_percent()
+        feed(args.seconds, queued)
+        ok, failed = completed(start)
+        busy, load = psutil.cpu_percent(), (load + os.getloadavg()[0]) / 2
+    finally:
+        workers.stop()
+        app.control.purge()
+        connections.close_all()
+    return ok * 60 / args.seconds, failed, load, busy
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--gpus", type=int, default=10000)
+    parser.add_argument("--sources", type=int, default=8)
+    parser.add_argument("--workers", type=int, nargs="+", default=[1, 2, 4])
+    parser.add_argument("--seconds", type=int, default=60, help="measured window per worker count")
+    parser.add_argument("--warmup", type=int, default=20, help="seconds before each window")
+    args = parser.parse_args()
+
+    from tests.helpers.httpstub import stub_server
+    from tests.helpers.pgserver import throwaway_postgres
+    from tests.helpers.redisserver import throwaway_redis
+
+    with (throwaway_postgres() as (host, port, user), throwaway_redis() as broker, stub_server() as stub,
+          tempfile.TemporaryDirectory(prefix="bench-workers-") as folder):
+        env = {**os.environ, "DATABASE_URL": f"postgres://{user}@{host}:{port}/postgres", "CELERY_BROKER_URL": broker,
+               "SECRET_KEY": secrets.token_urlsafe(50), "DEBUG": "0", "PORTAL_VAR_DIR": folder,
+               "OUTBOUND_ALLOWED_NETWORKS": "127.0.0.1/32", "TELEMETRY_PULL_REPORTS_KEPT": "1000000",
+               "LOG_LEVEL": "WARNING", "PYTHONUNBUFFERED": "1"}
+        os.environ.update(env)
+        import django
+
+        django.setup()
+        from django.core.management import call_command
+
+        call_command("migrate", verbosity=0)
+        gpus_of = build(args.gpus, args.sources, stub.url())
+        Prometheus(gpus_of).route(stub)
+        print(f"{sum(map(len, gpus_of.values()))} GPUs in {args.sources} Prometheus sources; "
+              f"{os.cpu_count()} CPUs; load {os.getloadavg()[0]:.2f} at {datetime.now(UTC):%Y-%m-%d %H:%M} UTC",
+              flush=True)
+        results = {}
+        for count in args.workers:
+            results[count] = phase(count, args, env, Path(folder))
+            rate, failed, load, busy = results[count]
+            print(f"{count} worker(s): {rate:.1f} pulls/min ({failed} failed), load {load:.2f}, CPU busy {busy:.0f} %",
+                  flush=True)
+        first = results[args.workers[0]][0]
+        print("ratios to " + f"{args.workers[0]} worker(s): " + ", ".join(
+            f"{count}: {rate / first:.2f}×" for count, (rate, *_) in results.items()))
+
+
+if __name__ == "__main__":
+    main()
