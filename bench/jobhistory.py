@@ -351,10 +351,10 @@ def generate(days, now):
         seconds["interruptions"] = time.perf_counter() - start
         cursor.execute(f"DROP TABLE {', '.join(TEMP_TABLES)}")
     start = time.perf_counter()
-    overbooked = follow_up(source, now)
+    overbooked, since = follow_up(source, now)
     seconds["rebalance"] = time.perf_counter() - start
     start = time.perf_counter()
-    rebuilt = rebuild_rollup(now - timedelta(days=days), now)
+    rebuilt = rebuild_rollup(since, now)  # from the first run's start: some started before the history's first day
     seconds["rollup"] = time.perf_counter() - start if rebuilt else None  # None: the portal has no such rollup yet
     start = time.perf_counter()
     checked = {"checked_hosts": check_allocations(source), "checked_interruptions": check_interruptions(now)}
@@ -364,7 +364,7 @@ def generate(days, now):
 
 def follow_up(source, now):
     """What ``pull.save_jobs`` runs after writing jobs: ``allocation.rebalance`` of the nodes they ran on, from their
-    first start. Returns the jobs found on an overbooked node (none: the lanes never overbook)."""
+    first start. Returns the jobs found on an overbooked node (none: the lanes never overbook) and that start."""
     from inventory.models import SlurmJob, SlurmJobNode
     from inventory.telemetry import allocation
 
@@ -372,7 +372,7 @@ def follow_up(source, now):
                    .values_list("node_id", flat=True).distinct())
     since = SlurmJob.objects.filter(source=source, start_time__isnull=False).order_by("start_time").values_list(
         "start_time", flat=True).first()
-    return allocation.rebalance(node_ids, since, now) if node_ids and since else {}
+    return (allocation.rebalance(node_ids, since, now) if node_ids and since else {}), since
 
 
 def rebuild_rollup(start, end):
