@@ -691,9 +691,11 @@ def sources_with_jobs():
     """The telemetry sources, stale ones first (the longest stale first), then by name, each saying whether it
     stored Slurm jobs (``has_jobs``): every job has its source, so "any job?" needs no query of its own. Written by
     hand: the dashboards read it on every request, and the ORM took three times as long to compile it as to read
-    it."""
+    it. Only Slurm sources store jobs, and only theirs are looked for: PostgreSQL, knowing one source holds every
+    job, answered "none" for a Prometheus source by reading the whole table (24 ms at 100,000 jobs)."""
     quote = connections[router.db_for_read(TelemetrySource)].ops.quote_name
     source_id = quote(SlurmJob._meta.get_field("source").column)
     return list(TelemetrySource.objects.raw(
-        f"SELECT s.*, EXISTS (SELECT 1 FROM {quote(SlurmJob._meta.db_table)} j WHERE j.{source_id} = s.id) AS has_jobs "
-        f"FROM {quote(TelemetrySource._meta.db_table)} s ORDER BY s.stale_since IS NULL, s.stale_since, s.name"))
+        f"SELECT s.*, CASE WHEN s.kind = %s THEN EXISTS (SELECT 1 FROM {quote(SlurmJob._meta.db_table)} j "
+        f"WHERE j.{source_id} = s.id) ELSE FALSE END AS has_jobs FROM {quote(TelemetrySource._meta.db_table)} s "
+        "ORDER BY s.stale_since IS NULL, s.stale_since, s.name", [TelemetrySource.Kind.SLURM]))
