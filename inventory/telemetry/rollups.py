@@ -45,7 +45,16 @@ from portal.db import bulk_upsert
 
 from . import dcgm
 from .dcgm import TOTAL_ENERGY, counter_increase, mj_to_wh
-from .models import GPUDaily, GPUHourly, NodeDaily, NodeHourly, TelemetrySample, UsageDaily
+from .models import (
+    AllocationDaily,
+    AllocationHourly,
+    GPUDaily,
+    GPUHourly,
+    NodeDaily,
+    NodeHourly,
+    TelemetrySample,
+    UsageDaily,
+)
 from .partitions import drop_months_before, ensure_partitions, maintain, months_of
 
 log = logging.getLogger(__name__)
@@ -441,5 +450,8 @@ def enforce_retention(now=None):
         "gpu_daily": GPUDaily.objects.filter(day__lt=daily_cutoff).delete()[0],
         "node_daily": NodeDaily.objects.filter(day__lt=daily_cutoff).delete()[0],
         "usage_daily": UsageDaily.objects.filter(day__lt=daily_cutoff).delete()[0],
+        # Allocated GPU-hours: kept as long as the utilization rows they are compared with (the jobs stay).
+        "allocation_hourly": AllocationHourly.objects.filter(hour__lt=hourly_cutoff).delete()[0],
+        "allocation_daily": AllocationDaily.objects.filter(day__lt=daily_cutoff).delete()[0],
         "samples": TelemetrySample.objects.filter(ts__lt=floor_hour(now) - timedelta(hours=2)).delete()[0],
     }

@@ -5,7 +5,17 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from django.test import override_settings
 
-from inventory.models import GPUDaily, GPUHourly, NodeDaily, NodeHourly, TelemetrySample, TelemetrySource, UnknownSeries
+from inventory.models import (
+    AllocationDaily,
+    AllocationHourly,
+    GPUDaily,
+    GPUHourly,
+    NodeDaily,
+    NodeHourly,
+    TelemetrySample,
+    TelemetrySource,
+    UnknownSeries,
+)
 from inventory.telemetry import pull as pull_module
 from inventory.telemetry import tasks
 from inventory.telemetry.records import Collected, HourRecord, SampleRecord, SeriesKey, SourceError
@@ -163,9 +173,16 @@ def test_retention_drops_only_old_rows(fleet, collector):
     for at in (old, recent):
         GPUHourly.objects.create(gpu=gpu0, hour=at.replace(minute=0), util_mean=1, samples=1)
     GPUDaily.objects.create(gpu=gpu0, day=(NOW - timedelta(days=400)).date(), util_mean=1, hours=1)
+    jobs = TelemetrySource.objects.create(name="jobs", kind="slurm", url="http://slurm/")
+    for at in (old, recent):  # the allocated GPU-hours are kept as long as the utilization they are compared with
+        AllocationHourly.objects.create(source=jobs, hour=at.replace(minute=0), account="a", gpu_hours=1)
+    for days in (400, 300):
+        AllocationDaily.objects.create(source=jobs, day=(NOW - timedelta(days=days)).date(), account="a", gpu_hours=1)
     deleted = enforce_retention(now=NOW)
     assert deleted["gpu_hourly"] == 1 and deleted["gpu_daily"] == 1
+    assert deleted["allocation_hourly"] == 1 and deleted["allocation_daily"] == 1
     assert GPUHourly.objects.get().hour == recent.replace(minute=0)
+    assert AllocationHourly.objects.get().hour == recent.replace(minute=0)
 
 
 def test_poll_queues_due_sources_once(fleet, monkeypatch, django_capture_on_commit_callbacks):
