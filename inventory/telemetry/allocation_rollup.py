@@ -30,7 +30,7 @@ from portal.db import bulk_insert
 
 from . import allocation
 from .models import AllocationDaily, AllocationExcess, AllocationHourly, SlurmJob, SlurmJobNode, TelemetrySource
-from .rollups import day_start
+from .rollups import array_text, day_start
 
 HOUR = timedelta(hours=1)
 KEY = ["source_id", "node_id", "account", "partition", "multi_node", "hour"]  # as ``split`` keys them
@@ -98,18 +98,32 @@ def refresh(node_ids, source_ids, since, until):
         return 0
     first, last = utc_hour(since), next_hour(until)
     with transaction.atomic():
-        # The rows' owners locked first, in one order: a pull and a signal on the same nodes take turns.
-        list(Node.objects.select_for_update().filter(pk__in=node_ids).order_by("pk").values_list("pk"))
-        list(TelemetrySource.objects.select_for_update().filter(pk__in=source_ids).order_by("pk").values_list("pk"))
+        lock(NODE_LOCKS, node_ids)  # first the nodes, then (in one ordered call) every source whose rows change
+        rows = hourly_rows(node_ids, source_ids, first, last)
         stored = AllocationHourly.objects.filter(hour__gte=first, hour__lt=last).filter(
             Q(node_id__in=node_ids) | Q(node__isnull=True, source_id__in=source_ids))
-        touched = set(stored.values_list("source_id", flat=True).distinct()) | set(source_ids)
+        touched = set(stored.values_list("source_id", flat=True).distinct()) | set(source_ids) | {r[0] for r in rows}
+        lock(SOURCE_LOCKS, touched)
         stored.delete()
-        rows = hourly_rows(node_ids, source_ids, first, last)
         bulk_insert(AllocationHourly, [*KEY, "gpu_hours"], rows)
-        touched |= {row[0] for row in rows}
         refresh_days(touched, timezone.localdate(first), timezone.localdate(last - HOUR))
     return len(rows)
+
+
+# Advisory lock namespaces (PostgreSQL): a node's hourly rows, a source's rows on no node and its daily rows.
+NODE_LOCKS, SOURCE_LOCKS = 35_0002, 35_0003
+
+
+def lock(namespace, ids):
+    """Until the transaction ends, hold the locks of ``ids`` in ``namespace``, in id order: two refreshes of one node
+    (or source) take turns, those of others do not wait, and none waits for another in a circle. Advisory locks
+    rather than row locks: no node row is written, and a lifecycle move of a node does not wait for a pull. (SQLite
+    writes one transaction at a time anyway.)"""
+    connection = connections[router.db_for_write(AllocationHourly)]
+    if ids and connection.vendor == "postgresql":
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT count(pg_advisory_xact_lock(%s, n)) FROM (SELECT unnest(%s::int[]) AS n ORDER BY 1) "
+                           "AS ordered", [namespace, array_text(sorted(ids))])
 
 
 def refresh_days(source_ids, first_day, last_day):

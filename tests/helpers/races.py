@@ -75,3 +75,26 @@ def in_process(call):
         finally:
             connection.close()
     return run
+
+
+def waits_at_most(seconds, call):
+    """Run ``call`` in a transaction on another connection (a thread), giving up on any lock after ``seconds``:
+    its ``OperationalError`` (a lock timeout: it waited for a lock someone holds) or None."""
+    from django.db import OperationalError, transaction
+
+    outcome = []
+
+    def run():
+        try:
+            with transaction.atomic():
+                with connection.cursor() as cursor:
+                    cursor.execute(f"SET LOCAL lock_timeout = '{seconds}s'")
+                call()
+            outcome.append(None)
+        except OperationalError as error:
+            outcome.append(error)
+
+    thread = threading.Thread(target=in_process(run))
+    thread.start()
+    thread.join(60)
+    return outcome[0]

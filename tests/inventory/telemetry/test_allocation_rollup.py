@@ -2,9 +2,11 @@
 over the jobs): equal for any window, grouping and scope, after pulls, retried pulls, requeues, overbooked nodes,
 unknown hosts and rows edited one at a time; and the pages read it rather than the job history."""
 
+import threading
 from datetime import UTC, datetime, timedelta
 
 import pytest
+from django.db import transaction
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
@@ -12,6 +14,7 @@ from inventory.models import AllocationDaily, AllocationHourly, SlurmJob, SlurmJ
 from inventory.telemetry import allocation, allocation_rollup, pull
 from inventory.telemetry.records import JobRecord, Quality
 from tests.factories import make_gpu, make_node, make_site
+from tests.helpers.races import in_process, waits_at_most
 
 H = timedelta(hours=1)
 NOW = datetime(2026, 11, 20, 15, 37, tzinfo=UTC)
@@ -93,7 +96,8 @@ def stored_rollup():
 WINDOWS = st.lists(st.tuples(st.integers(-60 * 80, 60 * 3), st.integers(0, 60 * 80)), min_size=1, max_size=3)
 
 
-@settings(max_examples=15, deadline=None, phases=[Phase.explicit, Phase.generate], suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=15, deadline=None, phases=[Phase.explicit, Phase.generate],
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(drawn=st.lists(job, max_size=10), windows=WINDOWS)
 def test_the_rollup_equals_the_jobs_for_any_window_grouping_and_scope(fleet, drawn, windows):
     source, nodes = fleet
@@ -156,3 +160,29 @@ def test_reading_thirty_days_reads_the_rollup_not_the_history(fleet, django_asse
     with django_assert_max_num_queries(6):  # daily, hourly, any unsettled run, the open hour (3)
         found = allocation_rollup.allocated(NOW - 30 * 24 * H, NOW, NOW, "account")
     assert found["vision"]["gpu_hours"] == pytest.approx(100 * 6 * 8)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_refreshes_of_other_nodes_run_at_once_and_of_one_node_take_turns(fleet):
+    """A refresh holds its transaction open: one of other nodes (the nodeless rows of no source) finishes at once,
+    one of a node it holds waits for it."""
+    source, nodes = fleet
+    holding, release = threading.Event(), threading.Event()
+
+    def first():
+        with transaction.atomic():
+            allocation_rollup.refresh([nodes[0].pk], [], NOW - 5 * H, NOW)
+            holding.set()
+            release.wait(60)
+
+    holder = threading.Thread(target=in_process(first))
+    holder.start()
+    try:
+        assert holding.wait(60)
+        assert waits_at_most(5, lambda: allocation_rollup.refresh([nodes[1].pk], [], NOW - 5 * H, NOW)) is None
+        waited = waits_at_most(1, lambda: allocation_rollup.refresh([nodes[0].pk], [], NOW - 5 * H, NOW))
+        assert "lock timeout" in str(waited)
+    finally:
+        release.set()
+        holder.join(60)
+    assert waits_at_most(5, lambda: allocation_rollup.refresh([nodes[0].pk], [source.pk], NOW - 5 * H, NOW)) is None

@@ -8,7 +8,7 @@ from collections import Counter
 from datetime import timedelta
 
 import pytest
-from django.db import OperationalError, connection, transaction
+from django.db import connection, transaction
 from django.db.models import Sum
 from django.utils import timezone
 
@@ -16,7 +16,7 @@ from inventory.models import GPUDaily, NodeDaily, NodeHourly, UsageDaily
 from inventory.telemetry.records import HourRecord, SeriesKey
 from inventory.telemetry.rollups import floor_hour, refresh, rollup_usage, upsert_gpu_hours
 from tests.factories import make_gpu, make_gpu_model, make_node, make_node_model, make_site
-from tests.helpers.races import in_process
+from tests.helpers.races import in_process, waits_at_most
 
 H = timedelta(hours=1)
 HISTORY = 50  # hours of rows before the touched ones are rewritten (two or three days)
@@ -131,25 +131,6 @@ def test_refreshes_of_disjoint_nodes_run_at_once_and_of_one_node_take_turns(flee
             refresh(hours, {gpu.pk for gpu in fleet["one"]})
             holding.set()
             release.wait(60)
-
-    def waits_at_most(seconds, call):
-        """Run ``call`` on another connection, giving up on any lock after ``seconds``; its error or None."""
-        outcome = []
-
-        def run():
-            try:
-                with transaction.atomic():
-                    with connection.cursor() as cursor:
-                        cursor.execute(f"SET LOCAL lock_timeout = '{seconds}s'")
-                    call()
-                outcome.append(None)
-            except OperationalError as error:
-                outcome.append(error)
-
-        thread = threading.Thread(target=in_process(run))
-        thread.start()
-        thread.join(60)
-        return outcome[0]
 
     holder = threading.Thread(target=in_process(first))
     holder.start()
