@@ -1,10 +1,12 @@
 """Loopback load test: the portal as in production (gunicorn, PostgreSQL, Celery worker and beat pulling
 telemetry) under 1 and then N concurrent users (locust, headless, bounded in time).
 
-    .venv/bin/python bench/loadtest.py [--users 50] [--duration 60] [--workers 4]
+    .venv/bin/python bench/loadtest.py [--users 50] [--duration 60] [--workers 4] [--fleet bench --gpus 10000]
 
 1. Starts a throwaway PostgreSQL (``tests/pgserver.py``), migrates, collects static files and runs
-   ``seed_demo`` (two sites, 7 days of telemetry, contracts, plans, tickets); issues API tokens.
+   ``seed_demo`` (two sites, 7 days of telemetry, contracts, plans, tickets); issues API tokens. With ``--fleet
+   bench``, instead of the demo: ``bench/loadfleet.py``'s fleet of ``--gpus`` GPUs with ``--days`` of hourly
+   telemetry, a year of daily rows and a Slurm job history (no contracts, plans or tickets).
 2. Starts the telemetry simulator, a Celery worker and Celery beat (the embedded filesystem broker), with
    beat polling every ``--poll`` seconds and the demo sources pulled every ``--pull-interval`` seconds, so
    pulls run (and write rollups) while the users browse.
@@ -27,6 +29,7 @@ import os
 import secrets
 import shutil
 import signal
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -55,8 +58,12 @@ def parse_args():
     parser.add_argument("--workers", type=int, default=4, help="gunicorn worker processes (default 4).")
     parser.add_argument("--threads", type=int, default=1, help="Threads per gunicorn worker (default 1).")
     parser.add_argument("--poll", type=int, default=5, help="Seconds between beat's telemetry polls (default 5).")
-    parser.add_argument("--pull-interval", type=int, default=15,
-                        help="Seconds between pulls of each demo telemetry source (default 15).")
+    parser.add_argument("--pull-interval", type=int,
+                        help="Seconds between pulls of each telemetry source (default 15; 60 with --fleet bench).")
+    parser.add_argument("--fleet", choices=["demo", "bench"], default="demo",
+                        help="demo: seed_demo (default); bench: bench/loadfleet.py's fleet with a job history.")
+    parser.add_argument("--gpus", type=int, default=10000, help="GPUs of the bench fleet (default 10000).")
+    parser.add_argument("--days", type=int, default=30, help="Days of hourly history of the bench fleet (default 30).")
     parser.add_argument("--keep", type=Path, help="Copy the logs and locust CSV files into this folder.")
     return parser.parse_args()
 
@@ -216,9 +223,9 @@ def locust_roots():
     return handles
 
 
-def prepare(simulator_url, pull_interval, data_file):
+def prepare(simulator_url, pull_interval, data_file, optional=()):
     """After seeding: point the demo sources at our simulator and pull them often; issue API tokens; write
-    the ids and filter values the locust users pick from."""
+    the ids and filter values the locust users pick from (each needs one at least, but those ``optional``)."""
     from django.contrib.auth.models import User
 
     from inventory.models import GPU, Node, Site
@@ -248,9 +255,9 @@ def prepare(simulator_url, pull_interval, data_file):
         "plans": list(CapacityPlan.objects.values_list("pk", flat=True)),
         "tickets": list(Ticket.objects.values_list("pk", flat=True)),
     }
-    empty = [key for key, value in data.items() if not value]
+    empty = [key for key, value in data.items() if not value and key not in optional]
     if empty:
-        raise RuntimeError(f"seed_demo left nothing to browse for: {', '.join(empty)}")
+        raise RuntimeError(f"the seeded fleet left nothing to browse for: {', '.join(empty)}")
     data_file.write_text(json.dumps(data))
     return data
 
@@ -268,9 +275,10 @@ def count_pulls(start, end):
             "sources pulled": TelemetrySource.objects.filter(last_success_at__gte=start).aggregate(n=Count("pk"))["n"]}
 
 
-def query_counts(data):
-    """SQL queries of one request of each kind (the second of two, as the manager, in this process): a
-    count that grows with the rows on the page is an N+1, which load makes expensive."""
+def query_counts(data, repeat=3):
+    """SQL queries of one request of each kind (as the manager, in this process: a count that grows with the rows
+    on the page is an N+1, which load makes expensive) and its server time (median of ``repeat``, after one
+    request that warms this process): what a request costs without the queueing that load adds."""
     from django.contrib.auth.models import User
     from django.db import connection
     from django.test import Client
@@ -282,28 +290,37 @@ def query_counts(data):
     api = Client(raise_request_exception=False, HTTP_AUTHORIZATION=f"Token {data['tokens'][0]}", **proxy)
     browser.force_login(User.objects.get(username="manager"))
     node, gpu, site = data["nodes"][0], data["gpus"][0], data["sites"][0]
+    ids = {key: data[key][0] for key in ("contracts", "plans", "tickets") if data[key]}
     pages = [(browser, url) for url in (
         "/", "/inventory/utilization/?range=7d", "/inventory/utilization/?range=1y",
         "/inventory/nodes/?sort=hostname", f"/inventory/nodes/?site={site}", "/inventory/gpus/?sort=gpu",
-        f"/inventory/nodes/{node}/", f"/inventory/gpus/{gpu}/", "/search/?q=zrh", "/planning/contracts/",
-        f"/planning/contracts/{data['contracts'][0]}/", "/planning/capacity-plans/",
-        f"/planning/capacity-plans/{data['plans'][0]}/", "/planning/uncovered/", "/support/tickets/",
-        f"/support/tickets/{data['tickets'][0]}/",
+        f"/inventory/nodes/{node}/", f"/inventory/gpus/{gpu}/", f"/search/?q={data['hostname_prefixes'][0]}",
+        "/planning/contracts/", "/planning/contracts/{contracts}/", "/planning/capacity-plans/",
+        "/planning/capacity-plans/{plans}/", "/planning/uncovered/", "/support/tickets/", "/support/tickets/{tickets}/",
     )] + [(api, url) for url in (
         "/api/inventory/nodes/", f"/api/inventory/nodes/{node}/", "/api/inventory/gpus/?page_size=200",
         f"/api/inventory/gpus/{gpu}/", "/api/inventory/utilization/?group_by=node&range=7d",
         "/api/inventory/allocations/?group_by=partition&range=30d", "/api/inventory/slurm-jobs/",
-        "/api/inventory/telemetry-sources/", "/api/planning/contracts/",
-        f"/api/planning/contracts/{data['contracts'][0]}/", "/api/planning/plans/",
-        f"/api/planning/plans/{data['plans'][0]}/", "/api/support/tickets/",
-        f"/api/support/tickets/{data['tickets'][0]}/",
+        "/api/inventory/telemetry-sources/", "/api/planning/contracts/", "/api/planning/contracts/{contracts}/",
+        "/api/planning/plans/", "/api/planning/plans/{plans}/", "/api/support/tickets/",
+        "/api/support/tickets/{tickets}/",
     )]
     counts = []
     for client, url in pages:
+        try:
+            url = url.format(**ids)
+        except KeyError:  # the fleet has none of these objects (the bench fleet: no contracts, plans, tickets)
+            continue
         client.get(url)
         with CaptureQueriesContext(connection) as queries:
             status = client.get(url).status_code
-        counts.append((url, status, len(queries)))
+        count = len(queries)  # now: the next request clears the captured log
+        seconds = []
+        for _ in range(repeat):  # not captured: capturing costs time per query
+            started = time.perf_counter()
+            client.get(url)
+            seconds.append(time.perf_counter() - started)
+        counts.append((url, status, count, statistics.median(seconds)))
     return counts
 
 
@@ -456,15 +473,22 @@ def measure(args, folder, processes, database_url, database_port):
     django.setup()
     from django.utils import timezone
 
-    step("migrate, collectstatic, seed_demo")
+    seed = "seed_demo" if args.fleet == "demo" else f"the bench fleet ({args.gpus:,} GPUs, {args.days} days)"
+    step(f"migrate, collectstatic, {seed}")
     manage = [PYTHON, "manage.py"]
-    # collectstatic (hashing and compressing every file, plotly.js included) takes longest and needs no
-    # database: it runs alongside migrate and seed_demo.
+    # collectstatic (hashing and compressing every file, plotly.js included) takes long and needs no
+    # database: it runs alongside migrate and the seeding.
     collectstatic = subprocess.Popen(manage + ["collectstatic", "--noinput", "-v", "0"], cwd=ROOT, env=env,
                                      stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     try:
         run_command(manage + ["migrate", "--noinput", "-v", "0"], env, "migrate")
-        run_command(manage + ["seed_demo"], env, "seed_demo")
+        if args.fleet == "demo":
+            run_command(manage + ["seed_demo"], env, "seed_demo")
+        else:
+            from bench import loadfleet
+
+            loadfleet.build(args.gpus, args.days, report=lambda line: print(f"   {line}", flush=True))
+            close_connections()
         output, _ = collectstatic.communicate()
     finally:
         if collectstatic.poll() is None:
@@ -473,7 +497,9 @@ def measure(args, folder, processes, database_url, database_port):
     if collectstatic.returncode:
         raise RuntimeError(f"collectstatic failed (status {collectstatic.returncode}):\n{output[-3000:]}")
     simulator_port, web_port = free_port(), free_port()
-    data = prepare(f"http://127.0.0.1:{simulator_port}", args.pull_interval, folder / "data.json")
+    pull_interval = args.pull_interval or (15 if args.fleet == "demo" else 60)
+    data = prepare(f"http://127.0.0.1:{simulator_port}", pull_interval, folder / "data.json",
+                   optional=() if args.fleet == "demo" else ("contracts", "plans", "tickets"))
     close_connections()
     print(f"   {len(data['nodes'])} nodes, {len(data['gpus'])} GPUs, {len(data['tickets'])} tickets, "
           f"{len(data['contracts'])} contracts, {len(data['plans'])} plans", flush=True)
@@ -526,9 +552,10 @@ def measure(args, folder, processes, database_url, database_port):
         if cores:
             print(f"{label:>10} " + " ".join(f"{cores[name]:>10.2f}" for name in names) + f" {cores['machine']:>10.2f}")
     print("('other': everything else on the machine; near the core count, the figures measure a full machine)")
-    print("\n== SQL queries of one request (as the manager / with the manager's token) ==")
-    for url, status, queries in counts:
-        print(f"{queries:>5}  {url}" + ("" if status == 200 else f"   HTTP {status}"))
+    print("\n== One request of each kind (as the manager / with the manager's token), no other load ==")
+    print(f"{'queries':>7} {'server ms':>9}  URL")
+    for url, status, queries, seconds in counts:
+        print(f"{queries:>7} {seconds * 1000:>9.0f}  {url}" + ("" if status == 200 else f"   HTTP {status}"))
     failed = sum(figures(result["rows"]["Aggregated"])["failures"] + (result["warmup"] or {}).get("failures", 0)
                  for result in results.values())
     no_pulls = [label for label, pull in pulls.items() if not pull["scrapes"]]

@@ -1,0 +1,39 @@
+"""The benchmark fleet for the load test: ``bench/loadtest.py --fleet bench [--gpus 10000] [--days 30]``.
+
+Instead of the demo (``seed_demo``: 336 GPUs), ``bench/telemetry.py``'s fleet (``build_fleet``: 8 GPUs a node, 4
+sites, 8 partitions, 5 teams, every node ``bench-NNNNN``), its ``--days`` of hourly telemetry rolled up into node hours
+and daily rows (``history``) and daily rows for the rest of the year (``earlier_days``), the Slurm job history of
+``bench/jobhistory.py`` (about 10 runs per GPU a month, their per-node rows and interruptions), then ``VACUUM ANALYZE``
+(``settle``); and what the load test needs besides: the demo's accounts (``inventory.demo.sync_accounts``) and the
+demo's DCGM exporter source, which ``loadtest.prepare`` points at the simulator, so that pulls of the whole fleet run
+while the users browse. It has no contracts, plans or tickets: the users skip the pages of one.
+"""
+
+from datetime import UTC, datetime
+
+EXPORTER_TIMEOUT = 60  # seconds: the simulator's page of 10,000 GPUs takes seconds to draw on a busy machine
+
+
+def build(gpus, days, report=print):
+    """The fleet of ``gpus`` GPUs with ``days`` of history, in the database Django is set up with."""
+    from bench import jobhistory
+    from bench.telemetry import build_fleet, earlier_days, history, settle, timed
+    from inventory.demo import Seeder, sync_accounts, telemetry_sources
+    from inventory.models import TelemetrySource
+    from inventory.telemetry.rollups import floor_hour
+
+    now = floor_hour(datetime.now(UTC))
+    sync_accounts(Seeder())
+    exporter = telemetry_sources()[0]  # its URL names the demo simulator's port, which prepare() replaces
+    # Created first: the job history's XID events name the first telemetry source that is not its own.
+    TelemetrySource.objects.create(**{**exporter, "timeout_seconds": EXPORTER_TIMEOUT, "synced_until": now,
+                                      "last_success_at": now})
+    report(f"fleet: {len(build_fleet(gpus)):,} GPUs in {gpus // 8:,} nodes")
+    rows, seconds = history(days, now)
+    report(f"history: {rows:,} hourly rows ({sum(seconds.values()):.0f} s); daily rows for the rest of the year: "
+           f"{earlier_days(days, now):,}")
+    report(jobhistory.describe(jobhistory.generate(days, now)))
+    # The history is generated, not pulled: its source's URL answers nothing, and the simulator's jobs of the last
+    # day would overlap the generated ones. Disabled, it is not pulled (and not stale); its jobs are still shown.
+    TelemetrySource.objects.filter(name=jobhistory.SOURCE_NAME).update(enabled=False)
+    report(f"VACUUM ANALYZE: {timed(settle)[0]:.0f} s")
