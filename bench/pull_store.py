@@ -6,10 +6,10 @@
    ``--hours-before`` hours of the same day already stored and rolled up (23: the pulled hour is the day's last,
    so the daily rollups read a whole day of hours, the worst case).
 2. A Prometheus pull of one hour of every GPU as its collector returns it (utilization, memory, power, energy,
-   health, the XID and row-remap gauges at 0), after one of the hour before (untimed: the gauges' last readings
-   are stored, as in a running portal): ``pull.store()`` timed inside the pull's transaction, the first time (the
-   hour's rows are new) and then ``--repeat`` times (a re-pull of the current hour: every row updated; the median
-   is reported), each stage of it timed apart.
+   health, the XID and row-remap gauges at 0), after two of the hour before (untimed: the gauges' last readings
+   are stored and rewritten, as in a running portal): ``pull.store()`` timed inside the pull's transaction, the
+   first time (the hour's rows are new) and then ``--repeat`` times (a re-pull of the current hour: every row
+   updated; the median is reported), each stage of it timed apart.
 3. The same rows written by a bare ``COPY`` into an empty copy of the hourly table (``--repeat`` times, median);
    the ratio store / COPY is the figure of issue 35 (goal ≤ 2×).
 """
@@ -154,8 +154,11 @@ def main():
         source, gpus, hour = prepare(args.gpus, args.hours_before)
         now = hour + timedelta(minutes=59)
         timer = StageTimer()
-        # The pull before, untimed: the gauges' last readings are stored, as in a running portal.
-        store_once(source, hour_records(gpus, hour - timedelta(hours=1), 0), now - timedelta(hours=1), timer)
+        # Two pulls of the hour before, untimed: the gauges' last readings are stored and rewritten once, as in a
+        # running portal.
+        for minutes in (30, 59):  # pulled at hour - 30 min and hour - 1 min: every gauge read again, a newer time
+            before = hour_records(gpus, hour - timedelta(hours=1), minutes)
+            store_once(source, before, hour - timedelta(minutes=60 - minutes), timer)
         print(f"fleet: {len(gpus)} GPUs; the pulled hour {hour:%Y-%m-%d %H:%M} with {args.hours_before} hours of "
               f"its day stored")
         first, first_stages = store_once(source, hour_records(gpus, hour, 0), now, timer)

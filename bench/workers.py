@@ -12,8 +12,9 @@
    hour of a source at a time: the benchmark keeps one pull of every source queued or running (it queues a source's
    next pull as soon as its report is written), so the workers never wait for beat's poll. After ``--warmup``
    seconds, the pulls completed in ``--seconds`` are counted from their ``PullReport`` rows (failed ones apart).
-3. Pulls per minute for each worker count, the ratio to one worker, the machine's load and CPU busy during each
-   window: on a machine with fewer cores than workers, the ratio shows the cores, not the portal.
+3. Pulls per minute for each worker count, the ratio to one worker, the machine's load and the cores the workers,
+   PostgreSQL and everything else used during each window (``bench/loadtest.py``'s sampler): on a machine with fewer
+   cores than workers, the ratio shows the cores, not the portal.
 """
 
 import argparse
@@ -128,11 +129,14 @@ def build(gpus, sources, stub_url):
 
 
 def completed(since):
-    """Pull reports written since ``since``: (ok, failed)."""
+    """Pull reports written since ``since``: (ok, failed, the most frequent error)."""
+    from django.db.models import Count
+
     from inventory.models import PullReport
 
     reports = PullReport.objects.filter(finished_at__gte=since)
-    return reports.filter(ok=True).count(), reports.filter(ok=False).count()
+    errors = reports.filter(ok=False).values_list("error").annotate(n=Count("pk")).order_by("-n")
+    return reports.filter(ok=True).count(), sum(n for _, n in errors), errors[0][0] if errors else ""
 
 
 def feed(seconds, queued):
@@ -153,9 +157,9 @@ def feed(seconds, queued):
         time.sleep(0.2)
 
 
-def phase(count, args, env, folder):
-    """Pulls per minute with ``count`` workers: (ok, failed, load, CPU busy %)."""
-    import psutil
+def phase(count, args, env, folder, sampler, running):
+    """Pulls per minute with ``count`` workers, and what the window says: pulls failed, the most frequent error, the
+    load, the cores each group of processes used."""
     from django.db import connections
     from django.db.models import Count
     from django.utils import timezone
@@ -165,23 +169,30 @@ def phase(count, args, env, folder):
     from portal.celery import app
     from portal.tasks import enqueue
 
-    workers = Workers(count, env, folder)
+    running[:] = [Workers(count, env, folder)]
     try:
-        workers.wait_ready()
+        running[0].wait_ready()
         queued = dict(PullReport.objects.values_list("source").annotate(n=Count("pk")).order_by())
         for source_id in TelemetrySource.objects.values_list("pk", flat=True):
             enqueue(pull_telemetry_source, source_id)
         feed(args.warmup, queued)
-        start, load = timezone.now(), os.getloadavg()[0]
-        psutil.cpu_percent()
+        start, started, load = timezone.now(), time.time(), os.getloadavg()[0]
         feed(args.seconds, queued)
-        ok, failed = completed(start)
-        busy, load = psutil.cpu_percent(), (load + os.getloadavg()[0]) / 2
+        ok, failed, error = completed(start)
+        cores, load = sampler.cores(started, time.time()), (load + os.getloadavg()[0]) / 2
     finally:
-        workers.stop()
+        running[0].stop()
         app.control.purge()
         connections.close_all()
-    return ok * 60 / args.seconds, failed, load, busy
+    return {"rate": ok * 60 / args.seconds, "failed": failed, "error": error, "load": load, "cores": cores}
+
+
+def describe(count, result):
+    cores = result["cores"] or {}
+    failed = f"{result['failed']} failed" + (f": {result['error'][:200]}" if result["failed"] else "")
+    return (f"{count} worker(s): {result['rate']:.1f} pulls/min ({failed}), load {result['load']:.2f}; cores used: "
+            f"workers {cores.get('workers', 0):.2f}, PostgreSQL {cores.get('PostgreSQL', 0):.2f}, other "
+            f"{cores.get('other', 0):.2f} (this process's HTTP server, Redis, anyone else's work)")
 
 
 def main():
@@ -193,6 +204,9 @@ def main():
     parser.add_argument("--warmup", type=int, default=20, help="seconds before each window")
     args = parser.parse_args()
 
+    import loadtest
+    import psutil
+
     from tests.helpers.httpstub import stub_server
     from tests.helpers.pgserver import throwaway_postgres
     from tests.helpers.redisserver import throwaway_redis
@@ -202,7 +216,8 @@ def main():
         env = {**os.environ, "DATABASE_URL": f"postgres://{user}@{host}:{port}/postgres", "CELERY_BROKER_URL": broker,
                "SECRET_KEY": secrets.token_urlsafe(50), "DEBUG": "0", "PORTAL_VAR_DIR": folder,
                "OUTBOUND_ALLOWED_NETWORKS": "127.0.0.1/32", "TELEMETRY_PULL_REPORTS_KEPT": "1000000",
-               "LOG_LEVEL": "WARNING", "PYTHONUNBUFFERED": "1"}
+               # Connections kept for the whole window: the CPU sampler sees a backend's seconds only while it lives.
+               "DATABASE_CONN_MAX_AGE": "3600", "LOG_LEVEL": "WARNING", "PYTHONUNBUFFERED": "1"}
         os.environ.update(env)
         import django
 
@@ -215,15 +230,20 @@ def main():
         print(f"{sum(map(len, gpus_of.values()))} GPUs in {args.sources} Prometheus sources; "
               f"{os.cpu_count()} CPUs; load {os.getloadavg()[0]:.2f} at {datetime.now(UTC):%Y-%m-%d %H:%M} UTC",
               flush=True)
+        running = []
+        sampler = loadtest.CPUSampler({"workers": lambda: [psutil.Process(p.pid) for w in running
+                                                           for p in w.processes if p.poll() is None],
+                                       "PostgreSQL": loadtest.postgres_roots(port)})
         results = {}
-        for count in args.workers:
-            results[count] = phase(count, args, env, Path(folder))
-            rate, failed, load, busy = results[count]
-            print(f"{count} worker(s): {rate:.1f} pulls/min ({failed} failed), load {load:.2f}, CPU busy {busy:.0f} %",
-                  flush=True)
-        first = results[args.workers[0]][0]
-        print("ratios to " + f"{args.workers[0]} worker(s): " + ", ".join(
-            f"{count}: {rate / first:.2f}×" for count, (rate, *_) in results.items()))
+        try:
+            for count in args.workers:
+                results[count] = result = phase(count, args, env, Path(folder), sampler, running)
+                print(describe(count, result), flush=True)
+        finally:
+            sampler.stop()
+        first = results[args.workers[0]]["rate"]
+        print(f"ratios to {args.workers[0]} worker(s): " + ", ".join(
+            f"{count}: {result['rate'] / first:.2f}×" for count, result in results.items()))
 
 
 if __name__ == "__main__":

@@ -85,12 +85,16 @@ def _advance_quiet(stored, field, found):
     for gpu_id, values in found.items():
         if not any(reading.code or reading.passed for reading in values):
             quiet[values[-1].ts].append(gpu_id)
-    settled = set()
+    left = set(found)
     for ts, gpu_ids in quiet.items():
-        at_zero = stored.filter(among("gpu_id", gpu_ids), **{field: 0})
-        at_zero.filter(ts__lt=ts).update(ts=ts)
-        settled.update(at_zero.values_list("gpu_id", flat=True))
-    return set(found) - settled
+        rows = stored.filter(among("gpu_id", gpu_ids))
+        rows.filter(ts__lt=ts, **{field: 0}).update(ts=ts)
+        # Left: those stored at another value, and those not stored (every GPU at its first pull); not the others'
+        # ids, 10,000 at a fleet's pull.
+        left = left - set(gpu_ids) | set(rows.exclude(**{field: 0}).values_list("gpu_id", flat=True))
+        if rows.count() < len(gpu_ids):
+            left |= set(gpu_ids) - set(rows.values_list("gpu_id", flat=True))
+    return left
 
 
 def remap_readings(hours, samples, now):

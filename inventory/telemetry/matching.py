@@ -21,7 +21,7 @@ class GPUMatcher:
 
     def __init__(self, series):
         uuids = {s.uuid.lower() for s in series if s.uuid}
-        found = GPU.objects.alias(key=Lower("uuid")).filter(among("key", uuids, "text"))
+        found = GPU.objects.alias(key=Lower("uuid")).filter(among("key", uuids, "text")).order_by()
         self.by_uuid = {uuid.lower(): pk for pk, uuid in found.values_list("pk", "uuid")}
         self._by_slot = None
 

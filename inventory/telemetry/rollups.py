@@ -151,10 +151,10 @@ class AmongIds(Func):
 
 
 def array_text(values):
-    """PostgreSQL's text of an array of ``values`` (ints, or strings, quoted), for a ``%s::type[]`` parameter: psycopg
-    quotes a list element by element, about 20 ms for 10,000 ids."""
+    """PostgreSQL's text of an array of ``values`` (all ints, or all strings, quoted), for a ``%s::type[]``
+    parameter: psycopg quotes a list element by element, about 20 ms for 10,000 ids."""
     values = list(values)
-    if all(isinstance(v, int) for v in values):
+    if not values or isinstance(values[0], int):
         return "{" + ",".join(map(str, values)) + "}"
     return "{" + ",".join('"' + v.replace("\\", "\\\\").replace('"', '\\"') + '"' for v in values) + "}"
 
@@ -285,14 +285,14 @@ class Scope:
     @classmethod
     def of(cls, gpu_ids, since):
         """The scope of ``gpu_ids``; ``since``: the first instant of the first day the refresh touches."""
-        nodes = set(GPU.objects.filter(among("pk", gpu_ids)).values_list("node_id", flat=True).distinct())
+        nodes = set(GPU.objects.filter(among("pk", gpu_ids)).order_by().values_list("node_id", flat=True).distinct())
         history = GPU.history.model
         changed = list(history.objects.filter(among("id", gpu_ids), history_date__gte=since)
                        .values_list("id", "node_id"))
         nodes |= {node_id for _, node_id in changed}
         if changed:  # where the GPUs that changed since then were before it (few: RMA swaps, moves, state changes)
             earlier = history.objects.filter(id=OuterRef("pk"), history_date__lt=since).order_by("-history_date")
-            nodes |= set(GPU.objects.filter(Exists(earlier), pk__in=[pk for pk, _ in changed])
+            nodes |= set(GPU.objects.filter(Exists(earlier), pk__in=[pk for pk, _ in changed]).order_by()
                          .values_list(Subquery(earlier.values("node_id")[:1]), flat=True))
         return cls(frozenset(gpu_ids), frozenset(nodes - {None}), None in nodes)
 
