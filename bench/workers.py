@@ -1,6 +1,7 @@
 """Parallel pulls (issue 35): completed telemetry pulls per minute with 1, 2 and 4 Celery workers.
 
     .venv/bin/python bench/workers.py [--gpus 10000] [--sources 8] [--workers 1 2 4] [--seconds 60] [--warmup 20]
+                                      [--logs DIR]
 
 1. A throwaway PostgreSQL and Redis (``tests/helpers``); ``bench/telemetry.py``'s fleet (``--gpus`` GPUs, 8 per node,
    4 sites, 8 partitions) split over ``--sources`` Prometheus sources by node (with 8, one per partition), all served
@@ -13,8 +14,9 @@
    next pull as soon as its report is written), so the workers never wait for beat's poll. After ``--warmup``
    seconds, the pulls completed in ``--seconds`` are counted from their ``PullReport`` rows (failed ones apart).
 3. Pulls per minute for each worker count, the ratio to one worker, the machine's load and the cores the workers,
-   PostgreSQL and everything else used during each window (``bench/loadtest.py``'s sampler): on a machine with fewer
-   cores than workers, the ratio shows the cores, not the portal.
+   PostgreSQL, this process (the HTTP server) and everything else used during each window (``bench/loadtest.py``'s
+   sampler), and the pulls per minute per core of workers and PostgreSQL: on a machine with fewer cores than
+   workers, or shared, the ratio shows the cores the workers got; the pulls per core show whether they waited.
 """
 
 import argparse
@@ -99,10 +101,10 @@ class Workers:
             time.sleep(0.2)
 
     def stop(self):
-        """Warm shutdown (the pulls they run finish), then their process groups."""
+        """Warm shutdown (TERM to the main process: the pull its pool runs finishes), else their process groups."""
         for process in self.processes:
             if process.poll() is None:
-                os.killpg(process.pid, signal.SIGTERM)
+                os.kill(process.pid, signal.SIGTERM)
         for process in self.processes:
             try:
                 process.wait(timeout=120)
@@ -187,12 +189,36 @@ def phase(count, args, env, folder, sampler, running):
     return {"rate": ok * 60 / args.seconds, "failed": failed, "error": error, "load": load, "cores": cores}
 
 
+def cpu_handles():
+    """psutil process handles for the CPU sampler: ``with_ended`` counts a process's ended children too (a worker
+    closes its database connection after each task, so PostgreSQL's backends last one pull each), ``alone`` none of
+    its children (this process: the HTTP server and the feeder, not the workers and Redis it started)."""
+    import psutil
+
+    class WithEnded(psutil.Process):
+        def cpu_times(self):
+            times = super().cpu_times()
+            return times._replace(user=times.user + times.children_user,
+                                  system=times.system + times.children_system)
+
+    class Alone(psutil.Process):
+        def children(self, recursive=False):
+            return []
+
+    return WithEnded, Alone
+
+
 def describe(count, result):
     cores = result["cores"] or {}
     failed = f"{result['failed']} failed" + (f": {result['error'][:200]}" if result["failed"] else "")
-    return (f"{count} worker(s): {result['rate']:.1f} pulls/min ({failed}), load {result['load']:.2f}; cores used: "
-            f"workers {cores.get('workers', 0):.2f}, PostgreSQL {cores.get('PostgreSQL', 0):.2f}, other "
-            f"{cores.get('other', 0):.2f} (this process's HTTP server, Redis, anyone else's work)")
+    # What the portal gets out of a core, whatever share of the machine others took: flat when nothing waits.
+    portal = cores.get("workers", 0) + cores.get("PostgreSQL", 0)
+    per_core = f", {result['rate'] / portal:.0f} per core of workers + PostgreSQL" if portal else ""
+    return (f"{count} worker(s): {result['rate']:.1f} pulls/min{per_core} ({failed}), load {result['load']:.2f}; "
+            "cores used: "
+            f"workers {cores.get('workers', 0):.2f}, PostgreSQL {cores.get('PostgreSQL', 0):.2f}, this process's "
+            f"HTTP server and feeder {cores.get('bench', 0):.2f}, other {cores.get('other', 0):.2f} (Redis, anyone "
+            "else's work)")
 
 
 def main():
@@ -202,10 +228,10 @@ def main():
     parser.add_argument("--workers", type=int, nargs="+", default=[1, 2, 4])
     parser.add_argument("--seconds", type=int, default=60, help="measured window per worker count")
     parser.add_argument("--warmup", type=int, default=20, help="seconds before each window")
+    parser.add_argument("--logs", type=Path, help="keep the workers' logs in this folder")
     args = parser.parse_args()
 
     import loadtest
-    import psutil
 
     from tests.helpers.httpstub import stub_server
     from tests.helpers.pgserver import throwaway_postgres
@@ -230,14 +256,17 @@ def main():
         print(f"{sum(map(len, gpus_of.values()))} GPUs in {args.sources} Prometheus sources; "
               f"{os.cpu_count()} CPUs; load {os.getloadavg()[0]:.2f} at {datetime.now(UTC):%Y-%m-%d %H:%M} UTC",
               flush=True)
-        running = []
-        sampler = loadtest.CPUSampler({"workers": lambda: [psutil.Process(p.pid) for w in running
-                                                           for p in w.processes if p.poll() is None],
-                                       "PostgreSQL": loadtest.postgres_roots(port)})
+        (with_ended, alone), running = cpu_handles(), []
+        this, postgres = alone(), [with_ended(p.pid) for p in loadtest.postgres_roots(port)()]
+        sampler = loadtest.CPUSampler({"workers": lambda: [with_ended(p.pid) for w in running for p in w.processes
+                                                           if p.poll() is None],
+                                       "PostgreSQL": lambda: postgres, "bench": lambda: [this]})
         results = {}
         try:
             for count in args.workers:
-                results[count] = result = phase(count, args, env, Path(folder), sampler, running)
+                logs = args.logs or Path(folder)
+                logs.mkdir(parents=True, exist_ok=True)
+                results[count] = result = phase(count, args, env, logs, sampler, running)
                 print(describe(count, result), flush=True)
         finally:
             sampler.stop()
