@@ -14,6 +14,7 @@ reads 0 and was stored at 0, nearly every GPU in every pull, only moves its stor
 
 from collections import defaultdict
 from datetime import timedelta
+from operator import attrgetter, itemgetter
 
 from django.db.models import Count, OuterRef, Q, Subquery
 from django.db.models.functions import Coalesce
@@ -48,8 +49,7 @@ def readings(hours, samples, now):
     for gpu_id, record in samples:
         if record.xid is not None:
             found[gpu_id].append(xid.Reading(ts=record.ts, code=record.xid))
-    for values in found.values():
-        values.sort(key=lambda reading: reading.ts)
+    in_time_order(found)
     return found
 
 
@@ -98,43 +98,50 @@ def _advance_quiet(stored, field, found):
 
 
 def remap_readings(hours, samples, now):
-    """(GPU id, event kind) → the row-remap gauge's ``xid.Reading``\\ s in time order (1 for on, 0 for off), read
+    """Event kind → GPU id → the row-remap gauge's ``xid.Reading``\\ s in time order (1 for on, 0 for off), read
     as ``readings`` reads the XID gauge: an hour by its end, with its highest value as ``passed``."""
-    found, at = defaultdict(list), read_at(hours, now)
+    found, at = {kind: defaultdict(list) for kind in remap.GAUGES}, read_at(hours, now)
+    gauges = [(found[kind], attrgetter(*fields)) for kind, fields in REMAP_FIELDS.items()]
     for gpu_id, record in hours:
-        for kind, (last_field, max_field) in REMAP_FIELDS.items():
-            last, highest = getattr(record, last_field), getattr(record, max_field)
-            if last is None and highest is None:
-                continue
-            found[(gpu_id, kind)].append(xid.Reading(at[record.hour], int(bool(last)), int(bool(highest))))
+        ts = at[record.hour]
+        for readings_of, figures in gauges:
+            last, highest = figures(record)
+            if last is not None or highest is not None:
+                readings_of[gpu_id].append(xid.Reading(ts, int(bool(last)), int(bool(highest))))
     for gpu_id, record in samples:
         for kind in remap.GAUGES:
             if getattr(record, kind) is not None:
-                found[(gpu_id, kind)].append(xid.Reading(ts=record.ts, code=int(bool(getattr(record, kind)))))
-    for values in found.values():
-        values.sort(key=lambda reading: reading.ts)
+                found[kind][gpu_id].append(xid.Reading(ts=record.ts, code=int(bool(getattr(record, kind)))))
+    for readings_of in found.values():
+        in_time_order(readings_of)
     return found
+
+
+def in_time_order(found):
+    """Sort each list of readings of ``found`` by time (one reading, nearly always: nothing to sort)."""
+    for values in found.values():
+        if len(values) > 1:
+            values.sort(key=itemgetter(0))
 
 
 def save_remap_events(source, hours, samples, now):
     """Write the health events in the row-remap readings of this pull; returns them as ``(gpu id, ts, kind)``."""
     found = remap_readings(hours, samples, now)
-    left = {(gpu_id, kind) for kind in remap.GAUGES for gpu_id in _advance_quiet(
-        HealthReading.objects.filter(kind=kind), "value",
-        {gpu_id: values for (gpu_id, of), values in found.items() if of == kind})}
-    if not left:
+    left = {kind: _advance_quiet(HealthReading.objects.filter(kind=kind), "value", found[kind]) for kind in found}
+    if not any(left.values()):
         return []
     state = {(gpu_id, kind): (value, ts) for gpu_id, kind, value, ts in HealthReading.objects.filter(
-        among("gpu_id", {gpu_id for gpu_id, _ in left})).values_list("gpu_id", "kind", "value", "ts")}
+        among("gpu_id", set().union(*left.values()))).values_list("gpu_id", "kind", "value", "ts")}
     events, last = [], []
-    for gpu_id, kind in (key for key in found if key in left):  # in the readings' order
-        before = state.get((gpu_id, kind))
-        newer = [reading for reading in found[(gpu_id, kind)] if before is None or reading.ts > before[1]]
-        if not newer:
-            continue
-        turned_on, value = xid.events(before[0] if before else 0, newer)
-        events += [(gpu_id, ts, kind) for ts, _ in turned_on]
-        last.append(HealthReading(gpu_id=gpu_id, kind=kind, value=value, ts=newer[-1].ts))
+    for kind, readings_of in found.items():
+        for gpu_id in (gpu_id for gpu_id in readings_of if gpu_id in left[kind]):  # in the readings' order
+            before = state.get((gpu_id, kind))
+            newer = [reading for reading in readings_of[gpu_id] if before is None or reading.ts > before[1]]
+            if not newer:
+                continue
+            turned_on, value = xid.events(before[0] if before else 0, newer)
+            events += [(gpu_id, ts, kind) for ts, _ in turned_on]
+            last.append(HealthReading(gpu_id=gpu_id, kind=kind, value=value, ts=newer[-1].ts))
     HealthEvent.objects.bulk_create(
         [HealthEvent(gpu_id=gpu_id, source=source, ts=ts, hour=floor_hour(ts), kind=kind)
          for gpu_id, ts, kind in events], ignore_conflicts=True, batch_size=2000)
