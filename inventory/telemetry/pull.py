@@ -98,12 +98,12 @@ def save_report(source, now, start, collected, summary, error=""):
 def store(source, collected, now):
     """Write what a collector brought back; returns counts for the log and the task result."""
     matcher = GPUMatcher(record.series for record in [*collected.hours, *collected.samples])
-    unknown = {}
+    unknown, latest = {}, now + FUTURE_TOLERANCE
 
     def match(records):
         pairs = []
         for record in records:
-            if record_time(record) > now + FUTURE_TOLERANCE:
+            if record_time(record) > latest:
                 collected.quality.add("future", f"{record.series.key} at {record_time(record):%Y-%m-%d %H:%M}")
                 continue
             gpu_id = matcher.gpu_id(record.series)
