@@ -17,10 +17,11 @@ GPUs in service on a node that an active rental contract covers are also counted
 are all open-ended). Inventory knows no contracts: planning registers a *rental source* (``register_rental_source``)
 when it starts (``planning.contracts.coverage.rented_nodes``). Only the GPUs the inventory records count here.
 
-``count(**scope)`` and ``count_by(group, **scope)`` read it in one aggregate query (GPU state × node state × rental
-end: a few dozen rows, whatever the fleet's size; the rental sources are joined in it); the rest is plain
-arithmetic on ``Capacity``. What a plan adds on top — a rental's ``rented_gpus`` beyond its recorded nodes, open
-purchase orders — is planning's (``planning.plans.capacity``), from these counts.
+``count(**scope)``, ``count_by(group, **scope)`` and ``count_each(groups, **scope)`` (several groupings at once) read
+it in one aggregate query (GPU state × node state × rental end: a few dozen rows, whatever the fleet's size; the
+rental sources are joined in it); the rest is plain arithmetic on ``Capacity``. What a plan adds on top — a rental's
+``rented_gpus`` beyond its recorded nodes, open purchase orders — is planning's (``planning.plans.capacity``), from
+these counts.
 """
 
 from dataclasses import dataclass, fields
@@ -90,8 +91,13 @@ class Capacity:
         """Every GPU that is or will be capacity: ``owned`` and ``ordered`` (retired ones are not)."""
         return self.owned + self.ordered
 
-    def add(self, state, n):
+    def add(self, state, n, rented=False, rental_end=None):
+        """``n`` GPUs in ``state``; ``rented`` ones (in service only) with the end of their rental."""
         setattr(self, state, getattr(self, state) + n)
+        if state == "in_service" and rented:
+            self.rented += n
+            if rental_end and (self.rented_until is None or rental_end < self.rented_until):
+                self.rented_until = rental_end
 
     def parts(self):
         """(state, label, GPUs) of the states with GPUs, in the order of ``LABELS``."""
@@ -159,23 +165,27 @@ def _counted(gpus, columns, day):
             for row in rows]
 
 
-def count_by(group=None, day=None, **scope):
-    """{group value: ``Capacity``} of the GPUs in ``scope`` (``site_id``, ``partition``, ``gpu_model_id``), grouped by
-    ``group`` (a key of ``GROUPS``; None: one entry, keyed None), rentals as on ``day`` (today by default). One
-    query."""
-    columns = {"gpu_state": F("state"), "node_state": F("node__state"), **({"key": F(GROUPS[group])} if group else {})}
-    counts = {}
-    for gpu_state, node_state, *key, rented, rental_end, n in _counted(_gpus(**scope), columns,
-                                                                      day or timezone.localdate()):
-        state, gpus = capacity_state(gpu_state, node_state), counts.setdefault(key[0] if key else None, Capacity())
-        gpus.add(state, n)
-        if state == "in_service" and rented:
-            gpus.rented += n
-            if rental_end and (gpus.rented_until is None or rental_end < gpus.rented_until):
-                gpus.rented_until = rental_end
+def count_each(groups, day=None, **scope):
+    """``{None: Capacity of the scope, group: {group value: Capacity}}`` for each of ``groups`` (keys of ``GROUPS``), of
+    the GPUs in ``scope`` (``site_id``, ``partition``, ``gpu_model_id``), rentals as on ``day`` (today by default). One
+    query, grouped by all the groups at once: a page that shows the fleet, its sites and its models counts once."""
+    columns = {"gpu_state": F("state"), "node_state": F("node__state"),
+               **{f"key_{i}": F(GROUPS[group]) for i, group in enumerate(groups)}}
+    counts = {None: Capacity(), **{group: {} for group in groups}}
+    for gpu_state, node_state, *keys, rented, rental_end, n in _counted(_gpus(**scope), columns,
+                                                                       day or timezone.localdate()):
+        state = capacity_state(gpu_state, node_state)
+        counts[None].add(state, n, rented, rental_end)
+        for group, key in zip(groups, keys, strict=True):
+            counts[group].setdefault(key, Capacity()).add(state, n, rented, rental_end)
     return counts
+
+
+def count_by(group, day=None, **scope):
+    """{group value: ``Capacity``} of the GPUs in ``scope`` grouped by ``group`` (a key of ``GROUPS``); one query."""
+    return count_each([group], day, **scope)[group]
 
 
 def count(day=None, **scope):
     """The ``Capacity`` of ``scope`` (the whole fleet when none is given)."""
-    return count_by(day=day, **scope).get(None, Capacity())
+    return count_each([], day, **scope)[None]

@@ -20,15 +20,15 @@ VIEW_TELEMETRY = "inventory.read_telemetry"
 def _fleet_summary(request):
     """``queries.fleet_summary``, read once per request: the tiles and the fleet panel both show it."""
     if not hasattr(request, "_fleet_summary"):
-        request._fleet_summary = queries.fleet_summary()
+        request._fleet_summary = queries.fleet_summary(_capacity(request)["gpu_model"])
     return request._fleet_summary
 
 
 def _capacity(request):
-    """The capacity model's counts (``inventory.capacity``), read once per request: the GPU tile (key None) and
-    the fleet panel's sites show them."""
+    """The capacity model's counts (``inventory.capacity``) of the fleet (key None), per site and per GPU model, read
+    once per request in one query: the GPU tile, the fleet panel's sites and its GPUs by model show them."""
     if not hasattr(request, "_capacity"):
-        request._capacity = {None: capacity.count(), **capacity.count_by("site")}
+        request._capacity = capacity.count_each(["site", "gpu_model"])
     return request._capacity
 
 
@@ -120,13 +120,12 @@ def fleet_panel(request):
     """The fleet by state and site, GPUs by model, capacity. An account without a role sees no fleet data."""
     if not request.user.has_perm("inventory.view_node"):
         return None
-    fleet = _fleet_summary(request)
-    by_site = _capacity(request)
+    fleet, counts = _fleet_summary(request), _capacity(request)
     return {
         "summary": fleet,
-        "capacity_by_site": [(site["name"], by_site.get(site["name"], capacity.Capacity()), site)
+        "capacity_by_site": [(site["name"], counts["site"].get(site["name"], capacity.Capacity()), site)
                              for site in fleet["sites"]],
-        "capacity": by_site[None],
+        "capacity": counts[None],
         "gpus_by_model_chart": json.dumps({
             "x": [row["name"] for row in fleet["gpus_by_model"]],
             "y": [row["n"] for row in fleet["gpus_by_model"]],

@@ -10,13 +10,13 @@ from django.utils import timezone
 from portal.forms import object_id
 from portal.search import search_kinds
 
-from . import capacity
 from .lifecycle import state_since
 from .models import GPU, GPUModel, LifecycleState, Node, Rack, Site, StorageSystem, Switch
 
 
-def fleet_summary():
-    """Counts and capacity for the home dashboard, in a handful of aggregate queries."""
+def fleet_summary(by_model):
+    """Counts and capacity for the home dashboard, in a handful of aggregate queries; ``by_model``: the capacity
+    model's counts per GPU model (``capacity.count_by("gpu_model")``, which the dashboard reads with its others)."""
     today = timezone.localdate()
     sites = list(Site.objects.order_by("name").values_list("name", flat=True))
     states = LifecycleState.choices
@@ -29,7 +29,6 @@ def fleet_summary():
     gpus_by_state = dict(GPU.objects.values_list("state").annotate(n=Count("id")))
     # GPUs by model as the capacity model counts them (its ``total``: neither the GPU nor its node retired), the
     # GPU tile's and the API's figure; memory and FLOP/s per site over the same GPUs (those in a node).
-    by_model = capacity.count_by("gpu_model")
     gpus_by_model = sorted(({"name": name, "n": gpus.total} for name, gpus in by_model.items()
                             if name and gpus.total),
                            key=lambda row: (-row["n"], row["name"]))

@@ -96,6 +96,8 @@ def test_generated_fleets_count_as_a_plain_loop_and_groups_add_up(nodes, spares)
                 assert sum(getattr(c, state) for c in by.values()) == getattr(fleet, state)
             for key, counts in by.items():
                 assert counts == loop(lambda g, key=key, attribute=attribute: attribute(g) == key)
+        each = capacity.count_each(["site", "partition", "gpu_model"])  # every grouping at once
+        assert each[None] == fleet and all(each[group] == capacity.count_by(group) for group in each if group)
         for site in sites:
             assert capacity.count(site_id=site.pk) == capacity.count_by("site").get(site.name, capacity.Capacity())
         assert capacity.count(partition="train", gpu_model_id=models[1].pk) == loop(
@@ -115,6 +117,19 @@ def test_one_query_whatever_the_fleet(django_assert_num_queries):
         "in_service": 8, "out_of_service": 8, "burn_in": 8, "ordered": 0, "spare": 0, "retired": 0, "rented": 0,
         "rented_until": None, "owned": 24, "total": 24, "says": ""}
     assert Node.objects.count() == 3
+
+
+def test_every_grouping_at_once_is_one_query(django_assert_num_queries):
+    site, node_model, gpu_model = make_site(name="zrh-1"), make_node_model(), make_gpu_model()
+    node = build_node(site, node_model, state=L.IN_SERVICE, partition="train")
+    node.save()
+    GPU.objects.bulk_create([*(build_gpu(gpu_model, node=node, slot=i, state=L.IN_SERVICE) for i in range(8)),
+                             build_gpu(gpu_model, state=L.IN_SERVICE)])
+    with django_assert_num_queries(1):
+        counts = capacity.count_each(["site", "gpu_model"])
+    assert (counts[None].in_service, counts[None].spare) == (8, 1)
+    assert {site: gpus.total for site, gpus in counts["site"].items()} == {"zrh-1": 8, None: 1}
+    assert counts["gpu_model"][gpu_model.name].total == 9
 
 
 def test_the_home_page_and_the_api_show_the_same_count(client, manager, manager_api):

@@ -40,6 +40,16 @@ def test_figures_match_hand_computed_values(manager_client, fleet):
     assert not shown["spend"].warn
 
 
+def test_a_spare_gpu_counts_in_the_fleet(manager_client, fleet):
+    """A GPU in no node is capacity (a spare): the GPU tile and the fleet panel count it with the others (the sites'
+    counts, whose spares are keyed None, once replaced the fleet's)."""
+    make_gpu(state=L.IN_SERVICE)
+    response = manager_client.get("/")
+    gpus = tiles(response)["gpus"]
+    assert (gpus.value, gpus.note) == ("6", "4 in service + 1 delivered or in burn-in + 1 spare (in no node)")
+    assert response.context["capacity"].total == 6
+
+
 def test_least_used_are_nodes_in_service(manager_client, fleet):
     response = manager_client.get("/")
     least = response.context["least_used"]
