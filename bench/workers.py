@@ -16,7 +16,8 @@
 3. Pulls per minute for each worker count, the ratio to one worker, the machine's load and the cores the workers,
    PostgreSQL, this process (the HTTP server) and everything else used during each window (``bench/loadtest.py``'s
    sampler), and the pulls per minute per core of workers and PostgreSQL: on a machine with fewer cores than
-   workers, or shared, the ratio shows the cores the workers got; the pulls per core show whether they waited.
+   workers, or shared, the ratio shows the cores the workers got. Whether pulls wait for each other in the database
+   shows directly: every 0.2 s the workers' sessions running a statement are counted, and those waiting for a lock.
 """
 
 import argparse
@@ -142,21 +143,30 @@ def completed(since):
 
 
 def feed(seconds, queued):
-    """For ``seconds``: queue a source's next pull as soon as its last one wrote its report."""
+    """For ``seconds``: queue a source's next pull as soon as its last one wrote its report; returns how many of the
+    workers' database sessions were seen running a statement, and how many of those waiting for a lock (a row's,
+    a table's or an advisory one), sampled at each look."""
+    from django.db import connection
     from django.db.models import Count
 
     from inventory.models import PullReport
     from inventory.telemetry.tasks import pull_telemetry_source
     from portal.tasks import enqueue
 
-    deadline = time.monotonic() + seconds
+    deadline, active, waiting = time.monotonic() + seconds, 0, 0
     while time.monotonic() < deadline:
         done = dict(PullReport.objects.values_list("source").annotate(n=Count("pk")).order_by())
         for source_id, reports in done.items():
             for _ in range(reports - queued.get(source_id, 0)):
                 enqueue(pull_telemetry_source, source_id)
             queued[source_id] = max(queued.get(source_id, 0), reports)
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT count(*), count(*) FILTER (WHERE wait_event_type = 'Lock') FROM pg_stat_activity "
+                           "WHERE backend_type = 'client backend' AND state = 'active' AND pid <> pg_backend_pid()")
+            seen, locked = cursor.fetchone()
+        active, waiting = active + seen, waiting + locked
         time.sleep(0.2)
+    return active, waiting
 
 
 def phase(count, args, env, folder, sampler, running):
@@ -179,14 +189,15 @@ def phase(count, args, env, folder, sampler, running):
             enqueue(pull_telemetry_source, source_id)
         feed(args.warmup, queued)
         start, started, load = timezone.now(), time.time(), os.getloadavg()[0]
-        feed(args.seconds, queued)
+        active, waiting = feed(args.seconds, queued)
         ok, failed, error = completed(start)
         cores, load = sampler.cores(started, time.time()), (load + os.getloadavg()[0]) / 2
     finally:
         running[0].stop()
         app.control.purge()
         connections.close_all()
-    return {"rate": ok * 60 / args.seconds, "failed": failed, "error": error, "load": load, "cores": cores}
+    return {"rate": ok * 60 / args.seconds, "failed": failed, "error": error, "load": load, "cores": cores,
+            "active": active, "waiting": waiting}
 
 
 def cpu_handles():
@@ -214,8 +225,9 @@ def describe(count, result):
     # What the portal gets out of a core, whatever share of the machine others took: flat when nothing waits.
     portal = cores.get("workers", 0) + cores.get("PostgreSQL", 0)
     per_core = f", {result['rate'] / portal:.0f} per core of workers + PostgreSQL" if portal else ""
-    return (f"{count} worker(s): {result['rate']:.1f} pulls/min{per_core} ({failed}), load {result['load']:.2f}; "
-            "cores used: "
+    return (f"{count} worker(s): {result['rate']:.1f} pulls/min{per_core} ({failed}); workers' statements seen "
+            f"running {result['active']}, waiting for a lock {result['waiting']}; load {result['load']:.2f}; cores "
+            "used: "
             f"workers {cores.get('workers', 0):.2f}, PostgreSQL {cores.get('PostgreSQL', 0):.2f}, this process's "
             f"HTTP server and feeder {cores.get('bench', 0):.2f}, other {cores.get('other', 0):.2f} (Redis, anyone "
             "else's work)")
