@@ -1,11 +1,12 @@
 """One hourly pull's ``store()`` against a bare COPY of the same rows (issue 35).
 
-    .venv/bin/python bench/pull_store.py [--gpus 10000] [--hours-before 23] [--repeat 5]
+    .venv/bin/python bench/pull_store.py [--gpus 10000] [--pull-gpus N] [--hours-before 23] [--repeat 5]
 
 1. Builds a fleet of ``--gpus`` GPUs (8 per node: ``bench/telemetry.py``'s fleet) in a throwaway PostgreSQL, with
    ``--hours-before`` hours of the same day already stored and rolled up (23: the pulled hour is the day's last,
    so the daily rollups read a whole day of hours, the worst case).
-2. A Prometheus pull of one hour of every GPU as its collector returns it (utilization, memory, power, energy,
+2. A Prometheus pull of one hour of every GPU (or of the first ``--pull-gpus``, 8 per node: one site's source of a
+   fleet split over several) as its collector returns it (utilization, memory, power, energy,
    health, the XID and row-remap gauges at 0), after two of the hour before (untimed: the gauges' last readings
    are stored and rewritten, as in a running portal): ``pull.store()`` timed inside the pull's transaction, the
    first time (the hour's rows are new) and then ``--repeat`` times (a re-pull of the current hour: every row
@@ -133,6 +134,7 @@ def prepare(gpus, hours_before):
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--gpus", type=int, default=10000)
+    parser.add_argument("--pull-gpus", type=int, help="GPUs the pull brings (default: every GPU)")
     parser.add_argument("--hours-before", type=int, default=23, help="hours of the pulled hour's day already stored")
     parser.add_argument("--repeat", type=int, default=5)
     args = parser.parse_args()
@@ -151,7 +153,8 @@ def main():
         override_settings(DEBUG=False).enable()
 
         call_command("migrate", verbosity=0)
-        source, gpus, hour = prepare(args.gpus, args.hours_before)
+        source, fleet, hour = prepare(args.gpus, args.hours_before)
+        gpus = fleet[:args.pull_gpus or len(fleet)]
         now = hour + timedelta(minutes=59)
         timer = StageTimer()
         # Two pulls of the hour before, untimed: the gauges' last readings are stored and rewritten once, as in a
@@ -159,8 +162,8 @@ def main():
         for minutes in (30, 59):  # pulled at hour - 30 min and hour - 1 min: every gauge read again, a newer time
             before = hour_records(gpus, hour - timedelta(hours=1), minutes)
             store_once(source, before, hour - timedelta(minutes=60 - minutes), timer)
-        print(f"fleet: {len(gpus)} GPUs; the pulled hour {hour:%Y-%m-%d %H:%M} with {args.hours_before} hours of "
-              f"its day stored")
+        print(f"fleet: {len(fleet)} GPUs, {len(gpus)} in the pull; the pulled hour {hour:%Y-%m-%d %H:%M} with "
+              f"{args.hours_before} hours of its day stored")
         first, first_stages = store_once(source, hour_records(gpus, hour, 0), now, timer)
         runs = [store_once(source, hour_records(gpus, hour, k + 1), now, timer) for k in range(args.repeat)]
         median = statistics.median(seconds for seconds, _ in runs)
