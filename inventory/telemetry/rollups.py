@@ -304,8 +304,7 @@ LOCKS, FLEET = 35_0001, -1
 
 @contextmanager
 def _locked(scope, using="default"):
-    """A transaction holding the locks of ``scope`` (None: the whole fleet) until it ends. Scoped refreshes take their
-    nodes' locks in one statement, in id order, so two of them never wait for each other in a circle."""
+    """A transaction holding the locks of ``scope`` (None: the whole fleet) until it ends."""
     connection = connections[using]
     with transaction.atomic(using=using):
         if connection.vendor == "postgresql":
@@ -314,10 +313,16 @@ def _locked(scope, using="default"):
                     cursor.execute("SELECT pg_advisory_xact_lock(%s, %s)", [LOCKS, FLEET])
                 else:
                     cursor.execute("SELECT pg_advisory_xact_lock_shared(%s, %s)", [LOCKS, FLEET])
-                    keys = array_text(sorted(scope.node_ids | ({0} if scope.spare else set())))
-                    cursor.execute("SELECT count(pg_advisory_xact_lock(%s, (n %% 2147483647)::int)) "
-                                   "FROM (SELECT unnest(%s::bigint[]) AS n ORDER BY 1) AS ordered", [LOCKS, keys])
+                    advisory_locks(cursor, LOCKS, scope.node_ids | ({0} if scope.spare else set()))
         yield
+
+
+def advisory_locks(cursor, namespace, keys):
+    """Hold the advisory locks ``(namespace, key)`` of ``keys`` (ids) until the transaction ends, taken in one
+    statement in key order: two transactions locking overlapping sets never wait for each other in a circle."""
+    keys = array_text(sorted(keys))
+    cursor.execute("SELECT count(pg_advisory_xact_lock(%s, (n %% 2147483647)::int)) "
+                   "FROM (SELECT unnest(%s::bigint[]) AS n ORDER BY 1) AS ordered", [namespace, keys])
 
 
 def rollup_nodes(start, end, scope=None):
@@ -423,11 +428,10 @@ def refresh(hours, gpu_ids=None):
         return
     first, last = min(hours), max(hours)
     first_day, last_day = timezone.localdate(first), timezone.localdate(last)
-    with transaction.atomic():
-        scope = None if gpu_ids is None else Scope.of(gpu_ids, day_start(first_day))
-        with _locked(scope):
-            _node_hours(first, last + timedelta(hours=1), scope)
-            _days(first_day, last_day, scope)
+    scope = None if gpu_ids is None else Scope.of(gpu_ids, day_start(first_day))
+    with _locked(scope):
+        _node_hours(first, last + timedelta(hours=1), scope)
+        _days(first_day, last_day, scope)
 
 
 def enforce_retention(now=None):

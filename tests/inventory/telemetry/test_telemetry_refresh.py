@@ -2,7 +2,10 @@
 nodes' usage days are recomputed, with the figures a full recompute gives (also after a GPU moved to another node or
 out of every node), and refreshes of disjoint nodes run at once on PostgreSQL while two of one node take turns."""
 
+import os
 import random
+import subprocess
+import sys
 import threading
 from collections import Counter
 from datetime import timedelta
@@ -16,6 +19,7 @@ from inventory.models import GPUDaily, NodeDaily, NodeHourly, UsageDaily
 from inventory.telemetry.records import HourRecord, SeriesKey
 from inventory.telemetry.rollups import floor_hour, refresh, rollup_usage, upsert_gpu_hours
 from tests.factories import make_gpu, make_gpu_model, make_node, make_node_model, make_site
+from tests.helpers.paths import ROOT
 from tests.helpers.races import in_process, waits_at_most
 
 H = timedelta(hours=1)
@@ -143,3 +147,43 @@ def test_refreshes_of_disjoint_nodes_run_at_once_and_of_one_node_take_turns(flee
         release.set()
         holder.join(60)
     assert waits_at_most(5, lambda: refresh(hours, {fleet["one"][4].pk})) is None
+
+
+SQLITE_DEMO = """
+import django
+django.setup()
+from datetime import timedelta
+from django.core.management import call_command
+from django.utils import timezone
+call_command("migrate", verbosity=0)
+from inventory.models import GPUDaily, NodeDaily, NodeHourly, UsageDaily
+from inventory.telemetry.records import HourRecord, SeriesKey
+from inventory.telemetry.rollups import floor_hour, refresh, upsert_gpu_hours
+from tests.factories import make_gpu, make_node
+node = make_node(hostname="n1")
+gpus = [make_gpu(node=node), make_gpu(node=node), make_gpu()]
+now = floor_hour(timezone.now())
+def pull(gpus, util):
+    return upsert_gpu_hours([(gpu.pk, HourRecord(series=SeriesKey(), hour=now - timedelta(hours=h), util_mean=util + h,
+                                                  samples=60)) for h in (1, 30) for gpu in gpus])
+def rows():
+    return [set(model.objects.values_list(*[f.attname for f in model._meta.concrete_fields if f.attname != "id"]))
+            for model in (NodeHourly, GPUDaily, NodeDaily, UsageDaily)]
+refresh(pull(gpus, 10))
+before = rows()
+hours = pull([gpus[0], gpus[2]], 50)
+refresh(hours, {gpus[0].pk, gpus[2].pk})
+incremental = rows()
+refresh(hours)
+print([len(found) for found in incremental], incremental != before, incremental == rows())
+"""
+
+
+def test_the_demo_on_sqlite_refreshes_incrementally(tmp_path):
+    """SQLite (the demo) has no advisory locks and no arrays: the same refresh, ids read with ``json_each``."""
+    env = {k: v for k, v in os.environ.items() if k != "DATABASE_URL"}
+    out = subprocess.run([sys.executable, "-c", SQLITE_DEMO], cwd=ROOT, capture_output=True, text=True, timeout=300,
+                         env={**env, "DJANGO_SETTINGS_MODULE": "tests.settings", "PORTAL_VAR_DIR": str(tmp_path)})
+    assert out.returncode == 0, out.stderr
+    # Two hours on two days: node hours, GPU days (3 GPUs), node days, usage days (3 models: 2 in the node, 1 spare).
+    assert out.stdout.split("\n")[-2] == "[2, 6, 2, 6] True True"
