@@ -30,7 +30,7 @@ from portal.db import bulk_insert
 
 from . import allocation
 from .models import AllocationDaily, AllocationExcess, AllocationHourly, SlurmJob, SlurmJobNode, TelemetrySource
-from .rollups import array_text, day_start
+from .rollups import advisory_locks, day_start
 
 HOUR = timedelta(hours=1)
 KEY = ["source_id", "node_id", "account", "partition", "multi_node", "hour"]  # as ``split`` keys them
@@ -122,8 +122,7 @@ def lock(namespace, ids):
     connection = connections[router.db_for_write(AllocationHourly)]
     if ids and connection.vendor == "postgresql":
         with connection.cursor() as cursor:
-            cursor.execute("SELECT count(pg_advisory_xact_lock(%s, n)) FROM (SELECT unnest(%s::int[]) AS n ORDER BY 1) "
-                           "AS ordered", [namespace, array_text(sorted(ids))])
+            advisory_locks(cursor, namespace, ids)
 
 
 def refresh_days(source_ids, first_day, last_day):
