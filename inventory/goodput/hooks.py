@@ -5,13 +5,15 @@
   ``settings.GOODPUT_CHECKPOINT_MINUTES``;
 - a *ticket finder* (support): ``finder(interruptions) -> {interruption pk: {"id", "title", "url"}}``, the ticket
   opened for each interruption's fault, for the interruptions list. One call per page: it must read the tickets of
-  all of them in a fixed number of queries.
+  all of them in a fixed number of queries. It reads only ``TICKET_LOOKUPS`` of a row (the API passes ``.values()``
+  rows read as attributes, the pages model instances).
 
 Registering the same function twice is harmless.
 """
 
 from django.conf import settings
 
+TICKET_LOOKUPS = ("pk", "fault_ts", "gpu_id", "node_id", "xid_event_id", "transition_id")  # what a finder reads
 _checkpoint_providers = []
 _ticket_finders = []
 

@@ -11,13 +11,15 @@ Ranges, groups and filters are the utilization report's (``inventory.telemetry.q
   lost run inside it; interruptions, their restart wait and cost count in the month they ended, queue waits in the
   month the job started. Filters apply to jobs as for a team.
 - ``site``, ``node`` and ``gpu_model`` are those of the nodes the job ran on (its ``SlurmJobNode`` rows; a node's
-  GPU model is that of its GPUs). Allocated GPU-hours of a job on several nodes are split by node; a job that
-  spans two sites counts in full under a ``site`` (or ``gpu_model``) *filter* when it touched that site, and only
-  its part there when *grouped* by site. Jobs on hosts the inventory does not know have no site, node or model.
+  GPU model is that of its GPUs). Allocated GPU-hours of a job on several nodes are split by node: a job that
+  spans two sites counts its part on the site's nodes, under a ``site`` (or ``gpu_model``) *filter* as when
+  *grouped* by site (its queue wait, a figure of the whole job, counts when it touched the site). Jobs on hosts the
+  inventory does not know have no site, node or model.
 
 What the figures mean (per group, over the range from its start until now)
     - ``allocated_gpu_hours``: allocated GPUs × the part of the jobs' runs inside the range, clipped per node to its
-      GPUs (``inventory.telemetry.allocation``: the same figure as ``/api/inventory/allocations/``).
+      GPUs (``inventory.telemetry.allocation``: the same figure as ``/api/inventory/allocations/``), read from the
+      rollup kept at pull time (``allocation_rollup``).
     - ``interruptions``: the infrastructure's interruptions that ended in the range (``attribution.py``); for node,
       site and model groups, counted on the node of the fault (jobs ended by a NODE_FAIL on several nodes without a
       fault on record: on no node). ``user_interruptions`` and ``scheduler_interruptions``: the others.
@@ -39,14 +41,30 @@ from collections import defaultdict
 from datetime import UTC, timedelta
 
 from django.conf import settings
-from django.db.models import Count, DurationField, Exists, ExpressionWrapper, F, IntegerField, OuterRef, Sum, Value
-from django.db.models.functions import Cast, Greatest, TruncMonth
+from django.db import connections
+from django.db.models import (
+    Case,
+    Count,
+    DurationField,
+    Exists,
+    ExpressionWrapper,
+    F,
+    FloatField,
+    Func,
+    IntegerField,
+    Min,
+    OuterRef,
+    Sum,
+    Value,
+    When,
+)
+from django.db.models.functions import Cast, Coalesce, Greatest, Least, NullIf, TruncMonth
 from django.utils import timezone
 
 from inventory import lifecycle
 from inventory.costs import gpu_hour_costs
 from inventory.models import GPU, GPUModel, LifecycleState, Node, Site
-from inventory.telemetry import allocation, jobstats
+from inventory.telemetry import allocation, allocation_rollup, jobstats
 from inventory.telemetry.models import SlurmJob, SlurmJobNode
 from inventory.telemetry.queries import GROUPS, NONE_LABEL, UnknownParameter, get_range, idle_cost_basis
 
@@ -88,11 +106,12 @@ def months(start, now):
 
 
 def matching_nodes(filters):
-    """The nodes the site and GPU model filters select (a queryset), or None when neither is set."""
-    site, model = (filters or {}).get("site"), (filters or {}).get("gpu_model")
-    if not site and not model:
+    """The nodes the site, GPU model and node (id: a node's own page) filters select (a queryset), or None when none
+    is set."""
+    site, model, node = ((filters or {}).get(name) for name in ("site", "gpu_model", "node"))
+    if not site and not model and not node:
         return None
-    nodes = Node.objects.all()
+    nodes = Node.objects.filter(pk=node) if node else Node.objects.all()
     if site:
         nodes = nodes.filter(site=site)
     if model:
@@ -131,13 +150,19 @@ def interruptions(filters=None, start=None, end=None):
     return rows
 
 
+MANY_IDS = 200  # above it, reading every row beats an IN list: the driver quotes each id (1,250: 10-30 ms)
+
+
+def among(rows, field, ids):
+    """``rows`` whose ``field`` is one of ``ids``, or all of them when ids are many (a fleet's nodes)."""
+    ids = [pk for pk in ids if pk is not None]
+    return rows if len(ids) > MANY_IDS else rows.filter(**{f"{field}__in": ids})
+
+
 def node_models(node_ids):
     """{node id: GPU model id of its GPUs} (the lowest id when a node mixes models); one query."""
-    models = {}
-    for node_id, model_id in (GPU.objects.filter(node_id__in=node_ids).order_by("node_id", "gpu_model_id")
-                              .values_list("node_id", "gpu_model_id")):
-        models.setdefault(node_id, model_id)
-    return models
+    return dict(among(GPU.objects.filter(node__isnull=False), "node_id", node_ids).values_list("node_id")
+                .annotate(model=Min("gpu_model_id")).order_by())
 
 
 class Regrouper:
@@ -146,8 +171,7 @@ class Regrouper:
 
     def __init__(self, group_by, node_ids):
         self.group_by = group_by
-        node_ids = {pk for pk in node_ids if pk is not None}
-        self.sites = dict(Node.objects.filter(pk__in=node_ids).values_list("pk", "site_id")) \
+        self.sites = dict(among(Node.objects, "pk", node_ids).values_list("pk", "site_id")) \
             if group_by == "site" else {}
         self.models = node_models(node_ids) if group_by == "gpu_model" else {}
 
@@ -161,16 +185,21 @@ class Regrouper:
     def names(self, keys):
         table = {"site": (Site, "name"), "node": (Node, "hostname"), "gpu_model": (GPUModel, "name")}.get(
             self.group_by)
-        found = dict(table[0].objects.filter(pk__in=[k for k in keys if k is not None])
-                     .values_list("pk", table[1])) if table else {}
+        found = dict(among(table[0].objects, "pk", keys).values_list("pk", table[1])) if table else {}
         return {key: found.get(key) or (key if table is None and key else NONE_LABEL) for key in keys}
 
 
 def allocated(group_by, start, now, filters):
-    """{team or partition (node id for the node groups): allocated GPU-hours} (``allocation.clipped_gpu_time``,
-    three queries)."""
-    totals = allocation.clipped_gpu_time(jobs(filters), start, now, now, ALLOCATION_BY[group_by])
+    """{team or partition (node id for the node groups): allocated GPU-hours}, from the rollup kept at pull time
+    (``allocation_rollup.allocated``: the figure of ``allocation.clipped_gpu_time``, on the filters' nodes only)."""
+    totals = allocation_rollup.allocated(start, now, now, ALLOCATION_BY[group_by], **allocation_scope(filters))
     return {key: row["gpu_hours"] for key, row in totals.items()}
+
+
+def allocation_scope(filters):
+    """The filters as ``allocation_rollup`` takes them: team, partition and the nodes of the site and GPU model."""
+    filters = filters or {}
+    return {"account": filters.get("team"), "partition": filters.get("partition"), "nodes": matching_nodes(filters)}
 
 
 def queue_wait_sums(group_by, start, now, filters):
@@ -197,28 +226,128 @@ def jobstats_wait(prefix):
                                       output_field=DurationField()), Value(timedelta(0)))
 
 
-def lost_pieces(rows):
-    """Each infrastructure interruption of ``rows`` as ``(row, node id, share)`` pieces: split over the job's nodes
-    by their GPUs (one query), or one piece on the row's node when the job lists none."""
-    shares = defaultdict(list)
-    for job_id, node_id, gpus in (SlurmJobNode.objects.filter(job__in=[row["job_id"] for row in rows])
-                                  .values_list("job_id", "node_id", "gpus")):
-        shares[job_id].append((node_id, gpus))
-    for row in rows:
-        parts = shares.get(row["job_id"]) or [(row["node_id"], 1)]
-        total = sum(gpus for _, gpus in parts) or 1
-        for node_id, gpus in parts:
-            yield row, node_id, gpus / total
+class Hours(Func):
+    """A duration in hours (a float), computed by the database: an interval's seconds on PostgreSQL, the
+    microseconds Django stores a duration as on SQLite (the demo's database)."""
+
+    template = "CAST(EXTRACT(EPOCH FROM %(expressions)s) AS DOUBLE PRECISION) / 3600"
+    output_field = FloatField()
+
+    def as_sqlite(self, compiler, connection, **extra):
+        return self.as_sql(compiler, connection, template="CAST(%(expressions)s AS REAL) / 3600000000", **extra)
 
 
-def lost_in_range(row, start, end=None):
-    """The row's lost work (GPU-hours since the last checkpoint) inside [start, end] (``end`` None: until it ended):
-    the lost run is the job's last lost / GPUs hours."""
-    lost, gpus, ended = row["lost_run_gpu_hours"] or 0.0, row["gpus"], row["ended_at"]
-    if not lost or not gpus:
-        return lost
-    begin, finish = max(ended - timedelta(hours=lost / gpus), start), min(ended, end or ended)
-    return min(lost, max(finish - begin, timedelta(0)).total_seconds() / 3600 * gpus)
+def hours_after(moment):
+    """Hours from ``moment`` to the interruption's end (negative before it), as an expression."""
+    return Hours(ExpressionWrapper(F("ended_at") - Value(moment), output_field=DurationField()))
+
+
+def lost_run(begin, end=None):
+    """An interruption's lost work (GPU-hours since its last checkpoint) inside [begin, end] (``end`` None: until it
+    ended), as an expression: the lost run is its last lost / GPUs hours. Without GPUs it cannot be placed in time:
+    all of it (``end`` None), else none."""
+    lost, gpus = Coalesce(F("lost_run_gpu_hours"), Value(0.0)), F("gpus")
+    ran = Least(lost / NullIf(gpus, Value(0)), hours_after(begin))
+    if end is not None:
+        ran = ran - Greatest(hours_after(end), Value(0.0))
+    return Case(When(gpus=0, then=lost if end is None else Value(0.0)),
+                default=Least(lost, Greatest(ran, Value(0.0)) * gpus), output_field=FloatField())
+
+
+LOST_WAIT = Coalesce(F("lost_wait_gpu_hours"), Value(0.0))  # an interruption's restart wait × GPUs
+
+
+# An infrastructure interruption (``i``) split over its job's nodes (``a``) by the GPUs the job held on each, or one
+# piece on its own node when the job lists none (``a`` null): each piece's node and share of the interruption.
+PIECE_NODE = "CASE WHEN a.id IS NULL THEN i.node_id ELSE a.node_id END"
+PIECE_SHARE = ("CASE WHEN a.id IS NULL THEN 1.0 ELSE CAST(a.gpus AS DOUBLE PRECISION) "
+               "/ COALESCE(NULLIF(SUM(a.gpus) OVER (PARTITION BY i.id), 0), 1) END")
+
+
+def piece_sums(rows, values, key=None):
+    """The sums of the ``values`` (name: expression on an interruption) of the pieces of the infrastructure's
+    interruptions ``rows``, each × the piece's share, per value of the interruption's ``key`` (an expression; None: per
+    piece's node) and of the node's cost per GPU-hour (``inventory.costs``; null without one): rows ``(key, cost,
+    *sums)``. One query: the ORM's rows of the interruptions, split and summed in SQL written here (the ORM joins
+    ``SlurmJobNode`` only through the job and would compute each piece's share again in every sum)."""
+    columns = {"key": key} if key is not None else {}
+    rows = rows.order_by().values("id", "job_id", "node_id", **columns, **values)
+    sql, params = rows.query.get_compiler(rows.db).as_sql()
+    connection = connections[rows.db]
+    quote = connection.ops.quote_name
+    nodes_at = defaultdict(list)
+    for node_id, cost in gpu_hour_costs().items():
+        nodes_at[float(cost)].append(node_id)
+    # Node ids written as integers: a parameter each costs the driver more than the query (1,250: 10-30 ms).
+    whens = " ".join(f"WHEN p.piece_node IN ({', '.join(str(int(pk)) for pk in ids)}) "
+                     "THEN CAST(%s AS DOUBLE PRECISION)" for ids in nodes_at.values())
+    cost_sql = f"CASE {whens} END" if nodes_at else "CAST(NULL AS DOUBLE PRECISION)"
+    sums = ", ".join(f"SUM(p.{quote(name)} * p.share)" for name in values)
+    pieces = (f"SELECT i.*, {PIECE_NODE} AS piece_node, {PIECE_SHARE} AS share FROM ({sql}) i "
+              f"LEFT JOIN {quote(SlurmJobNode._meta.db_table)} a ON a.job_id = i.job_id")
+    with connection.cursor() as cursor:
+        cursor.execute(f"SELECT {'p.' + quote('key') if key is not None else 'p.piece_node'}, {cost_sql}, {sums} "
+                       f"FROM ({pieces}) p GROUP BY 1, 2",
+                       (*nodes_at, *params))
+        return cursor.fetchall()
+
+
+def add_lost(group, run, wait, cost):
+    """Adds lost work and restart wait (null: none) priced at ``cost`` (None: at ``IDLE_GPU_HOUR_COST``) to a
+    group's sums."""
+    run, wait = run or 0.0, wait or 0.0
+    group["lost_run"] += run
+    group["lost_wait"] += wait
+    group["lost_cost"] += (run + wait) * (settings.IDLE_GPU_HOUR_COST if cost is None else cost)
+    if cost is None:
+        group["lost_at_default"] += run + wait
+
+
+def cause_counts(rows, key):
+    """{group: {cause: interruptions}} of ``rows`` per value of the expression ``key`` (one query)."""
+    found = defaultdict(lambda: defaultdict(float))
+    for group, cause, count in (rows.annotate(group=key).values_list("group", "cause").annotate(n=Count("pk"))
+                                .order_by()):
+        found[group][cause] += count
+    return found
+
+
+def infrastructure_of(found, rows):
+    """The infrastructure's interruptions of ``rows``, or None when ``found`` (``cause_counts``) counts none."""
+    if any(group[attribution.INFRASTRUCTURE] for group in found.values()):
+        return rows.filter(cause=attribution.INFRASTRUCTURE)
+    return None
+
+
+def interruption_sums(rows, key, start):
+    """``{group: {cause: interruptions, "lost_run", "lost_wait", "lost_cost", "lost_at_default"}}`` of the
+    interruptions ``rows``, grouped by their field ``key`` (``node_id``: the node of the fault for the counts, of
+    each piece for the lost GPU-hours), their lost work inside [start, their end]. Two queries and the costs'."""
+    found = cause_counts(rows, F(key))
+    if (infrastructure := infrastructure_of(found, rows)) is not None:
+        by = None if key == "node_id" else F(key)
+        for group, cost, run, wait in piece_sums(infrastructure, {"run": lost_run(start), "wait": LOST_WAIT}, by):
+            add_lost(found[group], run, wait, cost)
+    return found
+
+
+def interruption_sums_by_month(rows, windows):
+    """``interruption_sums`` per calendar month (``windows``: ``months``): counted, and their restart wait, in the
+    month they ended; their lost work split over the months it ran in. Two queries and the costs'."""
+    found = {label: defaultdict(float) for label in windows}
+    for month, counts in cause_counts(rows, TruncMonth("ended_at", tzinfo=UTC)).items():
+        found[month_label(month)].update(counts)
+    if (infrastructure := infrastructure_of(found, rows)) is not None:
+        # Which month it ended in: the last window that begins before its end.
+        ended_in = Case(*(When(ended_at__gte=begin, then=Value(index))
+                          for index, (begin, _) in reversed(list(enumerate(windows.values())))),
+                        output_field=IntegerField())
+        runs = {f"run{index}": lost_run(begin, end) for index, (begin, end) in enumerate(windows.values())}
+        groups = list(found.values())
+        for ended, cost, *sums, wait in piece_sums(infrastructure, {**runs, "wait": LOST_WAIT}, ended_in):
+            for index, run in enumerate(sums):
+                add_lost(groups[index], run, wait if index == ended else 0.0, cost)
+    return found
 
 
 def goodput_by(group_by, range_key, filters=None, now=None, gpus=None, job_hours=24.0):
@@ -228,7 +357,7 @@ def goodput_by(group_by, range_key, filters=None, now=None, gpus=None, job_hours
     "scheduler_interruptions", "interruptions_per_1000_gpu_days", "mtbi_hours", "expected_restarts",
     "lost_gpu_hours", "lost_run_gpu_hours", "lost_wait_gpu_hours", "lost_cost", "lost_gpu_hours_at_default_cost",
     "queue_wait_share", "goodput_ratio"}]``, most lost GPU-hours first. ``gpus``: the N of the MTBI
-    (``settings.GOODPUT_MTBI_GPUS``). About ten queries whatever the fleet."""
+    (``settings.GOODPUT_MTBI_GPUS``). About ten queries whatever the fleet and its interruptions."""
     check_group(group_by)
     now = now or timezone.now()
     gpus = gpus or settings.GOODPUT_MTBI_GPUS
@@ -245,38 +374,26 @@ def goodput_by(group_by, range_key, filters=None, now=None, gpus=None, job_hours
         waits = {key: value for key, value in waits.items() if key in kept}
     else:
         kept = None
-    rows = list(interruptions(filters, start, now).values(
-        "job_id", "cause", "node_id", "account", "partition", "gpus", "ended_at", "lost_run_gpu_hours",
-        "lost_wait_gpu_hours"))
-    infrastructure = [row for row in rows if row["cause"] == attribution.INFRASTRUCTURE]
-    pieces = [piece for piece in lost_pieces(infrastructure) if kept is None or piece[1] in kept]
-    node_ids = {*(k for k in allocated_hours if node_group), *(k for k in waits if node_group),
-                *(row["node_id"] for row in rows), *(node_id for _, node_id, _ in pieces)}
-    regroup = Regrouper(group_by, node_ids)
+    sums = interruption_sums(interruptions(filters, start, now), "node_id" if node_group else JOB_FIELDS[group_by],
+                             start)
+    if kept is not None:
+        sums = {key: value for key, value in sums.items() if key in kept}
+    regroup = Regrouper(group_by, {*allocated_hours, *waits, *sums} if node_group else ())
 
-    def key_of(row=None, node_id=None):
-        if node_group:
-            return regroup.of_node(node_id if row is None else row["node_id"])
-        return row[JOB_FIELDS[group_by]]
+    def group_of(key):  # sums of the node groups are per node
+        return regroup.of_node(key) if node_group else key
 
     groups = defaultdict(lambda: defaultdict(float))
     for key, hours in allocated_hours.items():
-        groups[regroup.of_node(key) if node_group else key]["allocated"] += hours
+        groups[group_of(key)]["allocated"] += hours
     for key, (waited, ran) in waits.items():
-        group = groups[regroup.of_node(key) if node_group else key]
+        group = groups[group_of(key)]
         group["waited"] += waited
         group["ran"] += ran
-    for row in rows:
-        groups[key_of(row)][row["cause"]] += 1
-    costs = gpu_hour_costs() if pieces else {}
-    for row, node_id, share in pieces:
-        group = groups[key_of(node_id=node_id) if node_group else key_of(row)]
-        lost_run, lost_wait = lost_in_range(row, start) * share, (row["lost_wait_gpu_hours"] or 0.0) * share
-        group["lost_run"] += lost_run
-        group["lost_wait"] += lost_wait
-        group["lost_cost"] += (lost_run + lost_wait) * costs.get(node_id, settings.IDLE_GPU_HOUR_COST)
-        if node_id not in costs:
-            group["lost_at_default"] += lost_run + lost_wait
+    for key, counted in sums.items():
+        group = groups[group_of(key)]
+        for name, value in counted.items():
+            group[name] += value
     names = regroup.names(list(groups)) if node_group else {key: key or NONE_LABEL for key in groups}
     result = [figures(key, names[key], group, gpus, job_hours) for key, group in groups.items()]
     result.sort(key=lambda g: (-g["lost_gpu_hours"], str(g["name"])))
@@ -284,36 +401,16 @@ def goodput_by(group_by, range_key, filters=None, now=None, gpus=None, job_hours
 
 
 def goodput_by_month(start, now, filters, gpus, job_hours):
-    """``goodput_by`` per calendar month (module docstring), oldest first, every month of the range shown. Six
-    queries and the costs' whatever the fleet: each month's allocation is one filtered sum of the same scan."""
+    """``goodput_by`` per calendar month (module docstring), oldest first, every month of the range shown. A fixed
+    number of queries whatever the fleet: each month's allocation and lost GPU-hours are sums of the same scan."""
     windows = months(start, now)
-    selected = jobs(filters)
-    allocated_hours = allocation.clipped_gpu_time_in_windows(
-        selected, {label: (None, begin, end) for label, (begin, end) in windows.items()}, now, by=None)
-    groups = {label: defaultdict(float) for label in windows}
-    for label, row in allocated_hours.items():
-        groups[label]["allocated"] = row["gpu_hours"]
+    allocated_hours = allocation_rollup.allocated_in_windows(windows, now, **allocation_scope(filters))
+    groups = interruption_sums_by_month(interruptions(filters, start, now), windows)
+    for label, gpu_hours in allocated_hours.items():
+        groups[label]["allocated"] = gpu_hours
     for month, (waited, ran) in queue_wait_sums(MONTH, start, now, filters).items():
         groups[month_label(month)]["waited"] += waited
         groups[month_label(month)]["ran"] += ran
-    rows = list(interruptions(filters, start, now).values(
-        "job_id", "cause", "node_id", "gpus", "ended_at", "lost_run_gpu_hours", "lost_wait_gpu_hours"))
-    for row in rows:
-        groups[month_label(row["ended_at"])][row["cause"]] += 1
-    pieces = list(lost_pieces([row for row in rows if row["cause"] == attribution.INFRASTRUCTURE]))
-    costs = gpu_hour_costs() if pieces else {}
-    for row, node_id, share in pieces:
-        cost = costs.get(node_id, settings.IDLE_GPU_HOUR_COST)
-        lost_wait = (row["lost_wait_gpu_hours"] or 0.0) * share  # the wait follows the end: its month's
-        ended_in = groups[month_label(row["ended_at"])]
-        ended_in["lost_wait"] += lost_wait
-        for label, (begin, end) in windows.items():
-            lost_run = lost_in_range(row, begin, end) * share if row["gpus"] else 0.0
-            lost = lost_run + (lost_wait if groups[label] is ended_in else 0.0)
-            groups[label]["lost_run"] += lost_run
-            groups[label]["lost_cost"] += lost * cost
-            if node_id not in costs:
-                groups[label]["lost_at_default"] += lost
     return [figures(label, label, group, gpus, job_hours) for label, group in groups.items()]
 
 

@@ -71,10 +71,11 @@ class InterruptionTable(PortalTable):
                 event.code,
                 xid.meaning(event.code),
             )
+        # Times formatted before format_html, which escapes its arguments into text (no date format then).
         if record.transition_id:
-            return format_html("degraded at {:%Y-%m-%d %H:%M}", record.transition.created)
+            return format_html("degraded at {}", f"{record.transition.created:%Y-%m-%d %H:%M}")
         if record.fault_ts:
-            return format_html("{} at {:%Y-%m-%d %H:%M}", record.get_reason_display(), record.fault_ts)
+            return format_html("{} at {}", record.get_reason_display(), f"{record.fault_ts:%Y-%m-%d %H:%M}")
         return "—"
 
     def value_fault(self, record):

@@ -225,7 +225,8 @@ class GoodputSectionMixin:
 
 class NodeGoodputMixin(GoodputSectionMixin):
     def goodput_grouping(self):
-        return "node", {"site": self.object.site_id} if self.object.site_id else {}
+        """The node's own row: its figures are those of its row on the site's dashboard, read for it alone."""
+        return "node", {"node": self.object.pk}
 
     def dashboard_params(self):
         return {"group_by": "node", "site": self.object.site_id or ""}

@@ -3,14 +3,19 @@ formatter per field, derived once per request from the serializer's fields, inst
 the whole serializer machinery per row (5-7 times slower on 1,000 rows).
 
 The JSON is the serializer's: each value goes through its field's own ``to_representation``, nulls stay
-nulls, the ``url`` is the detail route with the row's id. A serializer with a field this cannot read from a
-column (nested serializers, method fields, model properties, many-to-many, its own ``to_representation``)
-gets ``None`` from ``values_rows`` and the view uses the serializer as before.
+nulls, the ``url`` and the hyperlinks to related objects are their detail routes with the row's ids. A method
+field runs on the row when its method says which lookups it reads (``reads``). A serializer with a field this
+cannot read from a column (nested serializers, other method fields, model properties, many-to-many, its own
+``to_representation``) gets ``None`` from ``values_rows`` and the view uses the serializer as before.
 """
+
+import datetime
+import operator
 
 from django.core.exceptions import FieldDoesNotExist
 from django.db.models import QuerySet
-from rest_framework import fields, relations, serializers
+from rest_framework import ISO_8601, fields, relations, serializers
+from rest_framework.settings import api_settings
 
 from portal.models import URL_SENTINEL
 
@@ -22,7 +27,22 @@ PLAIN = (
     fields.DurationField,
 )
 # Fields whose ``to_representation`` returns a value of this type as it is (``str(value)``, ``int(value)``).
-NATIVE = {fields.CharField: str, fields.IntegerField: int}
+NATIVE = {fields.CharField: str, fields.IntegerField: int, fields.FloatField: float, fields.BooleanField: bool}
+# The type of the values ``.values()`` reads from a model column, by the column's internal type.
+STORED = {**dict.fromkeys(("CharField", "TextField"), str), "FloatField": float, "BooleanField": bool,
+          **dict.fromkeys(("IntegerField", "BigIntegerField", "SmallIntegerField", "PositiveIntegerField",
+                           "PositiveBigIntegerField", "PositiveSmallIntegerField", "AutoField", "BigAutoField",
+                           "SmallAutoField"), int)}
+
+
+def reads(*lookups):
+    """Marks a serializer's method (``get_<field>`` of a ``SerializerMethodField``) as reading only these
+    ``.values()`` lookups of its object (``xid_event__code`` read as ``obj.xid_event.code``), so that
+    ``values_rows`` can run it on a ``ValuesRow``."""
+    def mark(method):
+        method.values_lookups = lookups
+        return method
+    return mark
 
 
 class ValuesRow:
@@ -70,37 +90,93 @@ def values_rows(serializer, queryset, extra_lookups=()):
         if formatter is None:
             return None
         formatters.append((field.field_name, formatter))
-    return ValuesRows(queryset.values(*sorted(lookups | set(extra_lookups))), formatters)
+    rows = queryset.values(*sorted(lookups | set(extra_lookups)))
+    # Paginators count the model's rows: the same number (forward relations only), without the joins the columns
+    # need (PostgreSQL keeps an inner join in COUNT(*): 20 ms instead of 3 on 27,000 interruptions).
+    rows.count = queryset.count
+    return ValuesRows(rows, formatters)
 
 
 def _formatter(field, model, queryset, lookups):
     """A function of a values row giving ``field``'s JSON value; adds the columns it reads to ``lookups``."""
     if isinstance(field, relations.HyperlinkedIdentityField):
-        return _url_formatter(field)
+        return _url_formatter(field, "pk")
     if field.source == "__str__":
         return _display_formatter(field, model, lookups)
+    if isinstance(field, fields.SerializerMethodField):
+        return _method_formatter(field, lookups)
+    if isinstance(field, relations.HyperlinkedRelatedField):  # a link to the related object: its id in the route
+        lookup = _column(field, model, queryset, wants_id=True)
+        formatter = None if lookup is None else _url_formatter(field, lookup)
+        if formatter is not None:
+            lookups.add(lookup)
+        return formatter
     if isinstance(field, relations.PrimaryKeyRelatedField):
         if field.pk_field is not None or type(field).get_attribute is not relations.RelatedField.get_attribute:
             return None
         formatter = None  # the id as it is
     elif _plain(field):
-        formatter = field.to_representation
-        if isinstance(field, fields.DateTimeField) and not hasattr(field, "timezone"):
-            field.timezone = field.default_timezone()  # the request's, looked up once instead of per value
+        formatter = _iso_datetime(field) if isinstance(field, fields.DateTimeField) else field.to_representation
     else:
         return None
     lookup = _column(field, model, queryset, wants_id=formatter is None)
     if lookup is None:
         return None
     lookups.add(lookup)
-    native = next((kind for base, kind in NATIVE.items() if type(field).to_representation is base.to_representation),
-                  None)
+    native = _native(field)
+    if formatter is None or (native is not None and _stored_type(model, lookup) is native):
+        return operator.itemgetter(lookup)  # the column's value is the JSON's: no Python call per value
 
     def format_value(row):
         value = row[lookup]
         return value if value is None or formatter is None or type(value) is native else formatter(value)
 
     return format_value
+
+
+def _native(field):
+    """The type whose values the field represents as they are (``NATIVE``; a choice field with text choices:
+    text), or None."""
+    kind = type(field)
+    if kind.to_representation is fields.ChoiceField.to_representation:
+        return str if all(type(choice) is str for choice in field.choices) else None
+    return next((native for base, native in NATIVE.items() if kind.to_representation is base.to_representation), None)
+
+
+def _stored_type(model, lookup):
+    """The type of the values of the model column ``lookup`` reads (``STORED``), or None where it is not certain (an
+    annotation, a field that converts what it reads)."""
+    opts, names = model._meta, lookup.split("__")
+    try:
+        for name in names[:-1]:
+            opts = opts.get_field(name).related_model._meta
+        column = opts.pk if names[-1] == "pk" else opts.get_field(names[-1])
+    except (FieldDoesNotExist, AttributeError):
+        return None
+    if column.is_relation:
+        column = column.target_field
+    return None if hasattr(column, "from_db_value") else STORED.get(column.get_internal_type())
+
+
+def _iso_datetime(field):
+    """``DateTimeField.to_representation`` with its time zone and format looked up once instead of per value: ISO
+    8601 in the field's zone ("Z" for UTC) for an aware datetime, the field's own method for anything else."""
+    if not hasattr(field, "timezone"):
+        field.timezone = field.default_timezone()  # the request's
+    output, zone, slow = getattr(field, "format", api_settings.DATETIME_FORMAT), field.timezone, field.to_representation
+    if output is None or output.lower() != ISO_8601 or zone is None:
+        return slow
+
+    def iso(value):
+        if type(value) is not datetime.datetime or value.tzinfo is None:
+            return slow(value)
+        try:
+            text = value.astimezone(zone).isoformat()
+        except OverflowError:
+            return slow(value)  # DRF's error
+        return text[:-6] + "Z" if text.endswith("+00:00") else text
+
+    return iso
 
 
 def _plain(field):
@@ -137,12 +213,31 @@ def _column(field, model, queryset, wants_id):
     return "__".join(attrs)
 
 
-def _url_formatter(field):
-    """The detail URL, reversed once: each row's id replaces a sentinel id in it."""
-    if field.lookup_field != "pk" or field.context.get("format"):
+def _url_formatter(field, lookup):
+    """The detail URL of the object whose id is the row's ``lookup``, reversed once: each row's id replaces a
+    sentinel id in it (null without an id)."""
+    if (field.lookup_field != "pk" or field.context.get("format")
+            or type(field).get_url is not relations.HyperlinkedRelatedField.get_url):
         return None
     prefix, _, suffix = str(field.to_representation(ValuesRow({"pk": URL_SENTINEL}))).partition(str(URL_SENTINEL))
-    return lambda row: f"{prefix}{row['pk']}{suffix}"
+    return lambda row: None if row[lookup] is None else f"{prefix}{row[lookup]}{suffix}"
+
+
+def _relations(lookups):
+    """The lookup prefixes among ``lookups`` that stand for a related object (``node`` of ``node__hostname``)."""
+    return frozenset("__".join(parts[:i]) for parts in (lookup.split("__") for lookup in lookups)
+                     for i in range(1, len(parts)))
+
+
+def _method_formatter(field, lookups):
+    """A method field's method run on the row, when it names the lookups it reads (``reads``)."""
+    method = getattr(field.parent, field.method_name)
+    read = getattr(method, "values_lookups", None)
+    if read is None:
+        return None
+    lookups.update(read)
+    relations = _relations(read)
+    return lambda row: method(ValuesRow(row, relations))
 
 
 def _display_formatter(field, model, lookups):
@@ -152,7 +247,6 @@ def _display_formatter(field, model, lookups):
     if display_lookups is None or not _plain(field):
         return None
     lookups.update(display_lookups)
-    relations = frozenset("__".join(parts[:i]) for parts in (lookup.split("__") for lookup in display_lookups)
-                          for i in range(1, len(parts)))
+    relations = _relations(display_lookups)
     to_str, to_representation = model.__str__, field.to_representation
     return lambda row: to_representation(to_str(ValuesRow(row, relations)))

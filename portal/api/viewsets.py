@@ -14,7 +14,7 @@ from .exceptions import Conflict
 from .history import HistoryPagination, ObjectChangeSerializer
 from .metadata import PortalMetadata
 from .permissions import RolePermission
-from .rows import values_rows
+from .rows import ValuesRow, values_rows
 
 MAX_BULK_ITEMS = 1000
 
@@ -91,7 +91,37 @@ def changes_object(action_function):
     return run
 
 
-class PortalModelViewSet(OptimisticLocking, viewsets.ModelViewSet):
+class ValuesList:
+    """A viewset's ``list`` read with ``.values()`` (``portal.api.rows``) where ``values_list`` is set and the
+    serializer allows it: large lists. ``page_context`` adds what the serializer reads of the page as a whole."""
+
+    values_list = False
+    values_lookups = ()  # read besides the serializer's fields (what page_context reads of a row)
+
+    def page_context(self, rows):
+        """Serializer context from the page's rows: an iterable of model instances, or of ``ValuesRow``s on the
+        fast path."""
+        return {}
+
+    def list(self, request, *args, **kwargs):
+        queryset = self.filter_queryset(self.get_queryset())
+        context = self.get_serializer_context()  # completed by page_context once the page is read
+        rows = None
+        if self.values_list:
+            # A cursor page reads its position from the row: fetch the model's own columns it may order by.
+            cursor = getattr(self.paginator, "cursor_query_param", None) in request.query_params
+            own = [f.attname for f in queryset.model._meta.concrete_fields] if cursor else ()
+            child = self.get_serializer(many=True, context=context).child
+            rows = values_rows(child, queryset, (*own, *self.values_lookups))
+        objects = queryset if rows is None else rows.queryset
+        page = self.paginate_queryset(objects)
+        items = objects if page is None else page
+        context.update(self.page_context(items if rows is None else (ValuesRow(row) for row in items)))
+        data = self.get_serializer(items, many=True, context=context).data if rows is None else rows.format(items)
+        return Response(data) if page is None else self.get_paginated_response(data)
+
+
+class PortalModelViewSet(ValuesList, OptimisticLocking, viewsets.ModelViewSet):
     """Base for every model's API: a viewset declares ``queryset``, ``serializer_class`` and
     ``filterset_class``; filters, ordering, pagination and permissions come from the settings.
 
@@ -114,24 +144,9 @@ class PortalModelViewSet(OptimisticLocking, viewsets.ModelViewSet):
     ordering = ["pk"]
     metadata_class = PortalMetadata  # OPTIONS on list routes, which take the bulk PUT too
     bulk_create = True  # a list POSTed to the list endpoint creates each item
-    values_list = False  # lists read with .values() (portal.api.rows) when the serializer allows it: large lists
 
     def get_ordering_fields(self):
         return "__all__"
-
-    def list(self, request, *args, **kwargs):
-        queryset = self.filter_queryset(self.get_queryset())
-        rows = None
-        if self.values_list:
-            # A cursor page reads its position from the row: fetch the model's own columns it may order by.
-            cursor = getattr(self.paginator, "cursor_query_param", None) in request.query_params
-            own = [f.attname for f in queryset.model._meta.concrete_fields] if cursor else ()
-            rows = values_rows(self.get_serializer(many=True).child, queryset, own)
-        objects = queryset if rows is None else rows.queryset
-        page = self.paginate_queryset(objects)
-        items = objects if page is None else page
-        data = self.get_serializer(items, many=True).data if rows is None else rows.format(items)
-        return Response(data) if page is None else self.get_paginated_response(data)
 
     # --- One object ------------------------------------------------------------------------------
 

@@ -3,7 +3,7 @@
 
 from datetime import timedelta
 
-from inventory.models import GPU, SlurmJob, SlurmJobNode, StateTransition, TelemetrySource, XidEvent
+from inventory.models import GPU, Node, SlurmJob, SlurmJobNode, StateTransition, TelemetrySource, XidEvent
 from inventory.telemetry.rollups import floor_hour
 from tests.factories import make_gpu, make_gpu_model, make_node, make_node_model, make_site
 
@@ -89,3 +89,60 @@ def degrade(obj, ts):
 
     return StateTransition.objects.create(content_type=ContentType.objects.get_for_model(obj), object_id=obj.pk,
                                           from_state="in_service", to_state="degraded", created=ts)
+
+
+def make_varied_fleet(now, seed=0, nodes=12, jobs=80, days=45):
+    """A random fleet for checking figures against a recomputation and for timing (bulk inserts): 3 sites, 3 GPU
+    models, ``nodes`` nodes of 8 GPUs (the first mixing two models, the last with none), ``jobs`` Slurm jobs over the
+    last ``days`` days on 0–3 nodes each (unknown hosts and 0-GPU shares among them; those still running seen
+    running now, as a pull writes them), and 40 % of the others interrupted (every cause; two interruptions for some
+    runs; no node, no estimate, 0 GPUs now and then). Returns ``{node id: cost per GPU-hour}`` for half the nodes, a
+    cost provider's answer."""
+    import random
+
+    from inventory.goodput.models import Interruption
+    from tests.factories import build_gpu, build_node
+
+    rng = random.Random(seed)
+    sites = [make_site(name=f"site-{seed}-{i}") for i in range(3)]
+    models = [make_gpu_model(name=f"model-{seed}-{i}") for i in range(3)]
+    node_model = make_node_model()
+    fleet = Node.objects.bulk_create(build_node(sites[i % 3], node_model, hostname=f"v{seed}-{i:05d}")
+                                     for i in range(nodes))
+    GPU.objects.bulk_create(build_gpu(models[(i + (slot < 4 and i == 0)) % 3], node=node, slot=slot)
+                            for i, node in enumerate(fleet[:-1]) for slot in range(8))
+    source = TelemetrySource.objects.create(name=f"slurm-{seed}", kind="slurm", url="http://slurm/jobs")
+    teams, partitions = ["vision", "speech", "bio", ""], ["train", "infer", "debug"]
+    runs, shares = [], {}
+    for number in range(jobs):
+        gpus = rng.choice([0, 1, 4, 8, 8, 16, 24])
+        start = now - rng.uniform(0, days) * 24 * H
+        end = start + rng.uniform(0.1, 80) * H
+        runs.append(SlurmJob(source=source, job_id=str(number), account=rng.choice(teams),
+                             partition=rng.choice(partitions), state="FAILED", gpus=gpus, node_count=1,
+                             submit_time=start - rng.uniform(0, 5) * H, start_time=start,
+                             end_time=None if end > now else end, running_until=now if end > now else None))
+        shares[number] = [(node, rng.choice([gpus, gpus // 2, 0]))
+                          for node in rng.sample([*fleet, None, None], rng.choice([0, 1, 1, 2, 3]))]
+    runs = SlurmJob.objects.bulk_create(runs)
+    SlurmJobNode.objects.bulk_create(
+        SlurmJobNode(job=run, host=node.hostname if node else f"unknown-{run.pk}-{i}", node=node, gpus=gpus)
+        for run in runs for i, (node, gpus) in enumerate(shares[int(run.job_id)]))
+    rows = []
+    for run in runs:
+        if run.end_time is None or rng.random() < 0.6:
+            continue
+        for ended in {run.end_time, *([run.end_time - rng.uniform(1, 30) * H] if rng.random() < 0.15 else [])}:
+            cause = rng.choice(["infrastructure", "infrastructure", "user", "scheduler"])
+            infra = cause == "infrastructure"
+            gpus = run.gpus if rng.random() < 0.9 else 0
+            hours = (ended - run.start_time).total_seconds() / 3600
+            lost_run = rng.choice([None, 0.0, rng.uniform(0, max(gpus, 1) * hours)]) if infra else None
+            lost_wait = rng.choice([None, rng.uniform(0, 8 * max(gpus, 1))]) if infra else None
+            rows.append(Interruption(
+                job=run, state="NODE_FAIL", started_at=run.start_time, ended_at=ended, gpus=gpus,
+                account=run.account, partition=run.partition, cause=cause, reason="node_fail",
+                node=rng.choice([*fleet, None]), lost_run_gpu_hours=lost_run, lost_wait_gpu_hours=lost_wait,
+                lost_gpu_hours=(lost_run or 0.0) + (lost_wait or 0.0) if infra else None))
+    Interruption.objects.bulk_create(rows)
+    return {node.pk: rng.choice([1.5, 2.25, 3.0]) for node in fleet[::2]}

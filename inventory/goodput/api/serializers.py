@@ -2,7 +2,9 @@
 
 from rest_framework import serializers
 
+from inventory.telemetry import xid
 from inventory.telemetry.api.serializers import StaleSourceSerializer, UtilizationQuerySerializer, choices_error
+from portal.api.rows import reads
 
 from ..models import Interruption
 from ..queries import GOODPUT_GROUPS
@@ -97,10 +99,13 @@ class InterruptionSerializer(serializers.ModelSerializer):
                   "assumptions"]
         read_only_fields = fields
 
+    @reads("xid_event_id", "xid_event__pk", "xid_event__code", "xid_event__ts", "transition_id", "transition__pk",
+           "transition__to_state", "transition__reason", "transition__created", "reason", "fault_ts")
     def get_fault(self, obj) -> dict | None:
         if obj.xid_event_id:
             event = obj.xid_event
-            return {"kind": "xid", "id": event.pk, "code": event.code, "meaning": event.meaning, "ts": event.ts}
+            return {"kind": "xid", "id": event.pk, "code": event.code, "meaning": xid.meaning(event.code),
+                    "ts": event.ts}
         if obj.transition_id:
             moved = obj.transition
             return {"kind": "degraded", "id": moved.pk, "to_state": moved.to_state, "reason": moved.reason,
@@ -109,5 +114,6 @@ class InterruptionSerializer(serializers.ModelSerializer):
             return {"kind": "ecc_dbe", "id": None, "hour": obj.fault_ts, "ts": obj.fault_ts}
         return None
 
+    @reads("pk")
     def get_ticket(self, obj) -> dict | None:
         return self.context.get("tickets", {}).get(obj.pk)
