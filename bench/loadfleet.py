@@ -1,4 +1,8 @@
-"""The benchmark fleet for the load test: ``bench/loadtest.py --fleet bench [--gpus 10000] [--days 30]``.
+"""The benchmark fleet for the load test: ``bench/loadtest.py --fleet bench [--gpus 10000] [--days 30]``, or built once
+into a PostgreSQL database of one's own for several runs (before and after a change, on the same rows):
+
+    .venv/bin/python bench/loadfleet.py postgres://USER@HOST:PORT/DB [--gpus 10000] [--days 30]
+    .venv/bin/python bench/loadtest.py --fleet bench --database-url postgres://USER@HOST:PORT/DB --users 20
 
 Instead of the demo (``seed_demo``: 336 GPUs), ``bench/telemetry.py``'s fleet (``build_fleet``: 8 GPUs a node, 4
 sites, 8 partitions, 5 teams, every node ``bench-NNNNN``), its ``--days`` of hourly telemetry rolled up into node hours
@@ -14,7 +18,14 @@ and it would take that CPU from the portal on a machine where, in production, th
 disabled: the job history's XID events name it.
 """
 
+import argparse
+import os
+import sys
 from datetime import UTC, datetime
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "portal.settings")
 
 
 def build(gpus, days, report=print):
@@ -39,3 +50,24 @@ def build(gpus, days, report=print):
     # are still shown.
     TelemetrySource.objects.filter(name=jobhistory.SOURCE_NAME).update(enabled=False)
     report(f"VACUUM ANALYZE: {timed(settle)[0]:.0f} s")
+
+
+def main():
+    parser = argparse.ArgumentParser(description="Build the load test's bench fleet into a migrated database.")
+    parser.add_argument("database_url", help="an empty PostgreSQL database (migrated here)")
+    parser.add_argument("--gpus", type=int, default=10000)
+    parser.add_argument("--days", type=int, default=30)
+    args = parser.parse_args()
+    os.environ["DATABASE_URL"] = args.database_url
+    os.environ.setdefault("DEBUG", "1")  # a benchmark's database: the demo's settings, no SECRET_KEY needed
+    import django
+
+    django.setup()
+    from django.core.management import call_command
+
+    call_command("migrate", verbosity=0)
+    build(args.gpus, args.days)
+
+
+if __name__ == "__main__":
+    main()

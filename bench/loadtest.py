@@ -6,7 +6,8 @@ telemetry) under 1 and then N concurrent users (locust, headless, bounded in tim
 1. Starts a throwaway PostgreSQL (``tests/pgserver.py``), migrates, collects static files and runs
    ``seed_demo`` (two sites, 7 days of telemetry, contracts, plans, tickets); issues API tokens. With ``--fleet
    bench``, instead of the demo: ``bench/loadfleet.py``'s fleet of ``--gpus`` GPUs with ``--days`` of hourly
-   telemetry, a year of daily rows and a Slurm job history (no contracts, plans or tickets; no source is pulled).
+   telemetry, a year of daily rows and a Slurm job history (no contracts, plans or tickets; no source is pulled);
+   ``--database-url``: a database holding the fleet already (``bench/loadfleet.py URL`` builds one), no server.
 2. Starts the telemetry simulator, a Celery worker and Celery beat (the embedded filesystem broker), with
    beat polling every ``--poll`` seconds and the demo sources pulled every ``--pull-interval`` seconds, so
    pulls run (and write rollups) while the users browse.
@@ -38,8 +39,10 @@ import threading
 import time
 import urllib.error
 import urllib.request
+from contextlib import ExitStack
 from datetime import timedelta
 from pathlib import Path
+from urllib.parse import urlsplit
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -65,6 +68,8 @@ def parse_args():
                         help="demo: seed_demo (default); bench: bench/loadfleet.py's fleet with a job history.")
     parser.add_argument("--gpus", type=int, default=10000, help="GPUs of the bench fleet (default 10000).")
     parser.add_argument("--days", type=int, default=30, help="Days of hourly history of the bench fleet (default 30).")
+    parser.add_argument("--database-url", help="A PostgreSQL database holding the --fleet (bench/loadfleet.py builds "
+                                               "one): no server started, nothing seeded (tokens, sessions added).")
     parser.add_argument("--keep", type=Path, help="Copy the logs and locust CSV files into this folder.")
     return parser.parse_args()
 
@@ -174,8 +179,9 @@ class CPUSampler:
             for root in roots():
                 try:
                     for process in [root, *root.children(recursive=True)]:
+                        # With its ended children's: PostgreSQL's parallel workers live for one query.
                         times = process.cpu_times()
-                        used[name] += times.user + times.system
+                        used[name] += times.user + times.system + times.children_user + times.children_system
                 except self.psutil.Error:  # ended between listing and reading: its last seconds are lost
                     pass
         machine = self.psutil.cpu_times()
@@ -422,10 +428,14 @@ def main():
 
     signal.signal(signal.SIGTERM, interrupted)
     try:
-        with throwaway_postgres() as (host, port, user):
+        with ExitStack() as stack:
+            url = args.database_url
+            if not url:
+                host, port, user = stack.enter_context(throwaway_postgres())
+                url = f"postgres://{user}@{host}:{port}/postgres"
             processes = Processes(folder)
             try:
-                return measure(args, folder, processes, f"postgres://{user}@{host}:{port}/postgres", port)
+                return measure(args, folder, processes, url, urlsplit(url).port or 5432)
             finally:
                 # Before PostgreSQL stops: the workers and gunicorn hold connections to it.
                 processes.stop()
@@ -474,7 +484,8 @@ def measure(args, folder, processes, database_url, database_port):
     django.setup()
     from django.utils import timezone
 
-    seed = "seed_demo" if args.fleet == "demo" else f"the bench fleet ({args.gpus:,} GPUs, {args.days} days)"
+    seed = ("the fleet in --database-url" if args.database_url else "seed_demo" if args.fleet == "demo"
+            else f"the bench fleet ({args.gpus:,} GPUs, {args.days} days)")
     step(f"migrate, collectstatic, {seed}")
     manage = [PYTHON, "manage.py"]
     # collectstatic (hashing and compressing every file, plotly.js included) takes long and needs no
@@ -483,7 +494,9 @@ def measure(args, folder, processes, database_url, database_port):
                                      stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     try:
         run_command(manage + ["migrate", "--noinput", "-v", "0"], env, "migrate")
-        if args.fleet == "demo":
+        if args.database_url:
+            pass  # the fleet is there
+        elif args.fleet == "demo":
             run_command(manage + ["seed_demo"], env, "seed_demo")
         else:
             from bench import loadfleet
