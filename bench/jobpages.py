@@ -25,7 +25,6 @@ import os
 import statistics
 import sys
 import time
-from datetime import UTC, datetime
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
@@ -130,27 +129,14 @@ def main():
     parser.add_argument("--repeat", type=int, default=15, help="requests (and bare runs) per median")
     args = parser.parse_args()
 
-    from tests.helpers.pgserver import throwaway_postgres
+    from bench.telemetry import admin_client, bench_portal
 
-    with throwaway_postgres() as (host, port, user):
-        os.environ["DATABASE_URL"] = f"postgres://{user}@{host}:{port}/postgres"
-        os.environ.setdefault("DEBUG", "1")
-        import django
-
-        django.setup()
-        from django.contrib.auth.models import User
-        from django.core.management import call_command
-        from django.test import Client, override_settings
+    with bench_portal() as now:
+        from django.test import override_settings
 
         from bench import jobhistory
         from bench.telemetry import build_fleet, earlier_days, history, settle, timed
-        from inventory.models import TelemetrySource
-        from inventory.telemetry.rollups import floor_hour
 
-        call_command("migrate", verbosity=0)
-        TelemetrySource.objects.create(name="bench", kind="prometheus", url="http://prometheus:9090",
-                                       synced_until=datetime.now(UTC), last_success_at=datetime.now(UTC))
-        now = floor_hour(datetime.now(UTC))
         started = time.perf_counter()
         gpu_ids = build_fleet(args.gpus)
         print(f"fleet: {len(gpu_ids)} GPUs in {len(gpu_ids) // 8} nodes", flush=True)
@@ -159,9 +145,7 @@ def main():
         print(jobhistory.describe(jobhistory.generate(args.days, now)), flush=True)
         print(f"VACUUM ANALYZE: {timed(settle)[0]:.1f} s; built in {time.perf_counter() - started:.0f} s", flush=True)
 
-        admin = User.objects.create_superuser("bench", "bench@example.org", "bench")
-        client = Client()
-        client.force_login(admin)
+        client = admin_client()
         override_settings(DEBUG=False).enable()  # timed as production serves them
         report(measure(client, args.repeat))
 

@@ -33,6 +33,7 @@ import re
 import statistics
 import sys
 import time
+from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -366,6 +367,39 @@ def dashboard(client, range_key, now, repeat=15, jobs=False):
     return page, api
 
 
+@contextmanager
+def bench_portal():
+    """A throwaway PostgreSQL with the portal migrated (DEBUG for the settings' defaults) and a Prometheus source;
+    yields the current hour (UTC), where the generated history ends."""
+    from tests.helpers.pgserver import throwaway_postgres
+
+    with throwaway_postgres() as (host, port, user):
+        os.environ["DATABASE_URL"] = f"postgres://{user}@{host}:{port}/postgres"
+        os.environ.setdefault("DEBUG", "1")
+        import django
+
+        django.setup()
+        from django.core.management import call_command
+
+        from inventory.models import TelemetrySource
+        from inventory.telemetry.rollups import floor_hour
+
+        call_command("migrate", verbosity=0)
+        TelemetrySource.objects.create(name="bench", kind="prometheus", url="http://prometheus:9090",
+                                       synced_until=datetime.now(UTC), last_success_at=datetime.now(UTC))
+        yield floor_hour(datetime.now(UTC))
+
+
+def admin_client():
+    """A test client logged in as a superuser."""
+    from django.contrib.auth.models import User
+    from django.test import Client
+
+    client = Client()
+    client.force_login(User.objects.create_superuser("bench", "bench@example.org", "bench"))
+    return client
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--gpus", type=int, default=10000)
@@ -376,25 +410,9 @@ def main():
                         help="a Slurm job history of the --days (bench/jobhistory.py); --no-jobs: none")
     args = parser.parse_args()
 
-    from tests.helpers.pgserver import throwaway_postgres
+    with bench_portal() as now:
+        from django.test import override_settings
 
-    with throwaway_postgres() as (host, port, user):
-        os.environ["DATABASE_URL"] = f"postgres://{user}@{host}:{port}/postgres"
-        os.environ.setdefault("DEBUG", "1")
-        import django
-
-        django.setup()
-        from django.contrib.auth.models import User
-        from django.core.management import call_command
-        from django.test import Client, override_settings
-
-        from inventory.models import TelemetrySource
-        from inventory.telemetry.rollups import floor_hour
-
-        call_command("migrate", verbosity=0)
-        TelemetrySource.objects.create(name="bench", kind="prometheus", url="http://prometheus:9090",
-                                       synced_until=datetime.now(UTC), last_success_at=datetime.now(UTC))
-        now = floor_hour(datetime.now(UTC))
         gpu_ids = build_fleet(args.gpus)
         print(f"fleet: {len(gpu_ids)} GPUs in {len(gpu_ids) // 8} nodes")
 
@@ -418,9 +436,7 @@ def main():
             print(f"{table}: {rows:,} rows, {heap / 2**30:.2f} GiB + indexes {indexes / 2**30:.2f} GiB, "
                   f"{(heap + indexes) / max(rows, 1):.0f} B/row, largest month {month / 2**30:.2f} GiB")
 
-        admin = User.objects.create_superuser("bench", "bench@example.org", "bench")
-        client = Client()
-        client.force_login(admin)
+        client = admin_client()
         # Timed as production serves them: with DEBUG (set above for the settings' defaults) Django keeps the SQL of
         # every query, about 0.4 ms more for the page's 8 queries than for the bare SQL's 3.
         override_settings(DEBUG=False).enable()
