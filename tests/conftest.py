@@ -7,6 +7,7 @@ from django.db.models.signals import post_migrate
 from portal.roles import ADMIN, MANAGER, VIEWER
 from tests.helpers.accounts import make_user, token_client
 from tests.helpers.pgserver import throwaway_postgres
+from tests.helpers.slurmcluster import missing_packages, throwaway_slurm
 
 
 @pytest.fixture(scope="session")
@@ -51,6 +52,24 @@ def restore_catalog(sender, using, apps=None, **kwargs):
 
 
 post_migrate.connect(restore_catalog, dispatch_uid="tests-restore-catalog")
+
+
+def pytest_configure(config):
+    config.addinivalue_line("markers", "slurm: against a real one-machine Slurm cluster (the slurm_cluster fixture)")
+
+
+@pytest.fixture(scope="session")
+def slurm_cluster():
+    """A real Slurm 22.05 (slurmdbd on MariaDB, slurmctld, slurmd with 8 GPUs in gres.conf) for the whole run, one
+    per xdist worker that needs it (tests/helpers/slurmcluster.py); skips where the Debian packages are missing."""
+    missing = missing_packages()
+    if missing:
+        pytest.skip(f"no real Slurm: missing Debian packages {', '.join(missing)} "
+                    f"(apt-get install -y {' '.join(missing)})")
+    if os.geteuid() != 0:
+        pytest.skip("the real Slurm cluster runs as root (SlurmUser=root; munged and MariaDB run as their users)")
+    with throwaway_slurm() as cluster:
+        yield cluster
 
 
 @pytest.fixture
