@@ -33,6 +33,9 @@ MUNGE_DIR = Path("/run/munge")
 MUNGE_SOCKET = MUNGE_DIR / "munge.socket.2"
 MUNGE_PID = MUNGE_DIR / "portal-tests-munged.pid"  # only a munged started here has this file: ours to stop
 DB_PASSWORD = "portal-tests"
+# No durability (a throwaway) and small files: 37 MB instead of 113 MB to write at each start.
+INNODB = ["--innodb-flush-log-at-trx-commit=0", "--innodb-doublewrite=0", "--innodb-buffer-pool-size=64M",
+          "--innodb-log-file-size=8M"]
 
 
 class SlurmError(RuntimeError):
@@ -58,19 +61,28 @@ def log_tail(path, lines=30):
         return f"(no log at {path})"
 
 
+class Fatal(SlurmError):
+    """Raised by a readiness check when waiting longer would not help."""
+
+
 def wait_for(what, check, timeout, process=None, log=None):
-    """Poll ``check()`` until it is true; ``SlurmError`` with the daemon's log tail when the process died or the
-    time ran out."""
-    deadline = time.monotonic() + timeout
-    delay = 0.05
+    """Poll ``check()`` until it is true. A client that fails (``SlurmError``) counts as not ready yet; ``SlurmError``
+    with the daemon's log tail (and the client's last error) when the process died or the time ran out."""
+    deadline, delay, last = time.monotonic() + timeout, 0.05, None
     while True:
-        if check():
-            return
+        try:
+            if check():
+                return
+        except Fatal:
+            raise
+        except SlurmError as error:
+            last = error
+        said = f"\nlast client error: {last}" if last else ""
         if process is not None and process.poll() is not None:
-            raise SlurmError(f"{what}: the daemon exited with status {process.returncode}; "
+            raise SlurmError(f"{what}: the daemon exited with status {process.returncode}{said}\n"
                              f"log {log}:\n{log_tail(log) if log else ''}")
         if time.monotonic() > deadline:
-            raise SlurmError(f"{what}: not ready after {timeout} s; log {log}:\n{log_tail(log) if log else ''}")
+            raise SlurmError(f"{what}: not ready after {timeout} s{said}\nlog {log}:\n{log_tail(log) if log else ''}")
         time.sleep(delay)
         delay = min(delay * 1.5, 0.5)
 
@@ -193,9 +205,11 @@ class SlurmCluster:
         self.node = node
         self.cluster = CLUSTER
         self.conf = self.folder / "etc" / "slurm.conf"
-        self.env = {**os.environ, "SLURM_CONF": str(self.conf)}
+        # A test run inside a Slurm job (or with SBATCH_ACCOUNT…) must not pass that job's settings on.
+        self.env = {name: value for name, value in os.environ.items()
+                    if not name.startswith(("SLURM_", "SBATCH_", "SALLOC_", "SRUN_", "SQUEUE_", "SACCT_"))}
+        self.env["SLURM_CONF"] = str(self.conf)
         self.env["PATH"] = f"{self.env.get('PATH', '/usr/bin:/bin')}:/usr/sbin:/sbin"
-        self.env.pop("SLURM_JOB_ID", None)  # a test run inside a Slurm job must not leak that job's settings
         self.jobs = self.folder / "jobs"
 
     def log(self, daemon):
@@ -334,7 +348,7 @@ def start_mariadb(folder, port, started):
     # --no-defaults: nothing from /etc/mysql (its socket, port, datadir) applies to this server.
     result = subprocess.run(
         ["mariadb-install-db", "--no-defaults", "--user=mysql", f"--datadir={db}", "--skip-test-db",
-         "--auth-root-authentication-method=socket", "--skip-name-resolve"],
+         "--auth-root-authentication-method=socket", "--skip-name-resolve", *INNODB],
         capture_output=True, text=True)
     if result.returncode != 0:
         raise SlurmError(f"mariadb-install-db failed: {result.stderr[-2000:]}")
@@ -347,10 +361,8 @@ def start_mariadb(folder, port, started):
     process = subprocess.Popen(
         [server, "--no-defaults", "--user=mysql", f"--datadir={db}", f"--socket={run}/mysql.sock",
          f"--pid-file={run}/mariadb.pid", f"--port={port}", "--bind-address=127.0.0.1", f"--log-error={log}",
-         "--skip-name-resolve", f"--init-file={init}", "--skip-log-bin", "--innodb-flush-log-at-trx-commit=0",
-         "--innodb-doublewrite=0", "--sync-binlog=0", "--innodb-buffer-pool-size=64M",
-         # slurmdbd's advice for its tables (it warns below these).
-         "--innodb-log-file-size=64M", "--innodb-lock-wait-timeout=900"],
+         "--skip-name-resolve", f"--init-file={init}", "--skip-log-bin", "--sync-binlog=0",
+         "--innodb-lock-wait-timeout=900", *INNODB],  # the lock wait slurmdbd asks for (it warns below it)
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     started.append(("mariadb", run / "mariadb.pid", process))
     wait_for("MariaDB", lambda: port_open(port), 60, process, log)
@@ -380,7 +392,9 @@ def throwaway_slurm(node=None):
     for name in ("etc", "dev", "log", "state", "spool", "jobs"):
         (folder / name).mkdir()
     (folder / "log").chmod(0o777)  # MariaDB's error log
-    ports = {name: free_port() for name in ("mariadb", "slurmdbd", "slurmctld", "slurmd")}
+    ports = {}
+    while len(set(ports.values())) < 4:  # four different ones (the kernel may hand out the same port twice)
+        ports = {name: free_port() for name in ("mariadb", "slurmdbd", "slurmctld", "slurmd")}
     cluster = SlurmCluster(folder, node)
     started = []
     try:
@@ -402,19 +416,30 @@ def start_slurm(cluster, ports, started):
     # slurmdbd creates its tables before it listens: the first start takes a few seconds.
     process, log = start_daemon(folder, "slurmdbd", [], cluster.env, started)
     wait_for("slurmdbd", lambda: port_open(ports["slurmdbd"]), 90, process, log)
-    cluster.sacctmgr("add", "cluster", CLUSTER)
+    wait_for("sacctmgr add cluster", lambda: added_cluster(cluster), 30, process, log)
     process, log = start_daemon(folder, "slurmctld", ["-c", "-i"], cluster.env, started)
-    wait_for("slurmctld", lambda: port_open(ports["slurmctld"]), 60, process, log)
+    # "UP" from the controller itself: an open port alone could be another program's.
+    wait_for("slurmctld", lambda: "UP" in cluster.run(["scontrol", "ping"], timeout=5), 60, process, log)
     process, log = start_daemon(folder, "slurmd", ["-N", node], cluster.env, started)
 
     def idle():
         state = cluster.run(["sinfo", "-h", "-N", "-n", node, "-o", "%T"], check=False, timeout=10).strip()
         if state.startswith("drain"):
             # e.g. "gres/gpu count reported lower than configured": waiting longer would not help.
-            raise SlurmError(f"node {node} is {state}: {reason(cluster, node)}\n{log_tail(log)}")
+            raise Fatal(f"node {node} is {state}: {reason(cluster, node)}\n{log_tail(log)}")
         return state == "idle"
 
     wait_for(f"slurmd (node {node} idle)", idle, 60, process, log)
+
+
+def added_cluster(cluster):
+    """``sacctmgr add cluster``, which slurmdbd may refuse for a moment after it starts listening."""
+    try:
+        cluster.sacctmgr("add", "cluster", CLUSTER)
+    except SlurmError as error:
+        if "already exists" not in str(error):  # else an earlier try got through
+            raise
+    return True
 
 
 def reason(cluster, node):
