@@ -130,6 +130,13 @@ def read_pid(path):
         return None
 
 
+def process_name(pid):
+    try:
+        return Path(f"/proc/{pid}/comm").read_text().strip()
+    except OSError:
+        return None
+
+
 # --- munged, shared by every cluster on the machine --------------------------------------------------------------
 
 def munge_answers():
@@ -164,7 +171,7 @@ def shared_munged():
             except BlockingIOError:
                 last = False
             pid = read_pid(MUNGE_PID)
-            if last and pid:
+            if last and pid and process_name(pid) == "munged":  # not a pid reused since a crashed run
                 stop_pids([pid])
                 MUNGE_PID.unlink(missing_ok=True)
         finally:
@@ -186,8 +193,9 @@ def start_munged():
     log.chmod(0o640)
     # munged daemonizes and writes its pid file; a stale socket from a dead munged is replaced (--force).
     result = subprocess.run(
-        ["runuser", "-u", "munge", "--", find("munged"), "--force", f"--key-file={key}", f"--socket={MUNGE_SOCKET}",
-         f"--pid-file={MUNGE_PID}", f"--log-file={log}", f"--seed-file={MUNGE_DIR / 'portal-tests.seed'}"],
+        [find("runuser"), "-u", "munge", "--", find("munged"), "--force", f"--key-file={key}",
+         f"--socket={MUNGE_SOCKET}", f"--pid-file={MUNGE_PID}", f"--log-file={log}",
+         f"--seed-file={MUNGE_DIR / 'portal-tests.seed'}"],
         capture_output=True, text=True)
     if result.returncode != 0:
         raise SlurmError(f"munged did not start: {result.stderr.strip()}\n{log_tail(log)}")
@@ -257,7 +265,9 @@ class SlurmCluster:
             if state in states:
                 return state
             if state in final:
-                raise SlurmError(f"job {job_id} ended {state}; slurmctld log:\n{log_tail(self.log('slurmctld'))}")
+                raise SlurmError(f"job {job_id} ended {state}; its output:\n"
+                                 f"{log_tail(self.jobs / f'slurm-{job_id}.out', 10)}\n"
+                                 f"slurmctld log:\n{log_tail(self.log('slurmctld'))}")
             time.sleep(0.25)
         raise SlurmError(f"job {job_id} is {state or 'unknown'} after {timeout} s, not {'/'.join(states)}; "
                          f"slurmctld log:\n{log_tail(self.log('slurmctld'))}")
