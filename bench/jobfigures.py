@@ -2,65 +2,123 @@
 
 Used by ``bench/telemetry.py`` (the utilization page's Slurm figures: allocations per team and partition, the
 multi-node share, queue waits) and ``bench/jobpages.py`` (the allocations, goodput and interruptions APIs). Each
-statement is the fastest form found of the figures as ``inventory.telemetry.queries``, ``jobstats``, ``allocation``
-and ``inventory.goodput.queries`` define them:
+statement is the fastest form found of the figures as ``inventory.telemetry.queries``, ``jobstats``, ``allocation``,
+``allocation_rollup`` and ``inventory.goodput.queries`` define them, read from the cheapest table that holds each:
 
-- allocated GPU-hours of a group in [start, now]: its jobs' GPUs × the part of their run inside the window
-  (``allocation.gpu_time_in_window``; a run still going counts until ``running_until``), less the excess of
-  overbooked nodes (``AllocationExcess``, inside the window), at least 0. The portal sums the per-node rows
-  (``SlurmJobNode``); their GPUs are the job's spread over its hosts, so the bare SQL sums the jobs themselves;
-- jobs: those whose run overlaps the window (``allocation.in_window``); multi-node: on more than one node;
+- allocated GPU-hours of a group in [start, now] (``allocation.clipped_gpu_time``: its jobs' GPUs × the part of
+  their run inside the window, a run still going counting until ``running_until``, less the excess of overbooked
+  nodes, at least 0) from the rollup kept at pull time, cut as ``allocation_rollup.Reader`` cuts the range (``cuts``,
+  written out here): the local days wholly inside it from ``AllocationDaily``, the other whole UTC hours from
+  ``AllocationHourly``, and from the jobs only [start, first whole hour), the hour still open [last whole hour, now]
+  and, in the whole hours, the runs the rollup does not hold (no end, never seen running), less their excess
+  (``AllocationExcess``). The portal sums the jobs' per-node rows (``SlurmJobNode``) there; their GPUs are the job's
+  spread over its hosts, so the bare SQL sums the jobs themselves. A group is one the rollup rows or those jobs name;
+  each (team, partition) is floored at 0, as the Reader floors its groups;
+- jobs: those whose run overlaps the window (``allocation.in_window``; the rollup does not count jobs); multi-node:
+  on more than one node;
 - queue wait p50/p95 per partition: ``percentile_cont`` of max(start − submit, 0) of the jobs started since the
-  range's start (``jobstats.queue_wait_percentiles``);
-- goodput per team (``goodput.queries.goodput_by``): the allocation above, the queue-wait share of the jobs started
-  in the window, the interruptions that ended in it by cause, the infrastructure's lost work inside the window
-  (``lost_in_range``) and restart wait, priced at ``IDLE_GPU_HOUR_COST`` (the bench fleet has no contract, so
-  every node is priced at the default, as the portal prices a node without one), and the ratios of ``figures``.
+  range's start (``jobstats.queue_wait_percentiles``), in the same statement as the allocations;
+- goodput per team (``goodput.queries.goodput_by``): the allocation above (floored per team), the queue-wait share
+  of the jobs started in the window, the interruptions that ended in it by cause, the infrastructure's lost work
+  inside the window (``lost_in_range``) and restart wait, priced at ``IDLE_GPU_HOUR_COST`` (the bench fleet has no
+  contract, so every node is priced at the default, as the portal prices a node without one), and the ratios of
+  ``figures``.
 
-``%(job_start)s`` is the range's start (``Range.start``), ``%(now)s`` the moment of the request.
+``%(job_start)s`` is the range's start (``Range.start``), ``%(now)s`` the moment of the request, ``%(cut_first)s``
+… ``%(day_after)s`` where the rollup's rows begin and end (``cuts``). No statement holds a brace: ``bench/telemetry.py``
+formats them.
 """
 
 import math
 import time
+from datetime import UTC, timedelta
 
 from django.conf import settings
 
-IN_WINDOW = """gpus > 0 AND start_time < %(now)s AND (end_time > %(job_start)s
-    OR (end_time IS NULL AND (running_until IS NULL OR running_until > %(job_start)s)))"""
-# Every job with GPU time in the window, and the excess of its nodes inside the window (negative, no job).
-ALLOCATION_ROWS = f"""WITH w AS MATERIALIZED (
-        SELECT id, account, partition, node_count > 1 AS multi,
-               gpus * extract(epoch FROM greatest(least(coalesce(end_time, running_until, %(now)s), %(now)s)
-                                                  - greatest(start_time, %(job_start)s), interval '0')) / 3600 AS hours
-        FROM inventory_slurmjob WHERE {IN_WINDOW}),
-    t AS (
-        SELECT account, partition, multi, 1 AS job, hours FROM w
+
+def may_end_after(moment):
+    """A job whose run may last past ``moment`` (``allocation.overlaps``)."""
+    return f"(end_time > {moment} OR (end_time IS NULL AND (running_until IS NULL OR running_until > {moment})))"
+
+
+def part(begin, end, start="start_time", finish="finish"):
+    """The part of [start, finish) inside [begin, end), at least 0 (an interval)."""
+    return f"greatest(least({finish}, {end}) - greatest({start}, {begin}), interval '0')"
+
+
+UNSETTLED = "end_time IS NULL AND running_until IS NULL"  # the runs the rollup does not hold
+IN_WINDOW = f"gpus > 0 AND start_time < %(now)s AND {may_end_after('%(job_start)s')}"
+# h: allocated GPU-hours per team, partition and multi-node, in rows to sum: the rollup's whole days and hours, and
+# the jobs of the open parts (o: every run before the first whole hour or in the hour still open, and the unsettled
+# runs of the whole hours), less the excess of their nodes there. The parts are cut in ``params``: an empty one
+# (``%(job_start)s < %(cut_first)s`` false) is folded away by the planner.
+ALLOCATED = f"""WITH o AS MATERIALIZED (
+        SELECT id, account, partition, node_count > 1 AS multi, gpus, start_time, {UNSETTLED} AS unsettled,
+               least(coalesce(end_time, running_until, %(now)s), %(now)s) AS finish
+        FROM inventory_slurmjob
+        WHERE gpus > 0 AND (
+            (%(job_start)s < %(cut_first)s AND start_time < %(cut_first)s AND {may_end_after('%(job_start)s')})
+            OR (%(cut_last)s < %(now)s AND start_time < %(now)s AND {may_end_after('%(cut_last)s')})
+            OR (%(cut_first)s < %(cut_last)s AND {UNSETTLED} AND start_time < %(cut_last)s))),
+    h AS (
+        SELECT account, partition, multi_node AS multi, sum(gpu_hours) AS hours FROM inventory_allocationdaily
+        WHERE day >= %(day_first)s AND day < %(day_after)s GROUP BY account, partition, multi_node
         UNION ALL
-        SELECT w.account, w.partition, w.multi, 0,
-               -e.gpus * extract(epoch FROM least(e."end", %(now)s) - greatest(e.start, %(job_start)s)) / 3600
+        SELECT account, partition, multi_node, sum(gpu_hours) FROM inventory_allocationhourly
+        WHERE (hour >= %(cut_first)s AND hour < %(days_from)s) OR (hour >= %(days_to)s AND hour < %(cut_last)s)
+        GROUP BY account, partition, multi_node
+        UNION ALL
+        SELECT account, partition, multi,
+               gpus * extract(epoch FROM {part('%(job_start)s', '%(cut_first)s')} + {part('%(cut_last)s', '%(now)s')}
+                                         + CASE WHEN unsettled THEN {part('%(cut_first)s', '%(cut_last)s')}
+                                                ELSE interval '0' END) / 3600
+        FROM o
+        UNION ALL
+        SELECT o.account, o.partition, o.multi, -e.gpus * extract(epoch FROM
+                   {part('%(job_start)s', '%(cut_first)s', 'e.start', 'e."end"')}
+                   + {part('%(cut_last)s', '%(now)s', 'e.start', 'e."end"')}
+                   + CASE WHEN o.unsettled THEN {part('%(cut_first)s', '%(cut_last)s', 'e.start', 'e."end"')}
+                          ELSE interval '0' END) / 3600
         FROM inventory_allocationexcess e JOIN inventory_slurmjobnode a ON a.id = e.allocation_id
-        JOIN w ON w.id = a.job_id
-        WHERE e.start < %(now)s AND e."end" > %(job_start)s)
-    """
-BY_ACCOUNT = "SELECT 'account', account, greatest(sum(hours), 0), NULL::float8, sum(job) FROM t GROUP BY account"
-BY_PARTITION = ("SELECT 'partition', partition, greatest(sum(hours), 0), "
-                "greatest(coalesce(sum(hours) FILTER (WHERE multi), 0), 0), sum(job) FROM t GROUP BY partition")
-QUEUE_WAITS = """SELECT partition, count(*), percentile_cont(0.5) WITHIN GROUP (ORDER BY wait),
-           percentile_cont(0.95) WITHIN GROUP (ORDER BY wait)
-    FROM (SELECT partition, extract(epoch FROM greatest(start_time - submit_time, interval '0')) / 3600 AS wait
-          FROM inventory_slurmjob WHERE start_time >= %(job_start)s) q
-    GROUP BY partition"""
-# /api/inventory/allocations/ by group_by, and the utilization page's Slurm figures (both groupings, queue waits).
+        JOIN o ON o.id = a.job_id
+        WHERE e.start < %(now)s AND e."end" > %(job_start)s)"""
+# p: per team and partition the GPU-hours and multi-node GPU-hours (each floored at 0; none where no row names the
+# pair) and the jobs with GPU time in the window.
+ALLOCATION_ROWS = ALLOCATED + f""",
+    g AS (
+        SELECT account, partition, greatest(sum(hours), 0) AS hours,
+               greatest(coalesce(sum(hours) FILTER (WHERE multi), 0), 0) AS multi
+        FROM h GROUP BY account, partition),
+    c AS (SELECT account, partition, count(*) AS jobs FROM inventory_slurmjob WHERE {IN_WINDOW}
+          GROUP BY account, partition),
+    p AS (SELECT account, partition, g.hours, g.multi, coalesce(c.jobs, 0) AS jobs
+          FROM g FULL JOIN c USING (account, partition))"""
+QUEUE_WAITS = """,
+    q AS (
+        SELECT partition, count(*) AS started, percentile_cont(0.5) WITHIN GROUP (ORDER BY wait) AS p50,
+               percentile_cont(0.95) WITHIN GROUP (ORDER BY wait) AS p95
+        FROM (SELECT partition, extract(epoch FROM greatest(start_time - submit_time, interval '0')) / 3600 AS wait
+              FROM inventory_slurmjob WHERE start_time >= %(job_start)s) s
+        GROUP BY partition)"""
+# One row per group: (grouping, name, GPU-hours, multi-node GPU-hours, jobs, jobs started, queue wait p50, p95).
+BY_ACCOUNT = ("\n    SELECT 'account', account, coalesce(sum(hours), 0), NULL::float8, sum(jobs), NULL::bigint, "
+              "NULL::float8, NULL::float8 FROM p GROUP BY account HAVING count(hours) > 0")
+BY_PARTITION = """
+    SELECT 'partition', x.partition, x.hours, x.multi, x.jobs, coalesce(q.started, 0), q.p50, q.p95
+    FROM (SELECT partition, coalesce(sum(hours), 0) AS hours, coalesce(sum(multi), 0) AS multi, sum(jobs) AS jobs
+          FROM p GROUP BY partition HAVING count(hours) > 0) x LEFT JOIN q USING (partition)"""
+# /api/inventory/allocations/ by group_by, and the utilization page's Slurm figures (both groupings, queue waits):
+# one statement each.
 BARE_ALLOCATIONS_SQL = {"account": [ALLOCATION_ROWS + BY_ACCOUNT],
-                        "partition": [ALLOCATION_ROWS + BY_PARTITION, QUEUE_WAITS]}
-BARE_SLURM_PAGE_SQL = [ALLOCATION_ROWS + BY_ACCOUNT + " UNION ALL " + BY_PARTITION, QUEUE_WAITS]
+                        "partition": [ALLOCATION_ROWS + QUEUE_WAITS + BY_PARTITION]}
+BARE_SLURM_PAGE_SQL = [ALLOCATION_ROWS + QUEUE_WAITS + BY_ACCOUNT + " UNION ALL " + BY_PARTITION]
 
 LOST_RUN_IN_RANGE = """CASE WHEN coalesce(lost_run_gpu_hours, 0) = 0 OR gpus = 0 THEN coalesce(lost_run_gpu_hours, 0)
     ELSE least(lost_run_gpu_hours, gpus * extract(epoch FROM ended_at - greatest(
         ended_at - make_interval(secs => lost_run_gpu_hours / gpus * 3600), %(job_start)s)) / 3600) END"""
 # /api/inventory/goodput/?group_by=team: one row per team with the figures of ``goodput.queries.figures``.
-BARE_GOODPUT_SQL = [ALLOCATION_ROWS + f""",
-    allocated AS (SELECT account, greatest(sum(hours), 0) AS hours FROM t GROUP BY account),
+BARE_GOODPUT_SQL = [ALLOCATED + f""",
+    allocated AS (SELECT account, greatest(sum(hours), 0) AS hours FROM h GROUP BY account),
     waits AS (
         SELECT account, sum(gpus * extract(epoch FROM greatest(start_time - submit_time, interval '0'))) / 3600
                AS waited,
@@ -115,9 +173,36 @@ def params(span, buckets, **extra):
 
     from inventory.telemetry.rollups import day_start
 
-    return {"job_start": day_start(buckets[0]) if span.daily else buckets[0], "now": timezone.now(),
-            "cost": settings.IDLE_GPU_HOUR_COST, "gpus": settings.GOODPUT_MTBI_GPUS, "job_hours": 24.0,
-            "page_size": PAGE_SIZE, **extra}
+    start, now = day_start(buckets[0]) if span.daily else buckets[0], timezone.now()
+    return {"job_start": start, "now": now, **cuts(start, now), "cost": settings.IDLE_GPU_HOUR_COST,
+            "gpus": settings.GOODPUT_MTBI_GPUS, "job_hours": 24.0, "page_size": PAGE_SIZE, **extra}
+
+
+def cuts(start, now):
+    """Where the allocation rollup's rows begin and end in [start, now], as ``allocation_rollup.Reader`` cuts it
+    (written out, not called, so that the checks test it): the whole UTC hours [cut_first, cut_last), of which the
+    local days [day_first, day_after) = [days_from, days_to) from the daily rows and the rest from the hourly rows.
+    Less than a whole hour between them: every part from the jobs (all cuts at ``now``, no day)."""
+    from django.utils import timezone
+
+    from inventory.telemetry.rollups import day_start
+
+    def utc_hour(moment):
+        return moment.astimezone(UTC).replace(minute=0, second=0, microsecond=0)
+
+    first = utc_hour(start) if utc_hour(start) == start else utc_hour(start) + timedelta(hours=1)
+    last, today = utc_hour(now), timezone.localdate(now)
+    if first >= last:
+        return {"cut_first": now, "cut_last": now, "days_from": now, "days_to": now, "day_first": today,
+                "day_after": today}
+    day, after = timezone.localdate(first), timezone.localdate(last)  # after: the day after the last whole one
+    if day_start(day) < first:
+        day += timedelta(days=1)
+    if after <= day:  # no whole day: every whole hour from the hourly rows
+        return {"cut_first": first, "cut_last": last, "days_from": first, "days_to": first, "day_first": today,
+                "day_after": today}
+    return {"cut_first": first, "cut_last": last, "days_from": day_start(day), "days_to": day_start(after),
+            "day_first": day, "day_after": after}
 
 
 def run_sql(statements, values, rows=None):
@@ -150,15 +235,10 @@ def check_allocations(client, range_key, span, buckets):
     for group_by, statements in BARE_ALLOCATIONS_SQL.items():
         fetched = []
         run_sql(statements, params(span, buckets), fetched)
-        waits = {name: rest for name, *rest in (fetched[1] if len(fetched) > 1 else [])}
-        bare = {name or "(none)": (hours, multi, jobs, *waits.get(name, (0, None, None)))
-                for _, name, hours, multi, jobs in fetched[0]}
+        bare = {name or "(none)": values for _, name, *values in fetched[0]}
         answer = client.get(f"/api/inventory/allocations/?range={range_key}&group_by={group_by}").json()
-        shown = {g["name"]: (g["gpu_hours"], g["multi_node_gpu_hours"], g["jobs"], g["jobs_started"],
-                             g["queue_wait_p50_hours"], g["queue_wait_p95_hours"]) for g in answer["groups"]}
-        if group_by == "account":
-            bare = {name: values[:3] for name, values in bare.items()}
-            shown = {name: values[:3] for name, values in shown.items()}
+        shown = {g["name"]: (g["gpu_hours"], g.get("multi_node_gpu_hours"), g["jobs"], g.get("jobs_started"),
+                             g.get("queue_wait_p50_hours"), g.get("queue_wait_p95_hours")) for g in answer["groups"]}
         assert bare.keys() == shown.keys() and all(
             all(close(a, b, 0.011 if position < 2 else 0.001) for position, (a, b) in
                 enumerate(zip(bare[key], shown[key], strict=True))) for key in bare), (range_key, group_by, bare, shown)

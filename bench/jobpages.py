@@ -4,9 +4,11 @@
 
 1. The fleet of ``bench/telemetry.py`` (its builders: ``build_fleet``, ``history``, ``earlier_days``) in a throwaway
    PostgreSQL, with a Slurm job history of the ``--days`` (``bench/jobhistory.py``: about 10 jobs per GPU a month,
-   their per-node rows and interruptions, generated in SQL), then ``VACUUM ANALYZE``.
+   their per-node rows and interruptions, generated in SQL, then the allocation rollup the portal reads them from,
+   ``allocation_rollup.rebuild``), then ``VACUUM ANALYZE``.
 2. Timed with Django's test client, DEBUG off, median of ``--repeat`` requests, each request in turn with the bare
-   SQL of what it shows (``bench/jobfigures.py``; ``side_by_side``), checked first to give the answer's figures:
+   SQL of what it shows (``bench/jobfigures.py``, allocated GPU-hours from the allocation rollup as the portal reads
+   them; ``side_by_side``), checked first to give the answer's figures (else nothing is timed):
 
    - ``GET /api/inventory/goodput/?group_by=team&range=30d`` (``BARE_GOODPUT_SQL``);
    - ``GET /api/inventory/interruptions/?page_size=1000``, the API's largest page (``BARE_INTERRUPTIONS_SQL``: the

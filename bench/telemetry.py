@@ -11,8 +11,9 @@
    with the portal's rollup functions (timed; 1 year is extrapolated from it); the hourly tables' size on disk;
    daily rows for the rest of the year (generated in SQL), so that the 1-year view reads a full year; with
    ``--jobs`` (the default) a Slurm job history of the ``--days`` (``bench/jobhistory.py``: about 10 jobs per GPU a
-   month, their per-node rows and interruptions, generated in SQL); then ``VACUUM ANALYZE``, as autovacuum leaves
-   the tables of a running portal. ``--no-jobs``: the fleet without jobs, whose page skips the Slurm figures.
+   month, their per-node rows and interruptions, generated in SQL, and the allocation rollup rebuilt from them);
+   then ``VACUUM ANALYZE``, as autovacuum leaves the tables of a running portal. ``--no-jobs``: the fleet without
+   jobs, whose page skips the Slurm figures.
 4. Dashboard: the fleet utilization page and the utilization API (``group_by`` site, partition, GPU model) for
    7 d (hourly rows), 30 d and 1 y (daily rows: the usage days), timed with Django's test client with DEBUG off
    (median of ``--repeat``, 15 by default), each in turn with the bare SQL of the figures it shows
@@ -20,8 +21,10 @@
    ratios; the page also against the bare SQL of everything it reads but the session and the user ("+ reads":
    ``BARE_PAGE_READS`` adds its filters' choices, the telemetry sources and the active contracts); the partitions a
    7-day query reads (EXPLAIN: the others are pruned). With jobs, the page's bare SQL includes that of its Slurm
-   figures (``bench/jobfigures.py``: allocated GPU-hours, multi-node GPU-hours and jobs per team and partition, queue
-   wait p50/p95 per partition), checked equal to ``/api/inventory/allocations/`` first.
+   figures (``bench/jobfigures.py``: allocated GPU-hours and multi-node GPU-hours per team and partition from the
+   allocation rollup as the portal reads it, whole days from its daily rows, whole hours from its hourly rows, the
+   jobs only for the rest; jobs per team and partition; queue wait p50/p95 per partition), checked equal to
+   ``/api/inventory/allocations/`` first (else nothing is timed).
 
 Ratios against figures measured in the same run compare across machines; absolute times do not.
 """
