@@ -194,52 +194,48 @@ def hourly_sizes():
 
 
 def pruning_plan(now):
-    """EXPLAIN of the 7-day hourly aggregate: the partitions it reads."""
+    """EXPLAIN of a 7-day aggregate of the hourly GPU rows: the partitions it reads."""
     from django.db import connection
 
     with connection.cursor() as cursor:
-        cursor.execute("EXPLAIN " + SERIES["hourly"],
+        cursor.execute("EXPLAIN SELECT gpu_id, count(*) FROM inventory_gpuhourly WHERE "
+                       + IN_RANGE.format(time="hour") + " AND util_mean IS NOT NULL GROUP BY gpu_id",
                        {"start": now - timedelta(days=7), "end": now})
         plan = "\n".join(line for (line,) in cursor.fetchall())
     return sorted(set(re.findall(r" on (inventory_gpuhourly_\w+)", plan)))
 
 
 # The bare SQL of what the dashboard and the API show, by hand, each the fastest form found, from the cheapest table
-# that holds it: hourly ranges sum the GPU hours per GPU first, then join; daily ranges sum the usage days (per node,
-# GPU model and day) and count the GPUs that reported (one index probe per GPU into the daily GPU rows).
+# that holds it: the usage rows (per node, GPU model and hour or day) summed, and the GPUs that reported counted with
+# one index probe per GPU into its hourly or daily rows.
 IN_RANGE = "{time} >= %(start)s AND {time} <= %(end)s"
-ROWS = {  # per GPU (hourly) or per node and GPU model (daily): where, how many GPUs, GPU-hours, utilization-hours
-    "hourly": """
-    SELECT g.node_id, g.gpu_model_id, n.site_id, n.partition, n.owner_team, n.hostname, 1 AS gpus, u.gpu_hours,
-           u.util_hours
-    FROM (SELECT gpu_id, count(*) AS gpu_hours, sum(util_mean) AS util_hours FROM inventory_gpuhourly
-          WHERE """ + IN_RANGE.format(time="hour") + """ AND util_mean IS NOT NULL GROUP BY gpu_id) u
-    JOIN inventory_gpu g ON g.id = u.gpu_id LEFT JOIN inventory_node n ON n.id = g.node_id""",
-    "daily": """
+USAGE = {"hourly": ("inventory_usagehourly", "inventory_gpuhourly", "hour", "sum(gpus)"),
+         "daily": ("inventory_usagedaily", "inventory_gpudaily", "day", "sum(gpu_hours)")}
+
+
+def bare_rows(usage, per_gpu, time, gpu_hours):
+    """Per node and GPU model: where, how many GPUs, GPU-hours, utilization-hours."""
+    return f"""
     SELECT u.node_id, u.gpu_model_id, n.site_id, n.partition, n.owner_team, n.hostname, coalesce(r.gpus, 0) AS gpus,
            u.gpu_hours, u.util_hours
-    FROM (SELECT node_id, gpu_model_id, sum(gpu_hours) AS gpu_hours, sum(util_hours) AS util_hours
-          FROM inventory_usagedaily WHERE """ + IN_RANGE.format(time="day") + """ GROUP BY node_id, gpu_model_id) u
+    FROM (SELECT node_id, gpu_model_id, {gpu_hours} AS gpu_hours, sum(util_hours) AS util_hours
+          FROM {usage} WHERE {IN_RANGE.format(time=time)} GROUP BY node_id, gpu_model_id) u
     LEFT JOIN (SELECT node_id, gpu_model_id, count(*) AS gpus FROM inventory_gpu g
-               WHERE EXISTS (SELECT 1 FROM inventory_gpudaily d WHERE d.gpu_id = g.id AND d."""
-    + IN_RANGE.format(time="day") + """ AND d.util_mean IS NOT NULL)
+               WHERE EXISTS (SELECT 1 FROM {per_gpu} d WHERE d.gpu_id = g.id AND d.{IN_RANGE.format(time=time)}
+                             AND d.util_mean IS NOT NULL)
                GROUP BY node_id, gpu_model_id) r
         ON coalesce(r.node_id, 0) = coalesce(u.node_id, 0) AND r.gpu_model_id = u.gpu_model_id
-    LEFT JOIN inventory_node n ON n.id = u.node_id""",
-}
-SERIES = {
-    "hourly": "SELECT hour, count(*), sum(util_mean), count(*) FROM inventory_gpuhourly WHERE "
-              + IN_RANGE.format(time="hour") + " AND util_mean IS NOT NULL GROUP BY hour",
-    "daily": "SELECT day, sum(gpu_hours), sum(util_hours), sum(gpus) FROM inventory_usagedaily WHERE "
-             + IN_RANGE.format(time="day") + " GROUP BY day",
-}
-HEATMAP = {  # the 60 least used nodes × buckets, their rows read on the (gpu, hour) or (node, model, day) index
-    "hourly": """SELECT g.node_id, r.hour, count(*), sum(util_mean) FROM inventory_gpuhourly r
-    JOIN inventory_gpu g ON g.id = r.gpu_id WHERE r.""" + IN_RANGE.format(time="hour") + """ AND util_mean IS NOT NULL
-    AND r.gpu_id IN (SELECT id FROM inventory_gpu WHERE node_id = ANY(%(nodes)s)) GROUP BY g.node_id, r.hour""",
-    "daily": "SELECT node_id, day, sum(gpu_hours), sum(util_hours) FROM inventory_usagedaily WHERE "
-             + IN_RANGE.format(time="day") + " AND node_id = ANY(%(nodes)s) GROUP BY node_id, day",
-}
+    LEFT JOIN inventory_node n ON n.id = u.node_id"""
+
+
+ROWS = {kind: bare_rows(*tables) for kind, tables in USAGE.items()}
+SERIES = {kind: f"SELECT {time}, {gpu_hours}, sum(util_hours), sum(gpus) FROM {usage} WHERE "
+                f"{IN_RANGE.format(time=time)} GROUP BY {time}"
+          for kind, (usage, _, time, gpu_hours) in USAGE.items()}
+HEATMAP = {  # the 60 least used nodes × buckets, their rows read on the (node, model, hour|day) index
+    kind: f"SELECT node_id, {time}, {gpu_hours}, sum(util_hours) FROM {usage} WHERE {IN_RANGE.format(time=time)} "
+          f"AND node_id = ANY(%(nodes)s) GROUP BY node_id, {time}"
+    for kind, (usage, _, time, gpu_hours) in USAGE.items()}
 # GPUs, GPU-hours, utilization-hours and idle cost (the bench fleet has no contract: every idle GPU-hour at the
 # default cost, as the portal prices a node without one).
 GROUP_FIGURES = "sum(gpus), sum(gpu_hours), sum(util_hours), sum((gpu_hours - util_hours / 100) * %(cost)s)"

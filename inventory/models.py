@@ -456,6 +456,7 @@ from .telemetry.models import (  # noqa: E402,F401
     TelemetrySource,
     UnknownSeries,
     UsageDaily,
+    UsageHourly,
     XidEvent,
     XidReading,
 )

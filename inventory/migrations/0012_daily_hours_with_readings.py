@@ -36,7 +36,8 @@ def recount(apps, schema_editor):
 
 
 def fill_usage(apps, schema_editor):
-    rollup_usage(gpu_daily=apps.get_model("inventory", "GPUDaily"), usage_daily=apps.get_model("inventory", "UsageDaily"))
+    rollup_usage(gpu_daily=apps.get_model("inventory", "GPUDaily"), usage_daily=apps.get_model("inventory", "UsageDaily"),
+                 usage_hourly=None)  # created by 0018
 
 
 class Migration(migrations.Migration):

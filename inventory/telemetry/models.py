@@ -230,17 +230,41 @@ class NodeDaily(RollupFields):
         return f"node {self.node_id} @ {self.day:%Y-%m-%d}"
 
 
-class UsageDaily(models.Model):
-    """A day of the GPUs of one model in one node (spare GPUs: no node): the daily GPU rows with a utilization
-    reading, summed (``rollups.rollup_usage``). The 30-day and 1-year dashboards group these rows, about one for
-    every eight GPU rows, instead of reading every GPU's day; per GPU they read ``GPUDaily``."""
+class UsageFields(models.Model):
+    """The GPUs of one model in one node (spare GPUs: no node) over a period, their rows with a utilization reading
+    summed (``rollups``): what the dashboards' groupings and series read, about one row for every eight GPU rows."""
 
     node = models.ForeignKey("inventory.Node", on_delete=models.SET_NULL, null=True, related_name="+")
     gpu_model = models.ForeignKey("inventory.GPUModel", on_delete=models.CASCADE, related_name="+")
+    gpus = models.PositiveIntegerField(help_text="GPUs with a utilization reading in the period.")
+    util_hours = models.FloatField(help_text="Their hourly utilization (%) summed over their hours.")
+
+    class Meta:
+        abstract = True
+
+
+class UsageHourly(UsageFields):
+    """An hour of the GPUs of one model in one node: the 24-hour and 7-day dashboards group these rows instead of
+    every GPU's hour (``rollups.refresh``, ``rollups.rollup_usage``). Each GPU counts one hour: its GPU-hours are
+    ``gpus``."""
+
+    hour = models.DateTimeField()
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["node", "gpu_model", "hour"], name="usage_hourly_unique")]
+        indexes = [models.Index(fields=["hour"])]
+        verbose_name_plural = "usage hours"
+
+    def __str__(self):
+        return f"node {self.node_id}, model {self.gpu_model_id} @ {self.hour:%Y-%m-%d %H:00}"
+
+
+class UsageDaily(UsageFields):
+    """A day of the GPUs of one model in one node: the daily GPU rows with a utilization reading, summed
+    (``rollups.rollup_usage``). The 30-day and 1-year dashboards group these rows; per GPU they read ``GPUDaily``."""
+
     day = models.DateField()
-    gpus = models.PositiveIntegerField(help_text="GPUs with a utilization reading that day.")
     gpu_hours = models.PositiveIntegerField(help_text="Their hours with a utilization reading, summed.")
-    util_hours = models.FloatField(help_text="Their hourly utilization (%) summed over those hours.")
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["node", "gpu_model", "day"], name="usage_daily_unique")]

@@ -3,10 +3,10 @@ the rollup tables, each a set-based aggregate (``values().annotate()``; ``usage`
 the ORM cannot write), so a figure costs the same few queries for ten GPUs or ten thousand.
 
 Ranges and tables
-    ``24h`` and ``7d`` read the hourly rows (``GPUHourly``, one bucket per hour); ``30d``, ``90d`` and ``1y`` read
-    daily rows, one bucket per day: the usage days (``UsageDaily``, the GPU days summed per node and GPU
-    model, a few rows per node) for the series and the groupings, the GPU days (``GPUDaily``) for what is
-    per GPU. Each range ends with the current hour or day, so its last bucket may still be filling.
+    ``24h`` and ``7d`` read hourly rows, one bucket per hour; ``30d``, ``90d`` and ``1y`` read daily rows, one
+    bucket per day. The series and the groupings read the usage rows (``UsageHourly``, ``UsageDaily``: the GPU rows
+    summed per node and GPU model, a few rows per node), what is per GPU the GPU rows (``GPUHourly``,
+    ``GPUDaily``). Each range ends with the current hour or day, so its last bucket may still be filling.
 
 What the figures mean
     - *GPU-hours observed*: hours for which a GPU reported a utilization. An hourly row counts one hour,
@@ -25,9 +25,9 @@ Missing data is missing, never zero
     every figure rather than read as 0 %.
 
 Filters (``filters`` argument, a mapping; empty values are ignored)
-    ``site`` (id), ``partition``, ``gpu_model`` (id), ``team`` (the node's owner team). Nodes and GPUs
-    are grouped by where they are now; in the daily ranges, by where they were when their day was last rolled
-    up (a GPU moved to another node brings along only the days rolled up since).
+    ``site`` (id), ``partition``, ``gpu_model`` (id), ``team`` (the node's owner team). The groupings
+    count a GPU's hours and days in the node it was in when they were last rolled up (a GPU moved to another node
+    brings along only the hours and days rolled up since); what is per GPU, in the node it is in now.
 """
 
 from collections import defaultdict
@@ -43,7 +43,7 @@ from inventory.costs import gpu_hour_costs
 from inventory.models import GPU, SERVING_STATES, GPUModel, Node, Site
 
 from . import allocation_rollup, jobstats
-from .models import GPUDaily, GPUHourly, SlurmJob, TelemetrySource, UsageDaily
+from .models import GPUDaily, GPUHourly, SlurmJob, TelemetrySource, UsageDaily, UsageHourly
 from .rollups import day_start, floor_hour
 
 
@@ -52,7 +52,7 @@ class Range:
     key: str
     label: str
     periods: int  # buckets in the range, the current one included
-    daily: bool  # daily rows (GPUDaily) rather than hourly rows (GPUHourly)
+    daily: bool  # daily rows (GPUDaily, UsageDaily) rather than hourly rows (GPUHourly, UsageHourly)
 
     @property
     def model(self):
@@ -61,7 +61,9 @@ class Range:
 
     def table(self, per_gpu):
         """The rows read: per GPU, or (``per_gpu`` False) the fewest rows that hold what the groupings sum."""
-        return self.model if per_gpu or not self.daily else UsageDaily
+        if per_gpu:
+            return self.model
+        return UsageDaily if self.daily else UsageHourly
 
     @property
     def time_field(self):
@@ -88,6 +90,8 @@ class Range:
         table = self.table(per_gpu)
         if table is UsageDaily:
             return {"gpu_hours": Sum("gpu_hours"), "util_hours": Sum("util_hours"), "gpus": Sum("gpus")}
+        if table is UsageHourly:  # a GPU counts one hour
+            return {"gpu_hours": Sum("gpus"), "util_hours": Sum("util_hours"), "gpus": Sum("gpus")}
         if table is GPUDaily:
             return {"gpu_hours": Sum("hours"), "gpus": Count("pk"),
                     "util_hours": Sum(F("util_mean") * F("hours"), output_field=FloatField())}
@@ -98,10 +102,14 @@ class Range:
         table = self.table(per_gpu)
         if table is UsageDaily:
             return {"gpu_hours": "SUM(r.gpu_hours)", "util_hours": "SUM(r.util_hours)", "gpus": "SUM(r.gpus)"}
+        if table is UsageHourly:
+            return {"gpu_hours": "SUM(r.gpus)", "util_hours": "SUM(r.util_hours)", "gpus": "SUM(r.gpus)"}
         if table is GPUDaily:
             return {"gpu_hours": "SUM(r.hours)", "gpus": "COUNT(*)", "util_hours": "SUM(r.util_mean * r.hours)"}
         return {"gpu_hours": "COUNT(*)", "util_hours": "SUM(r.util_mean)", "gpus": "COUNT(*)"}
 
+
+USAGE_TABLES = (UsageHourly, UsageDaily)
 
 RANGES = {
     "24h": Range("24h", "24 hours", 24, daily=False),
@@ -131,7 +139,7 @@ GROUPS = {
 NONE_LABEL = "(none)"  # a node without a partition or team, or a GPU that sits in no node
 HEATMAP_ROWS = 60
 HEATMAP_BY = ("node", "gpu")  # what the heatmap has a row for
-# What ``usage`` tells about each of its rows: (table alias, column) of its key k (the GPU, or the usage days' sums
+# What ``usage`` tells about each of its rows: (table alias, column) of its key k (the GPU, or the usage rows' sums
 # per node and GPU model), the node n, site s and model m.
 USAGE_COLUMNS = {
     "node_id": ("k", "node_id"), "gpu_model_id": ("k", "gpu_model_id"), "hostname": ("n", "hostname"),
@@ -154,12 +162,12 @@ def get_range(range_key):
 
 def rollup_rows(range_key, filters=None, now=None, per_gpu=True):
     """The rows a range reads within its buckets: per GPU (hourly or daily), with a utilization reading, or
-    (``per_gpu`` False) those of ``Range.table``, usage days in the daily ranges."""
+    (``per_gpu`` False) those of ``Range.table``, the usage rows."""
     span = get_range(range_key)
     buckets = span.buckets(now)
     table = span.table(per_gpu)
     rows = table.objects.filter(**{f"{span.time_field}__gte": buckets[0], f"{span.time_field}__lte": buckets[-1]})
-    if table is UsageDaily:  # its rows sum only readings, and know the node and model themselves
+    if table in USAGE_TABLES:  # their rows sum only readings, and know the node and model themselves
         return rows.filter(**gpu_filters(filters))
     return rows.filter(util_mean__isnull=False,
                        **{f"gpu__{lookup}": value for lookup, value in gpu_filters(filters).items()})
@@ -192,7 +200,7 @@ def rollup_from(range_key, filters=None, now=None, per_gpu=True, connection=None
     moment = f"r.{quote(span.time_field)}"
     where, params = [f"{moment} >= %s", f"{moment} <= %s"], [stored(buckets[0]), stored(buckets[-1])]
     joins, chosen = [], chosen_filters(filters)
-    if table is UsageDaily:  # its rows know their node and GPU model
+    if table in USAGE_TABLES:  # their rows know their node and GPU model
         holder = "r"
     else:
         where.append("r.util_mean IS NOT NULL")
@@ -318,10 +326,10 @@ def usage(range_key, filters=None, now=None, per_gpu=False):
     ``usage_groupings`` groups in the database (``usage_sql``) and the GPU heatmap ranks. One query, plus the
     costs' queries:
 
-    - hourly ranges, and ``per_gpu``: the rollup rows summed per GPU first (the big table's only pass), then those
-      sums joined to GPU, node, site and model and summed per node and model;
-    - daily ranges: the usage days summed per node and model, joined to node, site and model and to the GPUs that
-      reported in the range (a GPU counts once however many days it reported: one index probe per GPU)."""
+    - ``per_gpu``: the GPU rows summed per GPU first (the big table's only pass), then those sums joined to GPU,
+      node, site and model;
+    - else: the usage rows summed per node and model, joined to node, site and model and to the GPUs that reported
+      in the range (a GPU counts once however many hours or days it reported: one index probe per GPU)."""
     sql, params, connection = usage_sql(range_key, filters, now, per_gpu)
     with connection.cursor() as cursor:
         cursor.execute(sql, params)
@@ -347,7 +355,7 @@ def usage_sql(range_key, filters=None, now=None, per_gpu=False):
     ``gpu_hours`` and ``util_hours``. Written by hand on ``rollup_from`` (the ORM took longer to compile it than the
     dashboard's other Python)."""
     span = get_range(range_key)
-    grouped = span.daily and not per_gpu
+    grouped = not per_gpu
     connection = read_connection(span, per_gpu=not grouped)
     quote = connection.ops.quote_name
     key = ", ".join(f"r.{quote(column)}" for column in (("node_id", "gpu_model_id") if grouped else ("gpu_id",)))
@@ -364,7 +372,7 @@ def usage_sql(range_key, filters=None, now=None, per_gpu=False):
               f"JOIN {tables['m']} m ON m.id = k.gpu_model_id")
     if grouped:
         # The GPUs that the filters select and that reported in the range, per node and model: one probe per GPU
-        # into its daily rows.
+        # into its hourly or daily rows.
         days, days_params = rollup_from(range_key, None, now, connection=connection)
         joins, where, filter_params = filtered(chosen_filters(filters), "g", quote)
         reported_sql = (f"SELECT g.node_id, g.gpu_model_id, COUNT(*) AS gpus FROM {tables['g']} g {' '.join(joins)} "
@@ -518,7 +526,7 @@ def heatmap(range_key, filters=None, by="node", limit=HEATMAP_ROWS, now=None, no
                       for row in usage(range_key, filters, now, per_gpu=True)}
     chosen = sorted(candidates, key=lambda key: (candidates[key]["util_hours"] / candidates[key]["gpu_hours"],
                                                  candidates[key]["name"]))[:limit]
-    per_gpu = by == "gpu" or not span.daily
+    per_gpu = by == "gpu"
     connection = read_connection(span, per_gpu)
     quote = connection.ops.quote_name
     moment = f"r.{quote(span.time_field)}"
@@ -529,7 +537,7 @@ def heatmap(range_key, filters=None, by="node", limit=HEATMAP_ROWS, now=None, no
         # rather than the whole range.
         key, column = ("g.node_id", "node_id") if by == "node" else ("r.gpu_id", "id")
         rows += f" AND r.gpu_id IN (SELECT id FROM {quote(GPU._meta.db_table)} WHERE {quote(column)} IN ({listed}))"
-    else:  # the nodes' usage days, read on the (node, model, day) unique index
+    else:  # the nodes' usage rows, read on the (node, model, hour|day) unique index
         key = "r.node_id"
         rows += f" AND r.node_id IN ({listed})"
     sums = span.sums_sql(per_gpu)

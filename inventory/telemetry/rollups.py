@@ -5,8 +5,8 @@ Every aggregate is computed by the database over a time range (set-based SQL), n
 Python loop, so the cost grows with the hours touched, not with the size of the fleet's history. (Energy
 counter readings are paired by a window function in SQL and summed in one pass over the rows.)
 
-A pull refreshes only what it touched (``refresh(hours, gpu_ids)``): its GPUs' nodes' hours, its GPUs' days and
-their nodes' usage days (a ``Scope``), under a transaction-long advisory lock per node, so pulls of different
+A pull refreshes only what it touched (``refresh(hours, gpu_ids)``): its GPUs' nodes' hours and usage hours, its GPUs'
+days and their nodes' usage days (a ``Scope``), under a transaction-long advisory lock per node, so pulls of different
 sites (disjoint nodes) run side by side and two writers of one node take turns. A full recompute (no scope: the
 functions called alone, the benchmarks, the migrations) takes the fleet's lock, which every refresh shares.
 """
@@ -54,6 +54,7 @@ from .models import (
     NodeHourly,
     TelemetrySample,
     UsageDaily,
+    UsageHourly,
 )
 from .partitions import drop_months_before, ensure_partitions, maintain, months_of
 
@@ -326,8 +327,8 @@ def advisory_locks(cursor, namespace, keys):
 
 
 def rollup_nodes(start, end, scope=None):
-    """GPU hours in [start, end) → node hours (GPUs counted in the node they are installed in); of ``scope``'s nodes
-    (None: every node)."""
+    """GPU hours in [start, end) → node hours and usage hours (GPUs counted in the node they are installed in); of
+    ``scope``'s nodes (None: every node)."""
     with _locked(scope):
         _node_hours(start, end, scope)
 
@@ -345,6 +346,7 @@ def _node_hours(start, end, scope):
     )
     ensure_partitions(NodeHourly, months_of(start, end))
     _insert_aggregated(NodeHourly, "node_id", aggregated, ["gpus_reporting"])
+    _usage_hours(start, end, GPUHourly, UsageHourly, scope)
 
 
 def day_start(day):
@@ -385,30 +387,48 @@ def _days(start_day, end_day, scope):
     _usage(start_day, end_day, GPUDaily, UsageDaily, scope)
 
 
-def rollup_usage(start_day=None, end_day=None, gpu_daily=GPUDaily, usage_daily=UsageDaily, scope=None):
-    """Daily GPU rows of the days [start_day, end_day] (open ends: every day) → usage days, per node (where the GPU
-    is now) and GPU model: one INSERT … SELECT; of ``scope``'s nodes (None: every node). The rows of those nodes and
-    days are replaced, not upserted, so a GPU that moved leaves none of its hours on its old node. The migration
-    that creates the table passes its historical models."""
-    with _locked(scope, router.db_for_write(usage_daily)):
-        _usage(start_day, end_day, gpu_daily, usage_daily, scope)
+def rollup_usage(start_day=None, end_day=None, gpu_daily=GPUDaily, usage_daily=UsageDaily, scope=None,
+                 gpu_hourly=GPUHourly, usage_hourly=UsageHourly):
+    """GPU rows of the days [start_day, end_day] (open ends: every day) → usage days (daily GPU rows) and usage hours
+    (hourly GPU rows), per node (where the GPU is now) and GPU model: one INSERT … SELECT each; of ``scope``'s nodes
+    (None: every node). The rows of those nodes and periods are replaced, not upserted, so a GPU that moved leaves
+    none of its hours on its old node. The migrations that create the tables pass their historical models
+    (``usage_daily`` or ``usage_hourly`` None: not that table)."""
+    table = usage_daily if usage_daily is not None else usage_hourly
+    with _locked(scope, router.db_for_write(table)):
+        if usage_daily is not None:
+            _usage(start_day, end_day, gpu_daily, usage_daily, scope)
+        if usage_hourly is not None:
+            start = None if start_day is None else day_start(start_day)
+            end = None if end_day is None else day_start(end_day + timedelta(days=1))
+            _usage_hours(start, end, gpu_hourly, usage_hourly, scope)
 
 
 def _usage(start_day, end_day, gpu_daily, usage_daily, scope):
-    connection = connections[router.db_for_write(usage_daily)]
-    days = {f"day__{op}": day for op, day in (("gte", start_day), ("lte", end_day)) if day is not None}
-    old = usage_daily.objects.using(connection.alias).filter(**days)
-    new = gpu_daily.objects.using(connection.alias).filter(util_mean__isnull=False, **days)
+    _replace_usage(gpu_daily, usage_daily, "day", start_day, end_day and end_day + timedelta(days=1), scope,
+                   gpus=Count("pk"), gpu_hours=Sum("hours"),
+                   util_hours=Sum(F("util_mean") * F("hours"), output_field=FloatField()))
+
+
+def _usage_hours(start, end, gpu_hourly, usage_hourly, scope):
+    _replace_usage(gpu_hourly, usage_hourly, "hour", start, end, scope, gpus=Count("pk"), util_hours=Sum("util_mean"))
+
+
+def _replace_usage(gpu_rows, usage_rows, period, start, end, scope, **sums):
+    """Replace ``usage_rows`` of the periods in [start, end) (None: open) of ``scope`` by ``gpu_rows`` with a
+    utilization reading, summed per period, node and GPU model (``sums``)."""
+    connection = connections[router.db_for_write(usage_rows)]
+    bounds = {f"{period}__{op}": moment for op, moment in (("gte", start), ("lt", end)) if moment is not None}
+    old = usage_rows.objects.using(connection.alias).filter(**bounds)
+    new = gpu_rows.objects.using(connection.alias).filter(util_mean__isnull=False, **bounds)
     if scope is not None:
         old = old.filter(_in_nodes("node", scope))
         new = new.filter(_in_nodes("gpu__node", scope))
-    summed = (new.values("day", node_id=F("gpu__node_id"), gpu_model_id=F("gpu__gpu_model_id"))
-              .annotate(gpus=Count("pk"), gpu_hours=Sum("hours"),
-                        util_hours=Sum(F("util_mean") * F("hours"), output_field=FloatField()))
-              .order_by())
+    summed = (new.values(period, node_id=F("gpu__node_id"), gpu_model_id=F("gpu__gpu_model_id"))
+              .annotate(**sums).order_by())
     sql, params = summed.query.sql_with_params()
-    table = connection.ops.quote_name(usage_daily._meta.db_table)
-    columns = "day, node_id, gpu_model_id, gpus, gpu_hours, util_hours"
+    table = connection.ops.quote_name(usage_rows._meta.db_table)
+    columns = ", ".join([period, "node_id", "gpu_model_id", *sums])
     old.delete()
     with connection.cursor() as cursor:
         cursor.execute(f"INSERT INTO {table} ({columns}) SELECT {columns} FROM ({sql}) summed", params)
@@ -421,8 +441,9 @@ def _in_nodes(node, scope):
 
 
 def refresh(hours, gpu_ids=None):
-    """After GPU hours changed: recompute the node hours and the days they belong to. ``gpu_ids``: the GPUs whose
-    hours changed; only their nodes' hours, their own days and their nodes' usage days are recomputed, with the
+    """After GPU hours changed: recompute the node hours, usage hours and the days they belong to. ``gpu_ids``: the
+    GPUs whose hours changed; only their nodes' hours and usage hours, their own days and their nodes' usage days are
+    recomputed, with the
     same figures as a full recompute gives those rows (None: every GPU's, the full recompute)."""
     if not hours:
         return
@@ -451,6 +472,7 @@ def enforce_retention(now=None):
     return {
         "gpu_hourly": hourly(GPUHourly),
         "node_hourly": hourly(NodeHourly),
+        "usage_hourly": UsageHourly.objects.filter(hour__lt=hourly_cutoff).delete()[0],
         "gpu_daily": GPUDaily.objects.filter(day__lt=daily_cutoff).delete()[0],
         "node_daily": NodeDaily.objects.filter(day__lt=daily_cutoff).delete()[0],
         "usage_daily": UsageDaily.objects.filter(day__lt=daily_cutoff).delete()[0],

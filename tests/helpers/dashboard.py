@@ -10,7 +10,7 @@ from inventory.lifecycle import transition
 from inventory.models import LifecycleState as L
 from inventory.models import Node
 from inventory.telemetry.models import GPUHourly, TelemetrySource
-from inventory.telemetry.rollups import floor_hour
+from inventory.telemetry.rollups import floor_hour, rollup_usage
 from planning.contracts.models import Contract, RenewalAlert
 from support.models import Ticket
 from tests.factories import make_gpu, make_node, make_site, make_ticket
@@ -50,6 +50,7 @@ def make_dashboard_fleet():
             rows += hours_of(gpu, util, first=1) + hours_of(gpu, 40, first=7 * 24 + 1)  # this week, the one before
     rows += hours_of(make_gpu(node=c, slot=0, state=L.BURN_IN), 5, first=1)
     GPUHourly.objects.bulk_create(rows)
+    rollup_usage()  # the usage hours the week's figures read
     TelemetrySource.objects.create(name="prom", kind="prometheus", url="http://prom:9090",
                                    stale_since=timezone.now() - D)
     TelemetrySource.objects.create(name="prom-ok", kind="prometheus", url="http://prom2:9090")

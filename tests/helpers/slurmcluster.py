@@ -12,6 +12,7 @@ munged already listening there is reused, and one started here is stopped by the
 """
 
 import fcntl
+import glob
 import json
 import os
 import shutil
@@ -40,6 +41,17 @@ INNODB = ["--innodb-flush-log-at-trx-commit=0", "--innodb-doublewrite=0", "--inn
 
 class SlurmError(RuntimeError):
     pass
+
+
+def jwt_plugin():
+    """auth/jwt (Debian's slurm-wlm-jwt-plugin, a Recommends only): slurmrestd's tokens need it in the cluster."""
+    return next(iter(glob.glob("/usr/lib/*/slurm-wlm/auth_jwt.so") + glob.glob("/usr/lib*/slurm/auth_jwt.so")), None)
+
+
+def slurmrestd_missing():
+    """The Debian packages ``SlurmCluster.slurmrestd`` needs and this machine lacks."""
+    return [package for package, there in (("slurmrestd", find("slurmrestd")), ("slurm-wlm-jwt-plugin", jwt_plugin()))
+            if not there]
 
 
 def missing_packages():
@@ -219,6 +231,8 @@ class SlurmCluster:
         self.env["SLURM_CONF"] = str(self.conf)
         self.env["PATH"] = f"{self.env.get('PATH', '/usr/bin:/bin')}:/usr/sbin:/sbin"
         self.jobs = self.folder / "jobs"
+        self.started = []  # (name, pid file, Popen) of each daemon, for stop_all
+        self.rest_url = None
 
     def log(self, daemon):
         return self.folder / "log" / f"{daemon}.log"
@@ -253,6 +267,26 @@ class SlurmCluster:
     def squeue_field(self, job_id, field):
         """One ``squeue -o`` field (``%T`` state, ``%r`` reason…) of a job; '' when the queue no longer has it."""
         return self.run(["squeue", "-h", "-o", field, "-j", job_id], check=False).strip()
+
+    def slurmrestd(self, user="root"):
+        """Start slurmrestd on first use (JWT auth); returns its URL and the headers a request needs as ``user``.
+
+        What 22.05 asks for: with ``SLURM_JWT=daemon`` (it passes tokens on) it refuses to run as root (here as
+        nobody), and it wants ``X-SLURM-USER-NAME`` besides ``X-SLURM-USER-TOKEN``. Its /slurmdb/v0.0.38/jobs
+        takes ``start_time``/``end_time`` as Slurm time strings (``2026-12-01T00:00:00``, ``now``): epoch seconds
+        are an "Invalid time specification" (HTTP 500).
+        """
+        if slurmrestd_missing():
+            raise SlurmError(f"slurmrestd needs Debian's {' and '.join(slurmrestd_missing())}")
+        if self.rest_url is None:
+            port = free_port()
+            arguments = ["-u", "nobody", "-g", "nogroup", "-a", "rest_auth/jwt", f"127.0.0.1:{port}"]
+            process, log = start_daemon(self.folder, "slurmrestd", arguments, {**self.env, "SLURM_JWT": "daemon"},
+                                        self.started)
+            wait_for("slurmrestd", lambda: port_open(port), 30, process, log.with_suffix(".out"))
+            self.rest_url = f"http://127.0.0.1:{port}"
+        token = self.run(["scontrol", "token", f"username={user}", "lifespan=3600"]).strip().partition("=")[2]
+        return self.rest_url, {"X-SLURM-USER-NAME": user, "X-SLURM-USER-TOKEN": token}
 
     def wait_for_job(self, job_id, states=("COMPLETED",), timeout=90):
         """Wait until accounting shows the job in one of ``states``; returns the state. ``SlurmError`` when it
@@ -330,7 +364,15 @@ NodeName={node} NodeAddr=127.0.0.1 CPUs={max(os.cpu_count() or 1, 2)} Gres=gpu:{
 PartitionName=gpu Nodes={node} Default=YES MaxTime=INFINITE State=UP
 """)
     dbd = etc / "slurmdbd.conf"
-    dbd.write_text(f"""\
+    jwt = ""
+    if jwt_plugin():  # tokens for slurmrestd (scontrol token); slurmctld and slurmdbd both check them
+        key = etc / "jwt_hs256.key"
+        key.write_bytes(os.urandom(32))
+        key.chmod(0o600)
+        jwt = f"AuthAltTypes=auth/jwt\nAuthAltParameters=jwt_key={key}\n"
+        with (etc / "slurm.conf").open("a") as conf:
+            conf.write(jwt)
+    dbd.write_text(jwt + f"""\
 AuthType=auth/munge
 DbdHost={node}
 DbdAddr=127.0.0.1
@@ -380,9 +422,8 @@ def start_mariadb(folder, port, started):
 
 def start_daemon(folder, name, args, env, started):
     log = folder / "log" / f"{name}.log"
-    # -D: in the foreground, so a daemon that dies at start is seen at once (its pid is also in its pid file).
     with open(log.with_suffix(".out"), "w") as output:  # what it prints before its log file is open
-        process = subprocess.Popen([find(name), "-D", *args], env=env, stdout=output, stderr=subprocess.STDOUT,
+        process = subprocess.Popen([find(name), *args], env=env, stdout=output, stderr=subprocess.STDOUT,
                                    start_new_session=True)
     started.append((name, folder / "run" / f"{name}.pid", process))
     return process, log
@@ -406,7 +447,7 @@ def throwaway_slurm(node=None):
     while len(set(ports.values())) < 4:  # four different ones (the kernel may hand out the same port twice)
         ports = {name: free_port() for name in ("mariadb", "slurmdbd", "slurmctld", "slurmd")}
     cluster = SlurmCluster(folder, node)
-    started = []
+    started = cluster.started
     try:
         # The daemons stop inside munged's block: scancel and the daemons' shutdown still authenticate.
         with shared_munged():
@@ -424,13 +465,14 @@ def throwaway_slurm(node=None):
 def start_slurm(cluster, ports, started):
     folder, node = cluster.folder, cluster.node
     # slurmdbd creates its tables before it listens: the first start takes a few seconds.
-    process, log = start_daemon(folder, "slurmdbd", [], cluster.env, started)
+    # -D: in the foreground, so a daemon that dies at start is seen at once (its pid is also in its pid file).
+    process, log = start_daemon(folder, "slurmdbd", ["-D"], cluster.env, started)
     wait_for("slurmdbd", lambda: port_open(ports["slurmdbd"]), 90, process, log)
     wait_for("sacctmgr add cluster", lambda: added_cluster(cluster), 30, process, log)
-    process, log = start_daemon(folder, "slurmctld", ["-c", "-i"], cluster.env, started)
+    process, log = start_daemon(folder, "slurmctld", ["-D", "-c", "-i"], cluster.env, started)
     # "UP" from the controller itself: an open port alone could be another program's.
     wait_for("slurmctld", lambda: "UP" in cluster.run(["scontrol", "ping"], timeout=5), 60, process, log)
-    process, log = start_daemon(folder, "slurmd", ["-N", node], cluster.env, started)
+    process, log = start_daemon(folder, "slurmd", ["-D", "-N", node], cluster.env, started)
 
     def idle():
         state = cluster.run(["sinfo", "-h", "-N", "-n", node, "-o", "%T"], check=False, timeout=10).strip()

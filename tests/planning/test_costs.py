@@ -11,7 +11,7 @@ from django.utils import timezone
 from inventory import costs as inventory_costs
 from inventory.models import GPUHourly, LifecycleState
 from inventory.telemetry import queries
-from inventory.telemetry.rollups import floor_hour
+from inventory.telemetry.rollups import floor_hour, rollup_usage
 from planning.contracts import costs
 from planning.models import Contract
 from tests.factories import make_gpu, make_gpu_model, make_node, make_node_model, make_site
@@ -138,6 +138,7 @@ def test_idle_cost_uses_the_contract_cost_where_known(monkeypatch):
         GPUHourly(gpu=gpu_a, hour=floor_hour(now) - timedelta(hours=1), util_mean=25, samples=60),
         GPUHourly(gpu=gpu_b, hour=floor_hour(now) - timedelta(hours=1), util_mean=25, samples=60),
     ])
+    rollup_usage()
     sites = {g["name"]: g for g in queries.utilization_by("site", "24h")}
     # 0.75 idle GPU-hours each: at the rental's 3.00 (2.25), and at the default 2.0 (1.50).
     assert (sites["owned"]["idle_cost"], sites["other"]["idle_cost"]) == (2.25, 1.5)

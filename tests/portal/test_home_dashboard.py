@@ -5,6 +5,7 @@ import pytest
 
 from inventory.models import LifecycleState as L
 from inventory.telemetry.models import GPUHourly
+from inventory.telemetry.rollups import rollup_usage
 from planning.contracts.models import Contract
 from tests.factories import make_gpu, make_node
 from tests.helpers.dashboard import contract, hours_of, make_dashboard_fleet
@@ -115,6 +116,7 @@ def add_nodes(site, n, start):
         for slot in range(2):
             rows += hours_of(make_gpu(node=node, slot=slot, state=L.IN_SERVICE), 30 + i, first=2)
     GPUHourly.objects.bulk_create(rows)
+    rollup_usage()
 
 
 def test_queries_do_not_grow_with_the_fleet(manager_client, fleet, django_assert_max_num_queries):

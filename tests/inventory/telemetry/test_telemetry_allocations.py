@@ -11,7 +11,7 @@ from rest_framework.test import APIClient
 
 from inventory.models import SlurmJob, TelemetrySource
 from inventory.telemetry import allocation_rollup, queries
-from inventory.telemetry.rollups import floor_hour
+from inventory.telemetry.rollups import floor_hour, rollup_usage
 from tests.factories import make_node, make_site
 from tests.helpers.accounts import token_client
 from tests.helpers.telemetry import DASHBOARD, HTMX, H, freeze_now, make_fleet, read_csv
@@ -340,6 +340,7 @@ def test_more_used_than_allocated_is_flagged_on_the_dashboard_and_the_home_tile(
     b1_gpu = fleet["gpus"][2]
     GPUHourly.objects.bulk_create([GPUHourly(gpu=b1_gpu, hour=fleet["h"] - k * H, samples=60, util_mean=100)
                                    for k in range(4, 23)])
+    rollup_usage()
     response = manager_client.get(DASHBOARD, {"range": "24h"})
     rows = {row["name"]: row for row in response.context["allocations_by_partition"]}
     # infer: 1 GPU-hour at 50 % + 19 at 100 % = 19.5 used against 8 allocated; train 1.4 against 136.

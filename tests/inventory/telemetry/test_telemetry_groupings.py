@@ -201,6 +201,7 @@ def test_a_heatmap_cell_on_a_tie_rounds_up(db, now):
     hour = floor_hour(now) - H
     for slot, util in enumerate([48, 48, 48, 49, 49, 49, 49, 49]):
         GPUHourly.objects.create(gpu=make_gpu(node=node, slot=slot), hour=hour, util_mean=util, samples=4)
+    rollup_usage()
     data = queries.heatmap("24h", now=now)
     assert round(48.625, 2) == 48.62  # what Python would have shown
     assert data["rows"] == [{"key": node.pk, "name": "tie-node"}]

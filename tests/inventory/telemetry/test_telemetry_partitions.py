@@ -155,7 +155,7 @@ from django.utils import timezone
 call_command("migrate", verbosity=0)
 from inventory.models import GPUHourly
 from inventory.telemetry.records import HourRecord, SeriesKey
-from inventory.telemetry.rollups import enforce_retention, floor_hour, upsert_gpu_hours
+from inventory.telemetry.rollups import enforce_retention, floor_hour, rollup_usage, upsert_gpu_hours
 from inventory.queries import filter_choices
 from tests.factories import make_gpu, make_node
 gpu = make_gpu(node=make_node(hostname="n1", partition="train", owner_team="vision"))
@@ -164,6 +164,7 @@ offered = filter_choices(gpu.node.site_id)  # the dashboard's filters, read in o
 print(offered["partition"], offered["team"], [name for _, name in offered["gpu_model"]] == [gpu.gpu_model.name])
 upsert_gpu_hours([(gpu.pk, HourRecord(series=SeriesKey(), hour=now - timedelta(days=d), util_mean=d, samples=60))
                   for d in (1, 500)])
+rollup_usage()
 from inventory.telemetry.queries import heatmap, utilization_series
 cells = heatmap("7d")["values"]  # the hand-written reads find their buckets as SQLite returns them (naive)
 print(len(cells), [value for value in cells[0] if value is not None],

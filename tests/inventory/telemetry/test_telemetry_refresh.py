@@ -1,6 +1,7 @@
-"""A pull's incremental refresh (issue 35): only the touched GPUs' nodes' hours, the touched GPUs' days and their
-nodes' usage days are recomputed, with the figures a full recompute gives (also after a GPU moved to another node or
-out of every node), and refreshes of disjoint nodes run at once on PostgreSQL while two of one node take turns."""
+"""A pull's incremental refresh (issue 35): only the touched GPUs' nodes' hours and usage hours, the touched GPUs'
+days and their nodes' usage days are recomputed, with the figures a full recompute gives (also after a GPU moved to
+another node or out of every node), and refreshes of disjoint nodes run at once on PostgreSQL while two of one node
+take turns."""
 
 import os
 import random
@@ -15,7 +16,7 @@ from django.db import connection, transaction
 from django.db.models import Sum
 from django.utils import timezone
 
-from inventory.models import GPUDaily, NodeDaily, NodeHourly, UsageDaily
+from inventory.models import GPUDaily, GPUHourly, NodeDaily, NodeHourly, UsageDaily, UsageHourly
 from inventory.telemetry.records import HourRecord, SeriesKey
 from inventory.telemetry.rollups import floor_hour, refresh, rollup_usage, upsert_gpu_hours
 from tests.factories import make_gpu, make_gpu_model, make_node, make_node_model, make_site
@@ -57,13 +58,13 @@ def fleet(db):
 
 
 def rollups():
-    """Every row the refresh writes (node hours, GPU and node days, usage days) as a multiset of tuples, floats
-    rounded (a full recompute may sum in another order)."""
+    """Every row the refresh writes (node hours, usage hours, GPU and node days, usage days) as a multiset of tuples,
+    floats rounded (a full recompute may sum in another order)."""
     def rows(model):
         names = [f.attname for f in model._meta.concrete_fields if f.attname != "id"]
         return Counter(tuple(round(v, 9) if isinstance(v, float) else v for v in row)
                        for row in model.objects.values_list(*names))
-    return {model.__name__: rows(model) for model in (NodeHourly, GPUDaily, NodeDaily, UsageDaily)}
+    return {model.__name__: rows(model) for model in (NodeHourly, UsageHourly, GPUDaily, NodeDaily, UsageDaily)}
 
 
 def row_versions(table, key):
@@ -92,6 +93,23 @@ def test_an_incremental_refresh_gives_the_full_recomputes_figures_and_rewrites_n
     assert {gpu.node_id for gpu in fleet["two"]} == {node for node in versions if after[node] == versions[node]}
     refresh(hours)  # the full recompute: every GPU's nodes and days
     assert rollups() == incremental
+    assert usage_hours() == summed_gpu_hours()
+
+
+def usage_hours(hours=None):
+    rows = UsageHourly.objects.filter(**({} if hours is None else {"hour__in": hours}))
+    return {(r.node_id, r.gpu_model_id, r.hour): (r.gpus, round(r.util_hours, 9)) for r in rows}
+
+
+def summed_gpu_hours(hours=None):
+    """The usage hours (of ``hours``; None: all) worked out from the GPU hours in Python: per node the GPU is in,
+    model and hour, the GPUs with a utilization reading and their utilization summed."""
+    summed = {}
+    rows = GPUHourly.objects.filter(util_mean__isnull=False, **({} if hours is None else {"hour__in": hours}))
+    for row in rows.select_related("gpu"):
+        gpus, util = summed.get((row.gpu.node_id, row.gpu.gpu_model_id, row.hour), (0, 0.0))
+        summed[(row.gpu.node_id, row.gpu.gpu_model_id, row.hour)] = (gpus + 1, util + row.util_mean)
+    return {key: (gpus, round(util, 9)) for key, (gpus, util) in summed.items()}
 
 
 def test_a_gpu_that_moved_leaves_its_old_node_in_the_refresh(fleet):
@@ -108,6 +126,7 @@ def test_a_gpu_that_moved_leaves_its_old_node_in_the_refresh(fleet):
     incremental = rollups()
     day = timezone.localdate(max(hours))
     assert UsageDaily.objects.filter(node=old, day=day).aggregate(n=Sum("gpus"))["n"] == 2  # no longer counted there
+    assert usage_hours(hours) == summed_gpu_hours(hours)  # the pulled hours where the GPUs are now
     refresh(hours)
     assert rollups() == incremental
 
@@ -156,7 +175,7 @@ from datetime import timedelta
 from django.core.management import call_command
 from django.utils import timezone
 call_command("migrate", verbosity=0)
-from inventory.models import GPUDaily, NodeDaily, NodeHourly, UsageDaily
+from inventory.models import GPUDaily, GPUHourly, NodeDaily, NodeHourly, UsageDaily, UsageHourly
 from inventory.telemetry.records import HourRecord, SeriesKey
 from inventory.telemetry.rollups import floor_hour, refresh, upsert_gpu_hours
 from tests.factories import make_gpu, make_node
