@@ -438,7 +438,9 @@ def throwaway_slurm(node=None):
     if os.geteuid() != 0:
         raise SlurmError("the test Slurm cluster runs as root (SlurmUser=root, munged and MariaDB as their users)")
     node = node or socket.gethostname().split(".")[0]
+    reap_stale()
     folder = Path(tempfile.mkdtemp(prefix="cluster-portal-slurm-"))
+    (folder / "owner.pid").write_text(f"{os.getpid()}\n")
     folder.chmod(0o755)  # MariaDB runs as mysql and must reach its folders
     for name in ("etc", "dev", "log", "state", "spool", "jobs"):
         (folder / name).mkdir()
@@ -459,6 +461,19 @@ def throwaway_slurm(node=None):
             finally:
                 stop_all(started, cluster)
     finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def reap_stale():
+    """Stop the daemons of clusters whose test process died without its teardown (SIGKILL, a CI timeout) and
+    remove their folders: started in their own sessions, they outlive it. A live process's cluster is left alone."""
+    for folder in Path(tempfile.gettempdir()).glob("cluster-portal-slurm-*"):
+        owner = read_pid(folder / "owner.pid")
+        if owner is None or process_name(owner) is not None:  # still running (or being set up)
+            continue
+        mariadb = read_pid(folder / "run" / "mariadb.pid")
+        stop_pids([mariadb] if mariadb and process_name(mariadb) in ("mariadbd", "mysqld") else [])
+        stop_pids(leftovers(folder / "etc" / "slurm.conf"))  # the Slurm daemons, slurmrestd, slurmstepd, jobs
         shutil.rmtree(folder, ignore_errors=True)
 
 
