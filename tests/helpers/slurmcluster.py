@@ -514,8 +514,8 @@ def reason(cluster, node):
 
 
 def stop_all(started, cluster):
-    """Stop the daemons in reverse order of start, each by the pid in its pid file (or the one we started);
-    jobs still running are killed first, so that no slurmstepd outlives the cluster."""
+    """Stop the daemons, each by the pid in its pid file and the one we started (the same unless it re-executed);
+    jobs still running are cancelled first, and what still runs with this cluster's SLURM_CONF is stopped last."""
     if any(name == "slurmctld" for name, _, _ in started):
         with suppress(SlurmError, OSError):
             jobs = cluster.run(["squeue", "-h", "-o", "%A"], check=False, timeout=10).split()
