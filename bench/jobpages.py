@@ -1,6 +1,6 @@
 """Pages and APIs over a Slurm job history at fleet scale, against the bare SQL of what they show.
 
-    .venv/bin/python bench/jobpages.py [--gpus 10000] [--days 30] [--repeat 15]
+    .venv/bin/python bench/jobpages.py [--gpus 10000] [--days 30] [--repeat 15] [--database-url URL]
 
 1. The fleet of ``bench/telemetry.py`` (its builders: ``build_fleet``, ``history``, ``earlier_days``) in a throwaway
    PostgreSQL, with a Slurm job history of the ``--days`` (``bench/jobhistory.py``: about 10 jobs per GPU a month,
@@ -18,6 +18,9 @@
    - the node page (``/inventory/nodes/<pk>/``, the node with the most infrastructure interruptions): its server time
      (goal: at most 100 ms), its queries and the slowest of them;
    - ``inventory.telemetry.queries.sources_with_jobs()`` (every dashboard's "does this source have jobs" read).
+
+``--database-url``: a database holding the fleet already (``bench/loadfleet.py URL`` builds the same fleet with its
+job history), measured as it is: several runs, or versions, on the same rows.
 
 Ratios against figures measured in the same run compare across machines; absolute times do not.
 """
@@ -129,7 +132,11 @@ def main():
     parser.add_argument("--gpus", type=int, default=10000)
     parser.add_argument("--days", type=int, default=30)
     parser.add_argument("--repeat", type=int, default=15, help="requests (and bare runs) per median")
+    parser.add_argument("--database-url", help="a PostgreSQL database holding the fleet (bench/loadfleet.py URL)")
     args = parser.parse_args()
+    if args.database_url:
+        measure_built(args.database_url, args.repeat)
+        return
 
     from bench.telemetry import admin_client, bench_portal
 
@@ -150,6 +157,22 @@ def main():
         client = admin_client()
         override_settings(DEBUG=False).enable()  # timed as production serves them
         report(measure(client, args.repeat))
+
+
+def measure_built(url, repeat):
+    """Measure the fleet already in the database at ``url``, logged in as its superuser "bench"."""
+    os.environ.update(DATABASE_URL=url, DEBUG="1")  # the settings' defaults, as bench_portal; served with DEBUG off
+    import django
+
+    django.setup()
+    from django.contrib.auth.models import User
+    from django.test import Client, override_settings
+
+    user, _ = User.objects.get_or_create(username="bench", defaults={"is_superuser": True, "is_staff": True})
+    client = Client()
+    client.force_login(user)
+    override_settings(DEBUG=False).enable()
+    report(measure(client, repeat))
 
 
 if __name__ == "__main__":

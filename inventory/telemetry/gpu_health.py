@@ -19,7 +19,7 @@ from django.utils import timezone
 from portal.forms import OutOfCalendar, parse_day
 
 from . import remap
-from .charts import time_label
+from .charts import time_labels
 from .models import GPUDaily, GPUHourly, HealthEvent, HealthReading, XidEvent
 from .rollups import day_start, floor_hour
 
@@ -216,7 +216,7 @@ def health_events(gpu_id, limit=20):
 def series_chart(chosen, metric, lines):
     """JSON for charts.js' time series: ``lines`` are ``(name, values)``."""
     return {
-        "x": [time_label(t) for t in chosen.buckets],
+        "x": time_labels(chosen.buckets),
         "series": [{"name": name, "y": values} for name, values in lines],
         "x_title": "", "y_title": METRICS[metric][1], "y_range": [0, 100] if metric == "util_mean" else None,
         "legend": False, "counts": metric in COUNTS,
