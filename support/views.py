@@ -152,7 +152,7 @@ class TicketView(TicketAccessMixin, ObjectView):
         if node is None or not self.request.user.has_perm("inventory.read_telemetry"):
             return None
         span = telemetry_queries.get_range(UTILIZATION_RANGE)
-        data = telemetry_queries.gpu_series(node, span.key)
+        data = gpu_health.gpu_series(node, span.key)
         return {"node": node, "range": span,
                 "has_data": any(v is not None for line in data["lines"] for v in line["values"]),
                 "data": telemetry_charts.gpu_lines_chart(data, span)}

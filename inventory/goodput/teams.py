@@ -10,6 +10,7 @@ from django.utils import timezone
 from inventory import capacity
 from inventory.models import Node
 from inventory.telemetry import queries as telemetry_queries
+from inventory.telemetry import slurm_figures
 from inventory.telemetry.models import SlurmJob
 
 from . import queries
@@ -50,7 +51,7 @@ def team_figures(name, range_key, now=None, gpus=None, job_hours=24.0):
     now = now or timezone.now()
     filters = {"team": name}
     goodput = queries.goodput_by("team", range_key, filters, now=now, gpus=gpus, job_hours=job_hours)
-    allocated = telemetry_queries.allocations("account", range_key, filters, now=now)
+    allocated = slurm_figures.allocations("account", range_key, filters, now=now)
     utilization = telemetry_queries.utilization_by("team", range_key, filters, now=now)
     return {
         "goodput": next((g for g in goodput if g["key"] == name), None),

@@ -12,7 +12,7 @@ from django.utils import timezone
 
 from inventory.models import LifecycleState, Node
 
-from . import queries
+from . import queries, slurm_figures
 from .models import TelemetrySource
 from .rollups import floor_hour
 
@@ -22,7 +22,7 @@ GROUP_CHARTS = {  # chart name -> (group_by, title)
     "by-gpu-model": ("gpu_model", "GPU model"),
     "by-team": ("team", "team"),
 }
-ALLOCATION_CHARTS = {  # chart name -> group_by of ``queries.allocations``
+ALLOCATION_CHARTS = {  # chart name -> group_by of ``slurm_figures.allocations``
     "allocations-by-team": "account",
     "allocations-by-partition": "partition",
 }
@@ -124,14 +124,14 @@ class FleetDashboard:
 
     @cached_property
     def queue_waits(self):
-        return queries.queue_waits(*self._args(), now=self.now) if self.has_jobs else []
+        return slurm_figures.queue_waits(*self._args(), now=self.now) if self.has_jobs else []
 
     @cached_property
     def allocation_groupings(self):
-        """Allocations per team and per partition, read together (``queries.allocation_groupings``)."""
+        """Allocations per team and per partition, read together (``slurm_figures.allocation_groupings``)."""
         if not self.has_jobs:
             return {"account": [], "partition": []}
-        return queries.allocation_groupings(*self._args(), now=self.now, waits=self.queue_waits)
+        return slurm_figures.allocation_groupings(*self._args(), now=self.now, waits=self.queue_waits)
 
     @cached_property
     def allocations_by_team(self):
@@ -162,7 +162,7 @@ class FleetDashboard:
     def compares_observed(self):
         """Whether allocations and observed utilization cover the same GPUs: not when a filter that jobs ignore
         (site, GPU model) narrows only the observed side."""
-        return not queries.ignored_job_filters(self.filters)
+        return not slurm_figures.ignored_job_filters(self.filters)
 
     def allocations(self, chart):
         """The rows of an allocations chart."""
@@ -170,7 +170,7 @@ class FleetDashboard:
 
     @cached_property
     def allocation_totals(self):
-        return queries.allocation_totals(self.allocations_by_partition)
+        return slurm_figures.allocation_totals(self.allocations_by_partition)
 
     @cached_property
     def sources(self):
@@ -300,7 +300,7 @@ class FleetDashboard:
 
 
 def gpu_lines_chart(data, span):
-    """The node page's chart from ``queries.gpu_series``: one line per GPU, gaps where a GPU did not report."""
+    """The node page's chart from ``gpu_health.gpu_series``: one line per GPU, gaps where a GPU did not report."""
     return {
         "x": time_labels(data["times"]),
         "series": [{"name": line["name"], "y": line["values"]} for line in data["lines"]],

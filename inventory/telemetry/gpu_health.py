@@ -21,6 +21,7 @@ from portal.forms import OutOfCalendar, parse_day
 from . import remap
 from .charts import time_labels
 from .models import GPUDaily, GPUHourly, HealthEvent, HealthReading, XidEvent
+from .queries import get_range, rollup_rows
 from .rollups import day_start, floor_hour
 
 # Rollup field → (chart title, unit). The order is the GPU page's order of charts.
@@ -254,3 +255,24 @@ def xid_events(gpu_id, since, codes=None, exclude_codes=None):
     if exclude_codes is not None:
         events = events.exclude(code__in=exclude_codes)
     return list(events)
+
+
+def gpu_series(node, range_key="7d", now=None):
+    """One utilization line per GPU of ``node``: ``{"times": [...], "lines": [{"gpu_id", "name",
+    "values"}]}``, None where a GPU has no row for a bucket. Two queries."""
+    span = get_range(range_key)
+    gpus = list(node.gpus.order_by("slot").values("pk", "slot"))
+    buckets = span.buckets(now)
+    cells = defaultdict(dict)
+    for row in (
+        rollup_rows(range_key, None, now).filter(gpu__node=node)
+        .values("gpu_id", "util_mean", t=F(span.time_field))
+    ):
+        cells[row["gpu_id"]][row["t"]] = round(row["util_mean"], 2)
+    return {
+        "times": buckets,
+        "lines": [
+            {"gpu_id": gpu["pk"], "name": f"gpu{gpu['slot']}", "values": [cells[gpu["pk"]].get(t) for t in buckets]}
+            for gpu in gpus
+        ],
+    }

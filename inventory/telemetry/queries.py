@@ -30,7 +30,6 @@ Filters (``filters`` argument, a mapping; empty values are ignored)
     brings along only the hours and days rolled up since); what is per GPU, in the node it is in now.
 """
 
-from collections import defaultdict
 from dataclasses import dataclass
 from datetime import timedelta
 
@@ -42,7 +41,6 @@ from django.utils import timezone
 from inventory.costs import gpu_hour_costs
 from inventory.models import GPU, SERVING_STATES, GPUModel, Node, Site
 
-from . import allocation_rollup, jobstats
 from .models import GPUDaily, GPUHourly, SlurmJob, TelemetrySource, UsageDaily, UsageHourly
 from .rollups import day_start, floor_hour
 
@@ -563,126 +561,6 @@ def heatmap(range_key, filters=None, by="node", limit=HEATMAP_ROWS, now=None, no
 
 def _gpu_name(row):
     return f"{row['hostname']}/gpu{row['slot']}" if row["node_id"] else f"spare GPU #{row['gpu_id']}"
-
-
-def gpu_series(node, range_key="7d", now=None):
-    """One utilization line per GPU of ``node``: ``{"times": [...], "lines": [{"gpu_id", "name",
-    "values"}]}``, None where a GPU has no row for a bucket. Two queries."""
-    span = get_range(range_key)
-    gpus = list(node.gpus.order_by("slot").values("pk", "slot"))
-    buckets = span.buckets(now)
-    cells = defaultdict(dict)
-    for row in (
-        rollup_rows(range_key, None, now).filter(gpu__node=node)
-        .values("gpu_id", "util_mean", t=F(span.time_field))
-    ):
-        cells[row["gpu_id"]][row["t"]] = round(row["util_mean"], 2)
-    return {
-        "times": buckets,
-        "lines": [
-            {"gpu_id": gpu["pk"], "name": f"gpu{gpu['slot']}", "values": [cells[gpu["pk"]].get(t) for t in buckets]}
-            for gpu in gpus
-        ],
-    }
-
-
-# Filter name -> lookup on a Slurm job. Jobs know neither the site nor the GPU model of their GPUs (a Slurm
-# cluster may span sites and models), so those filters do not apply to them; the dashboard says so.
-JOB_FILTER_LOOKUPS = {"partition": "partition", "team": "account"}
-ALLOCATION_GROUPS = ("account", "partition")  # group_by of ``allocations``; account = team
-
-
-def slurm_jobs(filters=None):
-    """The Slurm jobs that the partition and team (Slurm account) filters select; other filters are ignored."""
-    jobs = SlurmJob.objects.all()
-    for name, value in (filters or {}).items():
-        if value not in (None, "") and name in JOB_FILTER_LOOKUPS:
-            jobs = jobs.filter(**{JOB_FILTER_LOOKUPS[name]: value})
-    return jobs
-
-
-def ignored_job_filters(filters):
-    """The names of the filters that are set but do not apply to Slurm jobs (site, GPU model)."""
-    return [name for name, value in (filters or {}).items()
-            if value not in (None, "") and name not in JOB_FILTER_LOOKUPS]
-
-
-def queue_waits(range_key, filters=None, now=None):
-    """Queue wait p50/p95 (hours) per partition of the Slurm jobs that started in the range:
-    ``[{"partition", "jobs", "p50_hours", "p95_hours"}]`` (``jobstats``; only the partition and team filters
-    apply)."""
-    jobs = slurm_jobs(filters).filter(start_time__gte=get_range(range_key).start(now))
-    return jobstats.queue_wait_percentiles(jobs, by="partition")
-
-
-def allocations(group_by, range_key, filters=None, now=None, waits=None):
-    """Allocated GPU-hours per team (``account``) or ``partition`` over the range (from its start until now; jobs
-    still running count until now), from the Slurm jobs the partition and team filters select, most GPU-hours
-    first: ``[{"key", "name", "gpu_hours", "jobs"}]``, ``jobs`` being the jobs with GPU time in the range.
-
-    Partitions add ``multi_node_gpu_hours`` and ``multi_node_share`` (% of their GPU-hours from jobs on more
-    than one node; ``jobstats.multi_node_share``) and the queue wait of the jobs started in the range
-    (``jobs_started``, ``queue_wait_p50_hours``, ``queue_wait_p95_hours``; ``waits``: rows of ``queue_waits``
-    already read for the same range and filters). The GPU-hours come from the rollup kept at pull time
-    (``allocation_rollup``): no query reads the job history but the jobs' count.
-    """
-    if group_by not in ALLOCATION_GROUPS:
-        raise UnknownParameter(f"Unknown group_by '{group_by}'; use one of {', '.join(ALLOCATION_GROUPS)}.")
-    return allocation_groupings(range_key, filters, now, waits, (group_by,))[group_by]
-
-
-def allocation_groupings(range_key, filters=None, now=None, waits=None, group_bys=ALLOCATION_GROUPS):
-    """``allocations`` of each of ``group_bys`` from one read of the figures: ``{group_by: rows}`` (the utilization
-    page shows both; eight queries for both, the queue waits included)."""
-    now = now or timezone.now()
-    start, jobs = get_range(range_key).start(now), slurm_jobs(filters)
-    counted = (jobstats.in_window(jobs, start, now).values_list(*ALLOCATION_GROUPS).annotate(Count("pk"))
-               .order_by())
-    if "partition" in group_bys and waits is None:
-        waits = queue_waits(range_key, filters, now)
-    waits = {row["partition"]: row for row in waits or []}
-    scope = {name: (filters or {}).get(key) for key, name in JOB_FILTER_LOOKUPS.items()}
-    totals = allocation_rollup.allocated(start, now, now, ALLOCATION_GROUPS, **scope)
-    found = {}
-    for group_by in group_bys:
-        position = ALLOCATION_GROUPS.index(group_by)
-        summed, counts = defaultdict(lambda: {"gpu_hours": 0.0, "multi_node_gpu_hours": 0.0}), defaultdict(int)
-        for pair, row in totals.items():
-            for name, value in row.items():
-                summed[pair[position]][name] += value
-        for *pair, jobs_counted in counted:
-            counts[pair[position]] += jobs_counted
-        found[group_by] = allocation_rows(group_by, summed, counts, waits)
-    return found
-
-
-def allocation_rows(group_by, totals, counts, waits):
-    groups = []
-    for key in sorted(totals, key=str):
-        row = totals[key]
-        group = {"key": key, "name": key or NONE_LABEL, "gpu_hours": round(row["gpu_hours"], 2),
-                 "jobs": counts.get(key, 0)}
-        if group_by == "partition":
-            wait, share = waits.get(key, {}), jobstats.share(row)
-            group.update(
-                multi_node_gpu_hours=round(row["multi_node_gpu_hours"], 2),
-                multi_node_share=None if share is None else round(100 * share, 2),
-                jobs_started=wait.get("jobs", 0),
-                queue_wait_p50_hours=wait.get("p50_hours"),
-                queue_wait_p95_hours=wait.get("p95_hours"),
-            )
-        groups.append(group)
-    groups.sort(key=lambda g: (-g["gpu_hours"], g["name"]))
-    return groups
-
-
-def allocation_totals(partitions):
-    """Allocated GPU-hours, jobs and multi-node share (%) of all jobs, from ``allocations("partition", …)``
-    (every job is in one partition)."""
-    gpu_hours = sum(g["gpu_hours"] for g in partitions)
-    multi_node = sum(g["multi_node_gpu_hours"] for g in partitions)
-    return {"gpu_hours": round(gpu_hours, 2), "jobs": sum(g["jobs"] for g in partitions),
-            "multi_node_share": round(100 * multi_node / gpu_hours, 2) if gpu_hours else None}
 
 
 def has_slurm_source():

@@ -12,7 +12,7 @@ from django.views import View
 from inventory import capacity, querysets
 from portal.generic import ModelPermissionMixin, ObjectListView, ObjectView, RelatedTable
 
-from . import charts, gpu_health, queries
+from . import charts, gpu_health, queries, slurm_figures
 from .filters import TelemetrySourceFilterSet
 from .forms import UtilizationFilterForm
 from .models import PullReport, TelemetrySource
@@ -179,7 +179,7 @@ class UtilizationView(ModelPermissionMixin, View):
 
 def job_filter_note(form, filters):
     """Says which of the set filters the Slurm figures ignore (jobs know no site or GPU model); "" if none."""
-    labels = [str(form[name].label) for name in queries.ignored_job_filters(filters)]
+    labels = [str(form[name].label) for name in slurm_figures.ignored_job_filters(filters)]
     if not labels:
         return ""
     return (f"Slurm jobs record no site or GPU model: the Slurm figures below (allocations, queue wait) ignore the "
@@ -201,14 +201,14 @@ class NodeGPUChartsMixin:
                 raise PermissionDenied
             node = self.get_object()
             span = queries.get_range(self.gpu_chart_range)
-            return charts.gpu_lines_csv(node, queries.gpu_series(node, span.key), span)
+            return charts.gpu_lines_csv(node, gpu_health.gpu_series(node, span.key), span)
         return super().get(request, *args, **kwargs)
 
     def get_context_data(self, **kwargs):
         context = super().get_context_data(**kwargs)
         if self.request.user.has_perm(VIEW_TELEMETRY):
             span = queries.get_range(self.gpu_chart_range)
-            data = queries.gpu_series(self.object, span.key)
+            data = gpu_health.gpu_series(self.object, span.key)
             context["gpu_chart"] = {
                 "range": span,
                 "has_data": any(v is not None for line in data["lines"] for v in line["values"]),

@@ -7,6 +7,7 @@ from inventory.queries import partitions, unknown_partition
 from portal.api.serializers import COMMON, TIMESTAMPS, OutboundErrorsMixin, PortalModelSerializer
 
 from .. import queries as telemetry_queries
+from .. import slurm_figures
 from ..models import GPUHourly, SlurmJob, TelemetrySource, UnknownSeries
 from ..rollups import HEALTH_FIELDS
 
@@ -181,12 +182,12 @@ class UtilizationSerializer(serializers.Serializer):
 class AllocationQuerySerializer(ReportQuerySerializer):
     """The query parameters of ``/api/inventory/allocations/``."""
 
-    filter_names = tuple(telemetry_queries.JOB_FILTER_LOOKUPS)
+    filter_names = tuple(slurm_figures.JOB_FILTER_LOOKUPS)
 
     group_by = serializers.ChoiceField(
-        choices=list(telemetry_queries.ALLOCATION_GROUPS), default="account",
+        choices=list(slurm_figures.ALLOCATION_GROUPS), default="account",
         help_text="What one row of the answer is: a team (Slurm account) or a partition.",
-        error_messages=choices_error("group_by", telemetry_queries.ALLOCATION_GROUPS),
+        error_messages=choices_error("group_by", slurm_figures.ALLOCATION_GROUPS),
     )
     range = range_field("From the start of the range's first hour (24h, 7d) or day (30d, 90d, 1y) until now.")
     partition = serializers.CharField(required=False, help_text="Only jobs of this Slurm partition.")

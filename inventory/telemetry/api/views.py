@@ -14,6 +14,7 @@ from portal.api.exceptions import Conflict
 from portal.api.viewsets import ChangePermission, PortalModelViewSet, changes_object
 
 from .. import queries as telemetry_queries
+from .. import slurm_figures
 from ..filters import GPUHourlyFilterSet, TelemetrySourceFilterSet, UnknownSeriesFilterSet
 from ..models import GPUHourly, TelemetrySource
 from ..tasks import PULL_NOT_QUEUED, queue_pull_now
@@ -166,7 +167,7 @@ class AllocationsView(APIView):
             "range": range_key,
             "start": telemetry_queries.get_range(range_key).start(now),
             "end": now,
-            "groups": telemetry_queries.allocations(group_by, range_key, params.filters(), now=now),
+            "groups": slurm_figures.allocations(group_by, range_key, params.filters(), now=now),
             "stale_sources": [source for source in telemetry_queries.stale_sources()
                               if source.kind == TelemetrySource.Kind.SLURM],
         }

@@ -10,7 +10,7 @@ from django.test.utils import CaptureQueriesContext
 from rest_framework.test import APIClient
 
 from inventory.models import SlurmJob, TelemetrySource
-from inventory.telemetry import allocation_rollup, queries
+from inventory.telemetry import allocation_rollup, queries, slurm_figures
 from inventory.telemetry.rollups import floor_hour, rollup_usage
 from tests.factories import make_node, make_site
 from tests.helpers.accounts import token_client
@@ -100,35 +100,35 @@ PARTITION_FIELDS = ("gpu_hours", "jobs", "multi_node_gpu_hours", "multi_node_sha
 
 
 def test_allocations_per_team_and_partition_match_the_hand_computed_figures(jobs, now):
-    teams = queries.allocations("account", "24h", now=now)
+    teams = slurm_figures.allocations("account", "24h", now=now)
     assert [g["name"] for g in teams] == ["vision", "speech", "(none)"]  # most GPU-hours first
     assert figures(teams, "gpu_hours", "jobs") == TEAMS_24H
-    partitions = queries.allocations("partition", "24h", now=now)
+    partitions = slurm_figures.allocations("partition", "24h", now=now)
     assert [g["name"] for g in partitions] == ["train", "infer", "(none)"]
     assert figures(partitions, *PARTITION_FIELDS) == PARTITIONS_24H
     # 96 of 145 GPU-hours from the multi-node job.
-    assert queries.allocation_totals(partitions) == {"gpu_hours": 145.0, "jobs": 5, "multi_node_share": 66.21}
+    assert slurm_figures.allocation_totals(partitions) == {"gpu_hours": 145.0, "jobs": 5, "multi_node_share": 66.21}
 
 
 def test_longer_range_counts_whole_runs(jobs, now):
     # Jobs 3 (4 GPUs × 10 h) and 7 (8 GPUs × 10 h) fall wholly inside 7 days.
-    teams = queries.allocations("account", "7d", now=now)
+    teams = slurm_figures.allocations("account", "7d", now=now)
     assert figures(teams, "gpu_hours", "jobs") == {"vision": (204.0, 3), "speech": (48.0, 2), "(none)": (1.0, 1)}
-    (train, *_) = queries.allocations("partition", "7d", now=now)
+    (train, *_) = slurm_figures.allocations("partition", "7d", now=now)
     assert (train["gpu_hours"], train["jobs"], train["multi_node_share"]) == (244.0, 4, 39.34)  # 96 / 244
 
 
 def test_partition_and_team_filters_apply_site_and_gpu_model_do_not(jobs, now):
-    vision = queries.allocations("partition", "24h", {"team": "vision"}, now=now)
+    vision = slurm_figures.allocations("partition", "24h", {"team": "vision"}, now=now)
     assert figures(vision, "gpu_hours", "jobs", "multi_node_share") == {"train": (124.0, 2, 77.42)}  # 96 / 124
-    assert figures(queries.allocations("account", "24h", {"partition": "infer"}, now=now),
+    assert figures(slurm_figures.allocations("account", "24h", {"partition": "infer"}, now=now),
                    "gpu_hours", "jobs") == {"speech": (8.0, 1)}
     ignored = {"site": 1, "gpu_model": 2, "partition": ""}
-    assert queries.ignored_job_filters(ignored) == ["site", "gpu_model"]
-    assert figures(queries.allocations("account", "24h", ignored, now=now), "gpu_hours", "jobs") == TEAMS_24H
-    assert queries.allocations("account", "24h", {"team": "nobody"}, now=now) == []
+    assert slurm_figures.ignored_job_filters(ignored) == ["site", "gpu_model"]
+    assert figures(slurm_figures.allocations("account", "24h", ignored, now=now), "gpu_hours", "jobs") == TEAMS_24H
+    assert slurm_figures.allocations("account", "24h", {"team": "nobody"}, now=now) == []
     with pytest.raises(queries.UnknownParameter, match="use one of account, partition"):
-        queries.allocations("site", "24h")
+        slurm_figures.allocations("site", "24h")
 
 
 # --- Dashboard ------------------------------------------------------------------------------------

@@ -12,7 +12,7 @@ from django.urls import reverse
 from django.utils import timezone
 
 from inventory.models import GPUDaily, GPUHourly, SlurmJob, TelemetrySource, UnknownSeries
-from inventory.telemetry import charts, queries, tasks
+from inventory.telemetry import charts, queries, slurm_figures, tasks
 from tests.helpers.telemetry import DASHBOARD, HTMX, D, H, add_fleet, freeze_now, make_fleet, read_csv
 
 
@@ -107,10 +107,10 @@ def test_queue_waits_by_partition_of_jobs_started_in_the_range(fleet, now):
                                 start_time=now - 5 * H + timedelta(minutes=wait), gpus=8)
     SlurmJob.objects.create(source=source, job_id="old", partition="train", submit_time=now - 40 * D,
                             start_time=now - 39 * D)
-    waits = {row["partition"]: row for row in queries.queue_waits("7d")}
+    waits = {row["partition"]: row for row in slurm_figures.queue_waits("7d")}
     assert waits["train"]["jobs"] == 2 and waits["train"]["p50_hours"] == pytest.approx(20 / 60)
     assert waits["infer"]["p95_hours"] == pytest.approx(1.0)
-    assert [row["partition"] for row in queries.queue_waits("7d", {"partition": "infer"})] == ["infer"]
+    assert [row["partition"] for row in slurm_figures.queue_waits("7d", {"partition": "infer"})] == ["infer"]
 
 
 def test_without_jobs_the_slurm_figures_cost_one_query(fleet, django_assert_num_queries):
