@@ -190,7 +190,7 @@ class FleetDashboard:
 
     def utilization_chart(self):
         return {
-            "x": [time_label(p["time"]) for p in self.series],
+            "x": time_labels([p["time"] for p in self.series]),
             "series": [
                 {"name": "mean utilization", "y": [p["util_mean"] for p in self.series]},
                 {"name": "GPUs reporting", "y": [p["gpus_reporting"] for p in self.series], "axis": "y2"},
