@@ -443,8 +443,7 @@ def _in_nodes(node, scope):
 def refresh(hours, gpu_ids=None):
     """After GPU hours changed: recompute the node hours, usage hours and the days they belong to. ``gpu_ids``: the
     GPUs whose hours changed; only their nodes' hours and usage hours, their own days and their nodes' usage days are
-    recomputed, with the
-    same figures as a full recompute gives those rows (None: every GPU's, the full recompute)."""
+    recomputed, with the same figures as a full recompute gives those rows (None: every GPU's, the full recompute)."""
     if not hours:
         return
     first, last = min(hours), max(hours)
