@@ -84,7 +84,7 @@ class Migration(migrations.Migration):
         ),
         migrations.AddConstraint(
             model_name='usagehourly',
-            constraint=models.UniqueConstraint(fields=('node', 'gpu_model', 'hour'), name='usage_hourly_unique'),
+            constraint=models.UniqueConstraint(fields=('node', 'hour', 'gpu_model'), name='usage_hourly_unique'),
         ),
         migrations.RunPython(fill_usage_hours, migrations.RunPython.noop),
         migrations.RunPython(gauge_fillfactor, default_fillfactor),

@@ -251,7 +251,8 @@ class UsageHourly(UsageFields):
     hour = models.DateTimeField()
 
     class Meta:
-        constraints = [models.UniqueConstraint(fields=["node", "gpu_model", "hour"], name="usage_hourly_unique")]
+        # Node first, then hour: the heatmap reads its nodes' hours of a range (a node keeps 9,600 hours at 400 days).
+        constraints = [models.UniqueConstraint(fields=["node", "hour", "gpu_model"], name="usage_hourly_unique")]
         indexes = [models.Index(fields=["hour"])]
         verbose_name_plural = "usage hours"
 

@@ -535,7 +535,7 @@ def heatmap(range_key, filters=None, by="node", limit=HEATMAP_ROWS, now=None, no
         # rather than the whole range.
         key, column = ("g.node_id", "node_id") if by == "node" else ("r.gpu_id", "id")
         rows += f" AND r.gpu_id IN (SELECT id FROM {quote(GPU._meta.db_table)} WHERE {quote(column)} IN ({listed}))"
-    else:  # the nodes' usage rows, read on the (node, model, hour|day) unique index
+    else:  # the nodes' usage rows, read on the (node, hour, model) or (node, model, day) unique index
         key = "r.node_id"
         rows += f" AND r.node_id IN ({listed})"
     sums = span.sums_sql(per_gpu)
