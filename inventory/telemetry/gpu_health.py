@@ -1,5 +1,6 @@
 """GPU health on the node and GPU pages (issue 19): the range a page shows (24 h, 7 d, 30 d or custom dates), each
-GPU's health figures over it from the rollups, and the badges that flag what needs a look.
+GPU's health figures over it from the rollups, and the badges that flag what needs a look; the node page's
+utilization line per GPU (``gpu_series``).
 
 Two queries whatever the number of GPUs or buckets: the GPUs, then their rollup rows in the range (hourly rows up
 to ``HOURLY_DAYS`` days, daily rows beyond). A bucket without a row, or a field the exporter does not publish, is

@@ -503,3 +503,19 @@ def test_a_filter_left_in_the_url_that_the_fleet_no_longer_has_is_ignored(viewer
     chosen = viewer_client.get(DASHBOARD, {"range": "24h", "gpu_model": fleet["m2"].pk})
     assert chosen.context["totals"]["gpus"] == 1 and f'<option value="{fleet["m2"].pk}" selected>' in \
         chosen.content.decode()
+
+
+def test_chart_time_labels_made_once_per_range_follow_the_active_time_zone():
+    """``charts.time_labels`` keeps a range's labels between charts; a user in another zone gets that zone's labels,
+    each the label ``time_label`` gives alone."""
+    from datetime import UTC, datetime
+
+    hours = [datetime(2026, 3, 29, 0, tzinfo=UTC) + k * H for k in range(4)]  # across Europe's DST change
+    with timezone.override("Europe/Berlin"):
+        berlin = charts.time_labels(hours)
+        assert berlin == [charts.time_label(t) for t in hours] == [
+            "2026-03-29 01:00", "2026-03-29 03:00", "2026-03-29 04:00", "2026-03-29 05:00"]
+        assert charts.time_labels(hours) == berlin
+    with timezone.override("UTC"):
+        assert charts.time_labels(hours) == ["2026-03-29 00:00", "2026-03-29 01:00", "2026-03-29 02:00",
+                                             "2026-03-29 03:00"]
