@@ -54,6 +54,11 @@ class TelemetrySource(PortalModel):
         max_length=500, blank=True,
         help_text="Optional: sent as 'Authorization: Bearer …' (Prometheus) or X-SLURM-USER-TOKEN (slurmrestd).",
     )
+    user_name = models.CharField(
+        "user name", max_length=100, blank=True,
+        help_text="Optional: sent as X-SLURM-USER-NAME with the token (slurmrestd with JWT: the Slurm user the token "
+        "was issued to, e.g. slurm; see docs/slurm.md).",
+    )
     # State of the pulls, written by the pull task.
     synced_until = models.DateTimeField(null=True, blank=True, help_text="Data is complete up to this time.")
     last_attempt_at = models.DateTimeField(null=True, blank=True)
