@@ -22,7 +22,7 @@ class TelemetrySourceForm(forms.ModelForm):
     class Meta:
         model = TelemetrySource
         fields = ["name", "kind", "url", "site", "enabled", "interval_seconds", "timeout_seconds", "backfill_hours",
-                  "auth_token"]
+                  "auth_token", "user_name"]
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)

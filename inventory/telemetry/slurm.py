@@ -392,14 +392,18 @@ def range_numbers(ranges):
 def collect(source, start, end):
     """Pull jobs from ``source.url`` for the window [start, end] → ``Collected``.
 
-    slurmrestd's slurmdb endpoint selects jobs by ``start_time``/``end_time`` (epoch seconds); a URL serving
-    saved ``sacct --json`` output ignores them. ``SourceError`` when the source cannot be reached, is slower
-    than ``source.timeout_seconds``, answers an HTTP error, or answers something that is not a jobs document.
+    slurmrestd's slurmdb endpoint selects jobs by ``start_time``/``end_time``, sent as ``uts<epoch seconds>``
+    (``slurm_time``); a URL serving saved ``sacct --json`` output ignores them. With JWT auth slurmrestd wants the
+    token's user name beside the token (``X-SLURM-USER-NAME``; token only: HTTP 401). ``SourceError`` when the
+    source cannot be reached, is slower than ``source.timeout_seconds``, answers an HTTP error, or answers
+    something that is not a jobs document.
     """
-    params = {"start_time": int(start.timestamp()), "end_time": int(end.timestamp())}
+    params = {"start_time": slurm_time(start), "end_time": slurm_time(end)}
     headers = {"Accept": "application/json"}
     if source.auth_token:
         headers["X-SLURM-USER-TOKEN"] = source.auth_token
+    if getattr(source, "user_name", ""):
+        headers["X-SLURM-USER-NAME"] = source.user_name
     try:
         response = http.fetch("GET", source.url, params=params, headers=headers, timeout=source.timeout_seconds)
     except requests.RequestException as error:
@@ -411,6 +415,16 @@ def collect(source, start, end):
     collected.jobs = parse_jobs(response.content, collected.warnings, collected.quality)
     collected.synced_until = resume_from(collected.jobs, start, end)
     return collected
+
+
+def slurm_time(moment):
+    """A time as slurmrestd's slurmdb ``start_time``/``end_time`` take it: ``uts1733000000``.
+
+    v0.0.38 (22.05) and v0.0.39 (23.02) read these with Slurm's ``parse_time()`` and refuse a bare number (HTTP
+    500 "Invalid time specification"); v0.0.40+ read a number or, for a string, ``parse_time()`` again.
+    ``parse_time()`` takes ``uts<seconds>`` in every release since 22.05, and unlike ``2026-12-01T00:00:00`` it
+    does not depend on slurmrestd's time zone."""
+    return f"uts{int(moment.timestamp())}"
 
 
 def log_error_answer(source, response):

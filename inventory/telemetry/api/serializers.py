@@ -35,7 +35,8 @@ class TelemetrySourceSerializer(OutboundErrorsMixin, PortalModelSerializer):
         model = TelemetrySource
         fields = [
             *COMMON, "name", "kind", "url", "site", "site_name", "enabled", "interval_seconds", "timeout_seconds",
-            "backfill_hours", "auth_token", "has_auth_token", *SOURCE_STATUS, "unknown_count", *TIMESTAMPS,
+            "backfill_hours", "auth_token", "has_auth_token", "user_name", *SOURCE_STATUS, "unknown_count",
+            *TIMESTAMPS,
         ]
         read_only_fields = SOURCE_STATUS
 

@@ -2,7 +2,7 @@
 where Debian's slurm-wlm, slurmdbd, munge and mariadb-server are missing): the association limits issue 36's
 allocations will write hold and release GPU jobs with Slurm's own reasons, and the real ``sacct --json`` of those
 jobs reads through the portal's Slurm parser, as does slurmrestd's /slurmdb/ jobs answer (skipped without Debian's
-slurmrestd and slurm-wlm-jwt-plugin). The portal's Slurm source itself cannot read 22.05's slurmrestd yet (xfail).
+slurmrestd and slurm-wlm-jwt-plugin), also through the portal's Slurm source (``slurm.collect``).
 
 The last test reads a saved copy of such a document (tests/fixtures/slurm/sacct_22.05.8_debian12_testcluster.json,
 written by the first test when ``SLURM_SAVE_FIXTURE=1``) and runs everywhere.
@@ -18,7 +18,6 @@ import pytest
 import requests
 
 from inventory.telemetry import slurm
-from inventory.telemetry.records import SourceError
 from inventory.telemetry.slurm import parse_jobs
 from tests.helpers.paths import FIXTURES
 from tests.helpers.slurmcluster import slurmrestd_missing
@@ -121,7 +120,7 @@ def test_slurmrestd_slurmdb_jobs_read_through_the_parser(slurm_cluster):
         time.sleep(0.5)
     assert (records[str(job)].gpus, records[str(job)].account, records[str(job)].state) == (4, "biology", "COMPLETED")
 
-    # What the portal's Slurm source does not send yet (next test): the user name, and times as strings.
+    # Why the portal's Slurm source sends the user name and ``uts``-prefixed times (next test).
     token_only = {"X-SLURM-USER-TOKEN": headers["X-SLURM-USER-TOKEN"]}
     assert requests.get(jobs, headers=token_only, timeout=30).status_code == 401
     epoch = {"start_time": int(time.time()) - 3600, "end_time": int(time.time())}
@@ -129,18 +128,21 @@ def test_slurmrestd_slurmdb_jobs_read_through_the_parser(slurm_cluster):
 
 
 @pytest.mark.slurm
-@pytest.mark.xfail(strict=True, raises=SourceError, reason="the Slurm source sends no X-SLURM-USER-NAME (22.05's "
-                   "slurmrestd answers 401) and epoch start_time/end_time (it wants Slurm time strings: 500)")
 def test_the_portal_slurm_source_reads_a_real_22_05_slurmrestd(slurm_cluster):
-    url, headers = rest_api(slurm_cluster)
+    cluster = slurm_cluster
+    url, headers = rest_api(cluster)
+    add_account(cluster, "geology")
+    job = cluster.sbatch("--account=geology", "--gres=gpu:3", "--time=1", wrap="true")
+    assert cluster.wait_for_job(job) == "COMPLETED"
     source = SimpleNamespace(name="real slurmrestd", url=f"{url}/slurmdb/v0.0.38/jobs", timeout_seconds=30,
-                             auth_token=headers["X-SLURM-USER-TOKEN"])
-    end = datetime.now(UTC)
-    try:
-        assert slurm.collect(source, end - timedelta(hours=1), end).jobs
-    except SourceError as error:
-        assert "HTTP 401" in str(error) or "HTTP 500" in str(error), error  # for the reason above, not another
-        raise
+                             auth_token=headers["X-SLURM-USER-TOKEN"], user_name=headers["X-SLURM-USER-NAME"])
+    end = datetime.now(UTC) + timedelta(minutes=1)
+    # The job shows in a time window a few seconds after it ended (see the test above).
+    deadline, records = time.monotonic() + 30, {}
+    while str(job) not in records and time.monotonic() < deadline:
+        records = {record.job_id: record for record in slurm.collect(source, end - timedelta(hours=1), end).jobs}
+        time.sleep(0.5)
+    assert (records[str(job)].gpus, records[str(job)].account, records[str(job)].state) == (3, "geology", "COMPLETED")
 
 
 def test_saved_test_cluster_answer_reads_as_a_2_gpu_completed_job():

@@ -44,10 +44,11 @@ def test_manager_creates_a_source_the_token_is_write_only_and_the_status_read_on
     source = TelemetrySource.objects.get(name="dcgm")
     assert source.auth_token == "s3cret"
     url = f"{SOURCES}{source.pk}/"
-    detail = manager_api.patch(url, {"interval_seconds": 60})
+    detail = manager_api.patch(url, {"interval_seconds": 60, "user_name": "slurm"})
     assert detail.status_code == 200 and "s3cret" not in detail.content.decode()
+    assert detail.json()["user_name"] == "slurm"  # not a secret: shown
     source.refresh_from_db()
-    assert (source.auth_token, source.interval_seconds) == ("s3cret", 60)  # kept when not sent
+    assert (source.auth_token, source.interval_seconds, source.user_name) == ("s3cret", 60, "slurm")  # kept
     manager_api.patch(url, {"auth_token": ""})
     source.refresh_from_db()
     assert source.auth_token == ""

@@ -316,9 +316,11 @@ def test_manager_creates_a_source_and_the_token_is_never_echoed(manager_client):
         assert "s3cret-token" not in page, url
     assert 'type="password"' in manager_client.get(source.get_edit_url()).content.decode()
     # Saving the form without a token keeps the saved one; a new one replaces it; the history never keeps it.
-    manager_client.post(source.get_edit_url(), {**SOURCE_FORM, "auth_token": "", "interval_seconds": 60})
+    manager_client.post(source.get_edit_url(), {**SOURCE_FORM, "auth_token": "", "interval_seconds": 60,
+                                                 "user_name": "slurm"})
     source.refresh_from_db()
-    assert (source.auth_token, source.interval_seconds) == ("s3cret-token", 60)
+    assert (source.auth_token, source.interval_seconds, source.user_name) == ("s3cret-token", 60, "slurm")
+    assert "X-SLURM-USER-NAME" in manager_client.get(source.get_absolute_url()).content.decode()
     manager_client.post(source.get_edit_url(), {**SOURCE_FORM, "auth_token": "n3w-token"})
     source.refresh_from_db()
     assert source.auth_token == "n3w-token"

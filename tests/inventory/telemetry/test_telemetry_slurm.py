@@ -315,8 +315,11 @@ def test_collect_sends_the_window_and_token_and_parses(slurm_server, slurm_sourc
     assert sorted(job.job_id for job in collected.jobs) == ["3001", "3002", "3003", "3004"]
     path, query, headers = slurm_server.requests[0]
     assert path == "/slurmdb/v0.0.40/jobs"
-    assert query == {"start_time": ["1700090000"], "end_time": ["1700110000"]}
+    # parse_time()'s epoch form: 22.05/23.02 refuse a bare number, and a date string would be read in the
+    # server's time zone.
+    assert query == {"start_time": ["uts1700090000"], "end_time": ["uts1700110000"]}
     assert headers["X-SLURM-USER-TOKEN"] == "jwt-token"
+    assert "X-SLURM-USER-NAME" not in headers  # none saved
     # 3002 runs and 3003 waits: the next window starts at the earlier one's submit time, so both are read again.
     assert collected.synced_until == at(1700105000)
 
@@ -329,6 +332,13 @@ def test_collect_moves_to_the_window_end_once_every_job_ended(slurm_server, slur
 def test_collect_never_moves_the_window_back(slurm_server, slurm_source):
     slurm_server.answer(fixture("sacct_22.05.json"))  # 1002 is pending since before START
     assert slurm.collect(slurm_source, START, END).synced_until == START
+
+
+def test_collect_sends_the_user_name_with_the_token(slurm_server, slurm_source):
+    slurm_source.user_name = "slurm"
+    slurm.collect(slurm_source, START, END)
+    headers = slurm_server.requests[0][2]
+    assert (headers["X-SLURM-USER-NAME"], headers["X-SLURM-USER-TOKEN"]) == ("slurm", "jwt-token")
 
 
 def test_collect_without_token_sends_no_token_header(slurm_server, slurm_source):
@@ -396,7 +406,7 @@ def test_pull_stores_jobs_and_a_second_pull_updates_them(slurm_server, slurm_sou
     assert SlurmJob.objects.filter(source=slurm_source).count() == 4  # upserted, no duplicates
     done = SlurmJob.objects.get(source=slurm_source, job_id="3002")
     assert (done.state, done.end_time) == ("COMPLETED", at(1700112000))
-    assert slurm_server.requests[1][1]["start_time"] == ["1700105000"]  # re-read from the open job's submit
+    assert slurm_server.requests[1][1]["start_time"] == ["uts1700105000"]  # re-read from the open job's submit
     slurm_source.refresh_from_db()
     assert slurm_source.synced_until == at(1700107000)  # 3003 still pending
 
