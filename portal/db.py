@@ -110,3 +110,36 @@ def analyze(*models):
         if connection.vendor == "postgresql":
             with connection.cursor() as cursor:
                 cursor.execute(f"ANALYZE {connection.ops.quote_name(model._meta.db_table)}")
+
+
+def speed_up_timestamps(sender, connection, **kwargs):
+    """On ``connection_created``: load PostgreSQL ``timestamptz`` values with psycopg's C parser.
+
+    Django's loader (``BaseTzLoader``) subclasses psycopg's pure-Python one to set the time zone it expects, and
+    a C loader cannot be subclassed: every timestamp a query reads was parsed in Python, about 3.5 µs where C takes
+    1 (a list of 1,000 interruptions reads 2,000-3,000). This loader wraps the C one and sets the same time zone;
+    it keeps Django's ``timezone`` attribute, which Django compares before registering a loader per cursor."""
+    if connection.vendor != "postgresql":
+        return
+    try:
+        from psycopg_binary import _psycopg as compiled
+    except ImportError:  # psycopg without its binary package: Django's loader stays
+        return
+    from psycopg.adapt import Loader
+    from psycopg.pq import Format
+
+    adapters = connection.connection.adapters
+    django_loader = adapters.get_loader(adapters.types["timestamptz"].oid, Format.TEXT)  # Django reads text
+    zone = getattr(django_loader, "timezone", None)
+
+    class TimestamptzLoader(Loader):
+        timezone = zone
+
+        def __init__(self, oid, context=None):
+            super().__init__(oid, context)
+            self.compiled = compiled.TimestamptzLoader(oid, context)
+
+        def load(self, data):
+            return self.compiled.load(data).replace(tzinfo=self.timezone)
+
+    adapters.register_loader("timestamptz", TimestamptzLoader)
