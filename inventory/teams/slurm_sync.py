@@ -150,8 +150,32 @@ class State:
         return state
 
 
+def validate(desired):
+    """``ValueError`` naming the first thing Slurm would refuse or misread: a name sacctmgr would change (Slurm
+    lower-cases account and QOS names), a negative limit, two teams' partitions that would share one QOS name."""
+    sacctmgr.checked(sacctmgr.NAME, desired.cluster)
+    owners = {}
+    for team in desired.accounts:
+        sacctmgr.checked(sacctmgr.NAME, team.account)
+        sacctmgr.checked(sacctmgr.NAME, team.parent)
+        for user in team.users:
+            sacctmgr.checked(sacctmgr.USER, user)
+        for allocation in team.allocations:
+            if any(value is not None and value < 0 for value in (allocation.gpus, allocation.gpu_hours)):
+                raise ValueError(f"account {team.account}: a negative limit {allocation}")
+            if allocation.gpu_type:
+                sacctmgr.checked(sacctmgr.WORD, allocation.gpu_type)
+            if allocation.partition:
+                name = sacctmgr.checked(sacctmgr.NAME, partition_qos(team.account, allocation.partition))
+                if owners.setdefault(name, (team.account, allocation.partition)) != (team.account,
+                                                                                      allocation.partition):
+                    raise ValueError(f"QOS {name} would hold both {owners[name]} and "
+                                     f"{(team.account, allocation.partition)}")
+
+
 def wanted(desired):
     """``Desired`` → the ``State`` Slurm should hold (allocations of one scope and TRES add up)."""
+    validate(desired)
     state = State(desired.cluster)
     for team in desired.accounts:
         account = Entity("account", team.account, team.account, parent=team.parent, description=team.description,
@@ -201,9 +225,10 @@ def gpu_only(limits):
 
 
 def read_state(cluster, accounts, qos_names=None, runner=subprocess.run):
-    """Slurm's state of ``accounts`` (and of ``qos_names``; every QOS when None) → ``State``."""
+    """Slurm's state of ``accounts`` and of ``qos_names`` (every QOS when None, none when empty) → ``State``."""
     associations = sacctmgr.read_associations(cluster, accounts, runner=runner)
-    return observed(cluster, associations, sacctmgr.read_qos(qos_names, runner=runner))
+    qos = sacctmgr.read_qos(qos_names, runner=runner) if qos_names is None or qos_names else []
+    return observed(cluster, associations, qos)
 
 
 # --- changes -------------------------------------------------------------------------------------------------------
@@ -371,13 +396,16 @@ class ApplyResult:
 
 
 def read_for(change, runner):
-    qos = [change.name] if change.target == "qos" else None
+    qos = [change.name] if change.target == "qos" else []
     state = read_state(change.cluster, [change.account], qos, runner=runner)
     return current(change, state)
 
 
 def apply(change, runner=subprocess.run):
-    """Compare-and-set one change: read, refuse when stale, run, read back and verify."""
+    """Compare-and-set one change: read, refuse when stale, run, read back and verify.
+
+    sacctmgr has no conditional write, so the check is a read just before the write; a hand edit in between shows
+    in the read-back (FAILED) or, when it set the same value, changes nothing."""
     try:
         before = read_for(change, runner)
     except sacctmgr.SlurmCommandError as error:

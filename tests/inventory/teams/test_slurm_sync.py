@@ -6,6 +6,8 @@ with a stand-in for sacctmgr. tests/inventory/teams/test_slurm_sync_real.py does
 import json
 from types import SimpleNamespace
 
+import pytest
+
 from inventory.teams import sacctmgr
 from inventory.teams.slurm_sync import (
     ADD_ACCOUNT,
@@ -79,6 +81,24 @@ def test_the_saved_cluster_already_holds_physics_allocations():
     assert [(c.describe(), c.command()) for c in changes] == [
         ("set GrpTRES gres/gpu of qos physics-gpu from 4 to 6",
          "sacctmgr -i modify qos where name=physics-gpu set GrpTRES=gres/gpu=6")]
+
+
+@pytest.mark.parametrize("team, said", [
+    (TeamAccount("Physics"), "'Physics'"),  # Slurm would store physics: the next diff would never be empty
+    (TeamAccount("physics", ["bob smith"]), "'bob smith'"),
+    (TeamAccount("physics", allocations=[Allocation(gpu_hours=-1)]), "negative"),
+    (TeamAccount("physics", allocations=[Allocation(gpus=1, gpu_type="a100;x")]), "'a100;x'"),
+])
+def test_what_slurm_would_refuse_or_misread_is_refused_first(team, said):
+    with pytest.raises(ValueError, match=said):
+        wanted(Desired("portaltest", [team]))
+
+
+def test_two_teams_partitions_cannot_share_a_qos():
+    teams = [TeamAccount("ml-a", allocations=[Allocation(gpus=1, partition="b")]),
+             TeamAccount("ml", allocations=[Allocation(gpus=1, partition="a-b")])]
+    with pytest.raises(ValueError, match="QOS ml-a-b would hold both"):
+        wanted(Desired("portaltest", teams))
 
 
 def test_a_new_team_is_created_step_by_step():
