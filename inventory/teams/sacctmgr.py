@@ -7,8 +7,8 @@ fails, times out or cannot start raises ``SlurmCommandError`` with the command a
 
 Readers: ``read_associations``, ``read_qos``, ``read_config``, ``read_partitions``. Writers build a command's
 arguments (``add_account_args``, ``add_user_args``, ``remove_user_args``, ``modify_account_args``,
-``add_qos_args``, ``modify_qos_args``), which ``write`` runs as one ``sacctmgr -i`` call and ``render`` shows as
-the command a person would type (the sync's diff page shows exactly what will run).
+``add_qos_args``, ``modify_qos_args``, ``reset_usage_args``), which ``write`` runs as one ``sacctmgr -i`` call
+and ``render`` shows as the command a person would type (the sync's diff page shows exactly what will run).
 
 Limits are TRES dicts: ``gres/gpu=8,billing=100`` ↔ ``{"gres/gpu": 8, "billing": 100}``; a typed GPU is
 ``gres/gpu:a100``. In a write, ``-1`` clears one TRES of a limit.
@@ -290,6 +290,16 @@ def add_qos_args(name, flags=()):
 def modify_qos_args(name, settings):
     return ["modify", "qos", "where", f"name={checked(NAME, name)}", "set",
             *(setting(key, value) for key, value in settings.items())]
+
+
+def reset_usage_args(cluster, account=None, qos=None):
+    """Forget the usage counted against a budget (``RawUsage=0``, the only value Slurm takes): an account's, or a
+    QOS's (a ``NoDecay`` QOS keeps its usage until this, whatever ``PriorityUsageResetPeriod`` says)."""
+    if (account is None) == (qos is None):
+        raise ValueError("reset the usage of one account or one QOS")
+    kind, name = ("account", account) if account else ("qos", qos)
+    return ["modify", kind, "where", f"name={checked(NAME, name)}", f"cluster={checked(NAME, cluster)}", "set",
+            "RawUsage=0"]
 
 
 def render(args):

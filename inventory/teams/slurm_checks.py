@@ -110,7 +110,7 @@ def check(config, associations=(), qos=(), partitions=None, wanted_tres=(), mont
             warnings.append(ConfigWarning(
                 "qos_usage_kept", WARNING, "A NoDecay QOS's usage is reset neither by decay nor by "
                 "PriorityUsageResetPeriod: a monthly partition budget needs its usage reset each month.",
-                "each month: sacctmgr -i modify qos where name=<qos> set RawUsage=0", "NoDecay"))
+                "each month: sacctmgr -i modify qos where name=<qos> cluster=<cluster> set RawUsage=0", "NoDecay"))
     for name, fields in (partitions or {}).items():
         team_qos = [entry.name for entry in qos_budgets if entry.name.endswith(f"-{name}")]
         if team_qos and (fields.get("AllowQos") or "ALL").upper() == "ALL":

@@ -84,6 +84,11 @@ def test_commands_built():
     assert sacctmgr.add_qos_args("physics-gpu", ["NoDecay"]) == ["add", "qos", "physics-gpu", "Flags=NoDecay"]
     assert sacctmgr.modify_qos_args("physics-gpu", {"GrpTRES": {"gres/gpu": 2}}) == [
         "modify", "qos", "where", "name=physics-gpu", "set", "GrpTRES=gres/gpu=2"]
+    assert sacctmgr.render(sacctmgr.reset_usage_args("portaltest", qos="physics-gpu")) == (
+        "sacctmgr -i modify qos where name=physics-gpu cluster=portaltest set RawUsage=0")
+    assert sacctmgr.reset_usage_args("portaltest", account="physics")[:3] == ["modify", "account", "where"]
+    with pytest.raises(ValueError):
+        sacctmgr.reset_usage_args("portaltest")
 
 
 @pytest.mark.parametrize("build", [

@@ -152,6 +152,9 @@ def test_config_checks_on_the_real_configuration(slurm_cluster):
     expected = {("budget_decays", "sync-checks"), ("partition_allows_any_qos", "gpu"), ("qos_usage_kept", "NoDecay")}
     assert expected <= found
     assert not {code for code, _ in found} & {"gpu_not_tracked", "limits_not_enforced", "qos_not_enforced"}
+    # What qos_usage_kept asks for each month: Slurm takes it (it refuses any RawUsage but 0).
+    for target in ({"qos": "sync-checks-gpu"}, {"account": "sync-checks"}):
+        sacctmgr.write(sacctmgr.reset_usage_args(cluster.cluster, **target), runner=runner)
 
     config = sacctmgr.read_config(runner)
     config["AccountingStorageTRES"] = ",".join(
