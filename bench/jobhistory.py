@@ -90,7 +90,8 @@ FUNCTIONS = [
 # The nodes with a partition, numbered within it, and their groups.
 NODES_SQL = [
     """CREATE TEMP TABLE jh_node AS
-    SELECT id, hostname, partition, owner_team, (dense_rank() OVER (ORDER BY partition) - 1)::int AS pnum,
+    SELECT id, hostname, partition, coalesce(owner_team, '') AS owner_team,
+           (dense_rank() OVER (ORDER BY partition) - 1)::int AS pnum,
            (row_number() OVER (PARTITION BY partition ORDER BY hostname) - 1)::int AS rank
     FROM inventory_node WHERE partition <> ''""",
     """CREATE TEMP TABLE jh_group AS

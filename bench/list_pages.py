@@ -67,7 +67,7 @@ def build_fleet(nodes=1250, gpus_per_node=8):
     serials, warranties (a third expired), 8 GPUs per node."""
     from datetime import date, timedelta
 
-    from inventory.models import GPU, GPUModel, Node, NodeModel, Rack, Site
+    from inventory.models import GPU, GPUModel, Node, NodeModel, Rack, Site, Team
 
     gpu_model = GPUModel.objects.get(name="H100 SXM 80GB")
     node_model = NodeModel.objects.filter(gpu_slots=8).first()
@@ -75,11 +75,12 @@ def build_fleet(nodes=1250, gpus_per_node=8):
         Site(name=f"bench-site-{i}", power_capacity_kw=10000, cooling_capacity_kw=10000) for i in range(4))
     racks = Rack.objects.bulk_create(Rack(site=sites[r % 4], name=f"rack-{r:03d}", height_u=42, power_budget_kw=40)
                                      for r in range(nodes // 10))
+    Team.objects.bulk_create([Team(name=f"team-{i}") for i in range(5)], ignore_conflicts=True)
     fleet = Node.objects.bulk_create(
         Node(hostname=f"bench-{n:05d}", site=racks[n // 10].site if n % 10 else sites[n % 4],
              rack=racks[n // 10] if n % 10 else None, position=(n % 10) * 4 + 1 if n % 10 else None,
              node_model=node_model, state=["in_service", "delivered", "in_repair"][n % 3],
-             partition=f"part-{n % 8}", owner_team=f"team-{n % 5}", serial=f"SN{n:06d}" if n % 7 else "",
+             partition=f"part-{n % 8}", owner_team_id=f"team-{n % 5}", serial=f"SN{n:06d}" if n % 7 else "",
              warranty_end=date.today() + timedelta(days=(n % 3 - 1) * 200) if n % 4 else None)
         for n in range(nodes))
     GPU.objects.bulk_create(

@@ -256,7 +256,7 @@ def prepare(simulator_url, pull_interval, data_file, optional=()):
         "gpu_models": list(GPU.objects.values_list("gpu_model_id", flat=True).distinct()),
         "gpu_pages": max(1, -(-GPU.objects.count() // 50)),
         "partitions": sorted(set(nodes.exclude(partition="").values_list("partition", flat=True))),
-        "teams": sorted(set(nodes.exclude(owner_team="").values_list("owner_team", flat=True))),
+        "teams": sorted(set(nodes.exclude(owner_team=None).values_list("owner_team", flat=True))),
         "hostname_prefixes": sorted({name.rsplit("-", 1)[0] for name in nodes.values_list("hostname", flat=True)}),
         "contracts": list(Contract.objects.values_list("pk", flat=True)),
         "plans": list(CapacityPlan.objects.values_list("pk", flat=True)),

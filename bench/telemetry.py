@@ -54,15 +54,16 @@ def timed(function, *args, repeat=1):
 
 
 def build_fleet(gpus):
-    from inventory.models import GPU, GPUModel, Node, NodeModel, Site
+    from inventory.models import GPU, GPUModel, Node, NodeModel, Site, Team
 
     gpu_model = GPUModel.objects.get(name="H100 SXM 80GB")
     node_model = NodeModel.objects.filter(gpu_slots=8).first()
     sites = Site.objects.bulk_create(
         Site(name=f"bench-site-{i}", power_capacity_kw=10000, cooling_capacity_kw=10000) for i in range(4))
+    Team.objects.bulk_create([Team(name=f"team-{i}") for i in range(5)], ignore_conflicts=True)
     nodes = Node.objects.bulk_create(
         Node(hostname=f"bench-{n:05d}", site=sites[n % 4], node_model=node_model, state="in_service",
-             partition=f"part-{n % 8}", owner_team=f"team-{n % 5}") for n in range(gpus // 8))
+             partition=f"part-{n % 8}", owner_team_id=f"team-{n % 5}") for n in range(gpus // 8))
     GPU.objects.bulk_create(
         GPU(node=node, slot=slot, gpu_model=gpu_model, state="in_service", uuid=f"GPU-bench-{node.pk}-{slot}")
         for node in nodes for slot in range(8))
@@ -268,7 +269,7 @@ BARE_PAGE_READS = [
     UNION ALL SELECT DISTINCT 'partition', NULL::integer, partition FROM inventory_node WHERE partition <> ''
     UNION ALL SELECT 'gpu_model', m.id, m.name FROM inventory_gpumodel m
         WHERE EXISTS (SELECT 1 FROM inventory_gpu g WHERE g.gpu_model_id = m.id)
-    UNION ALL SELECT DISTINCT 'team', NULL::integer, owner_team FROM inventory_node WHERE owner_team <> ''""",
+    UNION ALL SELECT DISTINCT 'team', NULL::integer, owner_team FROM inventory_node WHERE owner_team IS NOT NULL""",
     """SELECT s.*, EXISTS (SELECT 1 FROM inventory_slurmjob j WHERE j.source_id = s.id)
     FROM inventory_telemetrysource s""",
     """SELECT c.* FROM planning_contract c WHERE c.start <= %(today)s AND (c."end" IS NULL OR c."end" >= %(today)s)""",

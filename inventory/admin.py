@@ -27,6 +27,7 @@ from .models import (
     StorageSystem,
     Switch,
 )
+from .teams import admin as teams_admin  # noqa: F401
 from .telemetry import admin as telemetry_admin  # noqa: F401  (Django's autodiscovery imports <app>.admin only)
 
 TIMESTAMPS = ("created", "updated")
@@ -132,7 +133,7 @@ class NodeAdmin(LifecycleAdmin):
                     "serial", "asset_tag", "warranty_end")
     list_filter = ("state", "site", "node_model", "partition", "owner_team")
     list_select_related = ("site", "rack__site", "node_model")
-    search_fields = ("hostname", "serial", "asset_tag", "partition", "owner_team")
+    search_fields = ("hostname", "serial", "asset_tag", "partition", "owner_team__name")
     autocomplete_fields = ("site", "rack", "node_model")
     date_hierarchy = "warranty_end"
     inlines = [GPUInline, FabricAttachmentInline, TransitionInline]

@@ -51,6 +51,7 @@ from inventory.models import (
     StorageSystem,
     Switch,
 )
+from inventory.teams.demo import sync_teams
 from inventory.telemetry import simulator, slurm, xid
 from inventory.telemetry.models import (
     GPUDaily,
@@ -255,8 +256,9 @@ class Seeder:
             return {}
         fields = {name: model._meta.get_field(name) for name in rows[0]}
 
-        def raw(name, value):
-            return value.pk if fields[name].is_relation and value is not None else value
+        def raw(name, value):  # what the row's column holds: the related key (a team's name for a node)
+            return getattr(value, fields[name].target_field.attname) if fields[name].is_relation and value is not None \
+                else value
 
         def row_key(row):
             return tuple(raw(name, row[name]) for name in key)
@@ -321,6 +323,7 @@ def seed_demo(report=None, simulator_port=SIMULATOR_PORT):
 def seed_fleet(seeder):
     """Accounts, sites, racks, network, storage, nodes and GPUs with their lifecycle events; returns the users."""
     users = sync_accounts(seeder)
+    teams = sync_teams(seeder, users)
     gpu_models = seeder.sync(GPUModel, ("name",), GPU_MODELS, update=False)
     node_models = seeder.sync(NodeModel, ("name",), NODE_MODELS, update=False)
     sites = seeder.sync(Site, ("name",), SITES)
@@ -346,7 +349,7 @@ def seed_fleet(seeder):
 
     node_rows, gpu_rows, attachment_rows = [], [], []
     for group in NODE_GROUPS:
-        node_rows += group_nodes(group, site[group.site], rack, node_models[(group.node_model,)])
+        node_rows += group_nodes(group, site[group.site], rack, node_models[(group.node_model,)], teams)
     nodes = seeder.sync(Node, ("hostname",), node_rows, create_only=("state",))
     node = {name: obj for (name,), obj in nodes.items()}
     for group in NODE_GROUPS:
@@ -457,7 +460,7 @@ def site_switches(net, site, rack, fabric):
     return rows
 
 
-def group_nodes(group, site, rack, node_model):
+def group_nodes(group, site, rack, node_model, teams):
     assignments = expand(group.assignments)
     warranties = expand(group.warranty)
     asset_base = {"zrh": 10000, "lys": 20000}[group.hostname_prefix[:3]]
@@ -472,7 +475,7 @@ def group_nodes(group, site, rack, node_model):
             "asset_tag": f"{group.hostname_prefix[:3].upper()}-{asset_base + offset + i:05d}",
             "site": site, "rack": rack[(group.site, group.racks[(i - 1) // NODES_PER_RACK])],
             "position": FIRST_U + ((i - 1) % NODES_PER_RACK) * node_model.height_u,
-            "node_model": node_model, "partition": partition, "owner_team": team, "warranty_end": warranty_end,
+            "node_model": node_model, "partition": partition, "owner_team": teams[team], "warranty_end": warranty_end,
             "state": S.DELIVERED if hostname in BURN_IN else S.IN_SERVICE,
         })
     return rows

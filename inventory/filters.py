@@ -85,12 +85,12 @@ class NodeFilterSet(SearchFilterSet):
     or, with ``drop_unknown_partition`` (the list page), dropped: it is what is left in the URL when the site
     changed."""
 
-    search_fields = ("hostname", "serial", "asset_tag", "partition", "owner_team")
+    search_fields = ("hostname", "serial", "asset_tag", "partition", "owner_team__name")
     rack = RackFilter(queryset=racks)
     state = django_filters.MultipleChoiceFilter(choices=LifecycleState.choices, widget=STATE_WIDGET)
     partition = django_filters.CharFilter(lookup_expr="iexact", widget=Select)
     drop_unknown_partition = False
-    owner_team = django_filters.CharFilter(lookup_expr="iexact")
+    owner_team = django_filters.CharFilter(field_name="owner_team__name", lookup_expr="iexact", label="Owner team")
     warranty_expired = yes_no_filter(method="filter_warranty_expired", label="Warranty expired")
     in_state_days = django_filters.NumberFilter(
         method="filter_in_state_days", label="In its state for more than (days)", min_value=0, max_value=36500,

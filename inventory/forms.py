@@ -22,6 +22,7 @@ from .models import (
     Site,
     StorageSystem,
     Switch,
+    Team,
 )
 
 
@@ -153,6 +154,8 @@ class RackImportForm(ImportForm):
 
 class NodeImportForm(LifecycleImportMixin, ImportForm):
     site = by_name(Site.objects.all())
+    owner_team = by_name(Team.objects.all(), required=False, error_messages={
+        "invalid_choice": "No team named '%(value)s': add it on the teams page first."})
     rack = forms.CharField(required=False, help_text="Rack name within the site.")
     node_model = by_name(NodeModel.objects.all())
     resolved_fields = ("rack",)

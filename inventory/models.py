@@ -193,7 +193,11 @@ class Node(LifecycleModel):
     )
     node_model = models.ForeignKey(NodeModel, on_delete=models.PROTECT, related_name="nodes")
     partition = models.CharField("partition / pool", max_length=100, blank=True, db_index=True)
-    owner_team = models.CharField(max_length=100, blank=True, db_index=True)
+    # The column holds the team's name (``to_field``): what the figures group and filter by, as before teams.
+    owner_team = models.ForeignKey(
+        "inventory.Team", to_field="name", db_column="owner_team", null=True, blank=True, on_delete=models.PROTECT,
+        related_name="owned_nodes",
+    )
     warranty_end = models.DateField(null=True, blank=True)
     history = HistoricalRecords(bases=[ChangeRecord])
 
@@ -440,6 +444,7 @@ class StorageSystem(PortalModel):
 
 # Telemetry's models live in their own package; Django finds an app's models by importing <app>.models.
 from .goodput.models import Interruption  # noqa: E402,F401
+from .teams.models import Team, TeamMember  # noqa: E402,F401
 from .telemetry.models import (  # noqa: E402,F401
     AllocationDaily,
     AllocationExcess,

@@ -19,6 +19,7 @@ from .models import (
     StorageSystem,
     Switch,
 )
+from .teams.models import team_url
 
 
 class StateColumn(tables.Column):
@@ -85,6 +86,14 @@ class RackTable(tables.Table):
         fields = ("name", "site", "height_u", "power_budget_kw", "node_count")
 
 
+class TeamColumn(tables.Column):
+    """A team by its name, the foreign key's own value (no team built per row), linked to the team's page."""
+
+    def __init__(self, accessor="owner_team_id", verbose_name="Owner team", **kwargs):
+        super().__init__(accessor=accessor, verbose_name=verbose_name, linkify=lambda value: team_url(value),
+                         **kwargs)
+
+
 class TimeInStateColumn(tables.Column):
     """How long the object has been in its state ("23 days"), from the ``state_since`` annotation
     (``lifecycle.state_since``); exported as the timestamp. Longest in state first when sorted descending."""
@@ -114,6 +123,7 @@ class NodeTable(ColumnChoice, PortalTable):
     node_model = RelatedColumn(NodeModel, "node_model_id", accessor="node_model_name", verbose_name="Node model",
                                order_by=("node_model",))
     gpu_count = tables.Column("GPUs")
+    owner_team = TeamColumn()
     warranty_end = tables.Column()
 
     required_columns = ("select", "hostname")

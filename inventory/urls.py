@@ -5,6 +5,7 @@ from portal.generic import object_urls
 from . import forms, views
 from .goodput import views as goodput_views
 from .models import GPU, Fabric, FabricAttachment, GPUModel, Node, NodeModel, Rack, Site, StorageSystem, Switch
+from .teams import urls as teams_urls
 from .telemetry import forms as telemetry_forms
 from .telemetry import views as telemetry_views
 from .telemetry.models import TelemetrySource
@@ -43,6 +44,6 @@ urlpatterns = [
     # Goodput (issue 20): the dashboard and the interruptions list.
     path("goodput/", goodput_views.GoodputView.as_view(), name="goodput"),
     path("interruptions/", goodput_views.InterruptionListView.as_view(), name="interruption_list"),
-    path("teams/", goodput_views.TeamListView.as_view(), name="teams"),  # not "<model>_list": a team is no model
-    path("teams/<str:name>/", goodput_views.TeamView.as_view(), name="team"),
+    # Teams (issue 36): by name, not "<model>_list" and an id.
+    *teams_urls.urlpatterns,
 ]

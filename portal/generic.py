@@ -283,7 +283,8 @@ def readable(model, found):
 
 
 def referenced_names(model, changes):
-    """{(field name, pk): the object's name} for every object a foreign key in ``changes`` refers to."""
+    """{(field name, key): the object's name} for every object a foreign key in ``changes`` refers to (by its
+    ``to_field``: a node's owner team by name)."""
     wanted = defaultdict(set)
     for field_name, old, new, _ in changes:
         field = model._meta.get_field(field_name) if field_name else None
@@ -291,8 +292,10 @@ def referenced_names(model, changes):
             wanted[field_name] |= {value for value in (old, new) if value is not None}
     names = {}
     for field_name, ids in wanted.items():
-        related = model._meta.get_field(field_name).related_model
-        for pk, target in related._default_manager.select_related().in_bulk(ids).items():
+        field = model._meta.get_field(field_name)
+        related = field.related_model._default_manager.select_related()
+        targets = related.in_bulk(ids, field_name=field.target_field.attname)
+        for pk, target in targets.items():
             names[(field_name, pk)] = str(target)
     return names
 

@@ -6,7 +6,8 @@
 - ``procurement``: for a procurement system's token: read everything, create purchase orders and
   deliveries (which create the delivered nodes and GPUs), but not edit the inventory directly.
 - ``support``: support engineers: read everything, work tickets (every ticket, internal comments, triage,
-  assign, RMA swaps: which change nodes and GPUs), manage support teams.
+  assign, RMA swaps: which change nodes and GPUs). Teams (``inventory.Team``) are managers' and admins' to
+  create and edit, and a team's own managers' to edit (``inventory.policy``).
 - ``researcher``: read the inventory and telemetry; open tickets, comment and attach files on their own and
   their teams' tickets only (``Ticket.objects.visible_to``), never internal comments.
 

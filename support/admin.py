@@ -1,14 +1,7 @@
 from django.contrib import admin
 from simple_history.admin import SimpleHistoryAdmin
 
-from .models import Team, Ticket, TicketAttachment, TicketComment
-
-
-@admin.register(Team)
-class TeamAdmin(SimpleHistoryAdmin):
-    list_display = ("name", "email")
-    search_fields = ("name",)
-    filter_horizontal = ("members",)
+from .models import Ticket, TicketAttachment, TicketComment
 
 
 class TicketCommentInline(admin.TabularInline):

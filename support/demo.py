@@ -13,15 +13,21 @@ from django.conf import settings
 from django.contrib.auth.models import Group, User
 from django.utils import timezone
 
-from inventory.models import GPU, Node, StorageSystem
+from inventory.models import GPU, Node, StorageSystem, Team, TeamMember
 from portal.roles import RESEARCHER, SUPPORT
 
 from . import faults, workflow
-from .models import Team, Ticket
+from .models import Ticket
 
 ACCOUNTS = [("support", "demo-support", SUPPORT), ("researcher", "demo-researcher", RESEARCHER)]
 SEEDS = "accounts, teams and tickets"  # the progress line of ``seed_demo``
-TEAMS = {"llm-pretrain": ["researcher"], "Support L1": ["support"]}
+# The inventory's demo made the research teams; support adds its own team and its people, with their Slurm user
+# names and roles: the researcher manages llm-pretrain (edits it, requests its allocations). (team, user, Slurm
+# user, role)
+SUPPORT_TEAM = {"name": "support-l1", "email": "support-l1@demo.example.org",
+                "description": "First-line support: triage, RMA swaps, the telemetry faults' tickets."}
+MEMBERS = [("llm-pretrain", "researcher", "amueller", TeamMember.Role.MANAGER),
+           ("support-l1", "support", "", TeamMember.Role.MEMBER)]
 S = Ticket.Status
 H = timedelta(hours=1)
 
@@ -43,14 +49,13 @@ def sync_accounts(seeder):
     return users
 
 
-def sync_teams(users):
-    teams = {}
-    for name, members in TEAMS.items():
-        team, _ = Team.objects.get_or_create(name=name)
-        wanted = {users[m].pk for m in members}
-        if set(team.members.values_list("pk", flat=True)) != wanted:
-            team.members.set(wanted)
-        teams[name] = team
+def sync_teams(seeder, users):
+    seeder.sync(Team, ("name",), [SUPPORT_TEAM])
+    teams = {team.name: team for team in Team.objects.filter(name__in={name for name, *_ in MEMBERS})}
+    seeder.sync(TeamMember, ("team", "user"), [
+        {"team": teams[name], "user": users[username], "slurm_user": slurm_user, "role": role}
+        for name, username, slurm_user, role in MEMBERS
+    ])
     return teams
 
 
@@ -117,7 +122,7 @@ def play(ticket, steps, users):
 def seed(seeder, users):
     """Create the support demo; returns the tickets by title."""
     users = {**users, **sync_accounts(seeder)}
-    teams = sync_teams(users)
+    teams = sync_teams(seeder, users)
     now = timezone.now()
     existing = set(Ticket.objects.values_list("title", flat=True))
     created = 0

@@ -41,7 +41,7 @@ from inventory.telemetry.models import GPUHourly, HealthEvent, NodeHourly, XidEv
 from inventory.telemetry.rollups import floor_hour
 
 from . import notifications, workflow
-from .models import Team, Ticket
+from .models import Ticket
 
 log = logging.getLogger(__name__)
 
@@ -161,7 +161,7 @@ def open_ticket(fault, notify=True):
         title=fault.title[:200], description=describe(fault), category=Ticket.Category.HARDWARE,
         priority=Ticket.Priority.P2, source=Ticket.Source.TELEMETRY, fault=fault.kind, fault_key=fault.key,
         node=node, gpu=fault.gpu,
-        team=Team.objects.filter(name=node.owner_team).first() if node and node.owner_team else None,
+        team=node.owner_team if node else None,
     )
     try:
         with transaction.atomic():

@@ -6,10 +6,10 @@ from django.contrib.auth import get_user_model
 from django.db.models import Q
 from django.utils import timezone
 
-from inventory.models import GPU, Node, Site
+from inventory.models import GPU, Node, Site, Team
 from portal.filters import STATE_WIDGET, SearchFilterSet, yes_no_filter
 
-from .models import Team, Ticket, TicketComment
+from .models import Ticket, TicketComment
 
 QUEUES = [("mine", "Mine"), ("team", "My team's"), ("unassigned", "Unassigned"), ("breaching", "Breaching soon")]
 SLA_STATES = [("breached", "Breached"), ("soon", "Breaching soon"), ("at_risk", "Breached or breaching soon")]
@@ -33,7 +33,7 @@ def assignees(request):
 def visible_teams(request):
     if reads_every_ticket(request):
         return Team.objects.all()
-    return request.user.support_teams.all() if request is not None else Team.objects.none()
+    return request.user.teams.all() if request is not None else Team.objects.none()
 
 
 def comment_authors(request):
@@ -70,8 +70,8 @@ class TicketFilterSet(SearchFilterSet):
         if value == "team":  # the team's tickets, and those assigned to a teammate (a support team's queue)
             if not user:
                 return queryset.none()
-            teams = user.support_teams.all()
-            teammates = get_user_model().objects.filter(support_teams__in=teams).values("pk")
+            teams = user.teams.all()
+            teammates = get_user_model().objects.filter(teams__in=teams).values("pk")
             return queryset.filter(Q(team__in=teams) | Q(assignee__in=teammates))
         if value == "unassigned":
             return queryset.open().filter(assignee__isnull=True)

@@ -10,10 +10,10 @@ from django.contrib.auth.models import Permission
 from django.db.models import Q
 from django.template.defaultfilters import filesizeformat
 
-from inventory.models import GPU, LifecycleState, Node
+from inventory.models import GPU, LifecycleState, Node, Team
 from portal import files
 
-from .models import Team, Ticket, TicketAttachment
+from .models import Ticket, TicketAttachment
 
 # Extension -> content type, and the first bytes the file must start with (None: text, which may hold no NUL).
 ATTACHMENT_TYPES = {
@@ -92,7 +92,7 @@ class ResearcherTicketForm(forms.ModelForm):
     def __init__(self, *args, user=None, **kwargs):
         super().__init__(*args, **kwargs)
         asset_querysets(self)
-        self.fields["team"].queryset = user.support_teams.all() if user is not None else Team.objects.none()
+        self.fields["team"].queryset = user.teams.all() if user is not None else Team.objects.none()
         self.fields["team"].help_text = "Your team sees the ticket too."
 
 

@@ -1,8 +1,8 @@
 """Support tickets: raised by people (researchers, managers, support staff) or by telemetry faults, against
 the hardware they concern, and worked within the SLA of the support contract covering that hardware.
 
-- ``Team``: a group of people (a research team, a support team). Researchers see their own tickets and their
-  teams' tickets; ``Ticket.team`` is the team a ticket belongs to.
+- ``Ticket.team``: the team (``inventory.Team``) a ticket belongs to. Researchers see their own tickets and their
+  teams' tickets.
 - ``Ticket``: status changes go through ``support.workflow`` (it keeps the SLA clock: first response,
   pauses while waiting on the requester, resolution); due times come from ``support.sla``.
 - ``TicketComment``: public, or internal (support staff only). ``TicketAttachment``: files, size and type
@@ -20,23 +20,9 @@ from django.urls import reverse
 from django.utils import timezone
 from simple_history.models import HistoricalRecords
 
-from inventory.models import GPU, Node, Site, StorageSystem, Switch
+from inventory.models import GPU, Node, Site, StorageSystem, Switch, Team
 from planning.models import Contract, SLATerm
 from portal.history import ChangeRecord
-
-
-class Team(models.Model):
-    name = models.CharField(max_length=100, unique=True,
-                            help_text="A research team's name matches the nodes' owner team (e.g. llm-pretrain).")
-    email = models.EmailField(blank=True, help_text="Optional: a list address that receives the team's notices.")
-    members = models.ManyToManyField(settings.AUTH_USER_MODEL, blank=True, related_name="support_teams")
-    history = HistoricalRecords(bases=[ChangeRecord], m2m_fields=[members])
-
-    class Meta:
-        ordering = ["name"]
-
-    def __str__(self):
-        return self.name
 
 
 class TicketQuerySet(models.QuerySet):
@@ -50,7 +36,7 @@ class TicketQuerySet(models.QuerySet):
             return self
         if not user.has_perm("support.read_ticket"):
             return self.none()
-        return self.filter(Q(requester=user) | Q(team__in=user.support_teams.all()))
+        return self.filter(Q(requester=user) | Q(team__in=user.teams.all()))
 
     def due_before(self, moment):
         """Open tickets whose running clock (first response, else resolution) is due before ``moment``;

@@ -33,7 +33,7 @@ def is_requester(user, ticket):
 def own_ticket(user, ticket):
     """The user's own ticket or their team's."""
     return ticket is None or is_requester(user, ticket) or (
-        ticket.team_id is not None and user.support_teams.filter(pk=ticket.team_id).exists())
+        ticket.team_id is not None and user.teams.filter(pk=ticket.team_id).exists())
 
 
 @rules.predicate

@@ -102,7 +102,7 @@ def swap_node(ticket, node, serial, user=None, asset_tag="", rma_number=""):
     old.rack, old.position = None, None
     _save_with_history(old, user, reason, update_fields=["hostname", "rack", "position", "updated"])
     new = Node(hostname=hostname, serial=serial, asset_tag=asset_tag, site=old.site, rack=rack, position=position,
-               node_model=old.node_model, partition=old.partition, owner_team=old.owner_team,
+               node_model=old.node_model, partition=old.partition, owner_team_id=old.owner_team_id,
                warranty_end=old.warranty_end, state=S.IN_SERVICE)
     new.full_clean()
     installed = _reason(ticket, rma_number, f"replaces {old.hostname} (serial {old.serial or '—'})")

@@ -206,7 +206,7 @@ class TicketCreateView(TicketFormMixin, TicketAccessMixin, UpdateView):
             from inventory.models import GPU
 
             initial["node"] = GPU.objects.filter(pk=initial["gpu"]).values_list("node_id", flat=True).first()
-        teams = list(self.request.user.support_teams.all()[:2])
+        teams = list(self.request.user.teams.all()[:2])
         if len(teams) == 1:
             initial["team"] = teams[0].pk
         return initial

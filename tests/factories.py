@@ -30,6 +30,7 @@ from inventory.models import (
     Site,
     StorageSystem,
     Switch,
+    Team,
 )
 from inventory.telemetry.models import GPUHourly, SlurmJob, TelemetrySource, UnknownSeries
 from planning.models import (
@@ -50,7 +51,7 @@ from planning.models import (
     WebhookAttempt,
     WebhookDelivery,
 )
-from support.models import Team, Ticket, TicketAttachment, TicketComment
+from support.models import Ticket, TicketAttachment, TicketComment
 
 _counter = itertools.count(1)
 
@@ -85,7 +86,10 @@ def build_node_model(**kw):
 
 
 def build_node(site, node_model, **kw):
+    """``owner_team`` may be a team's name (its team is made when missing; "" for none)."""
     n = _n()
+    if isinstance(kw.get("owner_team"), str):
+        kw["owner_team"] = Team.objects.get_or_create(name=kw["owner_team"])[0] if kw["owner_team"] else None
     return Node(**{"hostname": f"gpu-{n:05d}", "serial": f"NODE-SN-{n}", "site": site, "node_model": node_model,
                    **kw})
 
@@ -480,12 +484,15 @@ class RecommendationFactory(DjangoModelFactory):
     action = "Add nodes."
 
 
-# Support
+# Teams
 
 
 class TeamFactory(DjangoModelFactory):
+    """A team; one of the name given when it exists (a node's ``owner_team`` made it)."""
+
     class Meta:
         model = Team
+        django_get_or_create = ("name",)
         skip_postgeneration_save = True  # members.set() saves what it changes
 
     name = factory.Sequence(lambda n: f"team-{n}")
@@ -494,6 +501,9 @@ class TeamFactory(DjangoModelFactory):
     def members(team, create, members, **kwargs):
         if create and members:
             team.members.set(members)
+
+
+# Support
 
 
 class TicketFactory(DjangoModelFactory):

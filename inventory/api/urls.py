@@ -11,6 +11,7 @@ from django.urls import path
 from portal.api.routers import PortalRouter
 
 from ..goodput.api import views as goodput_views
+from ..teams.api import views as teams_views
 from ..telemetry.api import views as telemetry_views
 from . import views
 
@@ -30,6 +31,7 @@ router.register("unknown-series", telemetry_views.UnknownSeriesViewSet)
 router.register("slurm-jobs", telemetry_views.SlurmJobViewSet)
 router.register("gpu-hourly", telemetry_views.GPUHourlyViewSet)
 router.register("interruptions", goodput_views.InterruptionViewSet)
+router.register("teams", teams_views.TeamViewSet)
 
 urlpatterns = [
     *router.urls,

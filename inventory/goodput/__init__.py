@@ -30,9 +30,6 @@ The module API, for the dashboard, pages, recommendation and sizing built on it:
 ``views`` (the pages, over ``queries``)
     ``GoodputView`` (``/inventory/goodput/``, ``?format=csv``), ``InterruptionListView``
     (``/inventory/interruptions/``, filters ``filters.InterruptionPageFilterSet``, table ``tables``), and the
-    mixins ``NodeGoodputMixin`` / ``GPUModelGoodputMixin`` of the node and GPU model pages (30 days);
-    ``TeamListView`` / ``TeamView`` (``/inventory/teams/``, ``/inventory/teams/<name>/``) over ``teams``.
-``teams``
-    A team is a Slurm account and a node's owner team: ``team_rows(range_key)`` (every team, one ``goodput_by`` and
-    one ``utilization_by`` for all) and ``team_figures(name, range_key)`` (one team), read from the existing queries.
+    mixins ``NodeGoodputMixin`` / ``GPUModelGoodputMixin`` of the node and GPU model pages (30 days). The team
+    pages (``/inventory/teams/``) and their figures (``team_rows``, ``team_figures``) are ``inventory.teams``'.
 """

@@ -3,7 +3,6 @@ model pages. Every figure comes from ``queries`` (the API's); these views only l
 
 from urllib.parse import urlencode
 
-from django import forms
 from django.conf import settings
 from django.contrib.auth.mixins import PermissionRequiredMixin
 from django.http import HttpResponse
@@ -11,22 +10,22 @@ from django.shortcuts import render
 from django.urls import reverse
 from django.utils import timezone
 from django.views import View
-from django_tables2 import RequestConfig
 
 from inventory import lifecycle
 from inventory.models import LifecycleState
+from inventory.teams.models import team_url
 from inventory.telemetry import queries as telemetry_queries
 from inventory.telemetry.models import TelemetrySource
 from inventory.telemetry.views import VIEW_TELEMETRY
 from portal.exports import delimited
 from portal.generic import ObjectListView
 
-from . import attribution, hooks, queries, teams
+from . import attribution, hooks, queries
 from .api.views import assumptions
 from .filters import InterruptionPageFilterSet
 from .forms import GROUP_LABELS, GoodputFilterForm
 from .models import Interruption
-from .tables import InterruptionTable, TeamTable
+from .tables import InterruptionTable
 
 # The CSV's columns: (header, figure of ``queries.goodput_by``).
 CSV_COLUMNS = [
@@ -128,7 +127,7 @@ def with_links(group, group_by, range_key, filters):
         "goodput_pct": percent(group["goodput_ratio"]),
         "queue_wait_pct": percent(group["queue_wait_share"]),
         "interruptions_url": link,
-        "team_url": teams.team_url(group["key"]) if group_by == "team" else None,
+        "team_url": team_url(group["key"]) if group_by == "team" else None,
     }
 
 
@@ -260,118 +259,3 @@ class GPUModelGoodputMixin(GoodputSectionMixin):
         for row in offenders:
             row["interruptions_url"] = interruptions_url(self.goodput_range, node=row["key"])
         return {"offenders": offenders, "offender_min": minimum}
-
-
-TEAM_RANGE = "30d"
-LATEST_INTERRUPTIONS = 10
-
-
-class TeamRangeForm(forms.Form):
-    """The team pages' range (``?range=90d``): the utilization and goodput ranges, 30 days by default."""
-
-    range = forms.ChoiceField(choices=[(key, r.label) for key, r in telemetry_queries.RANGES.items()], required=False)
-
-    def range_key(self):
-        return (self.cleaned_data.get("range") if self.is_valid() else None) or TEAM_RANGE
-
-
-class TeamPageMixin(TelemetryPermissionMixin):
-    """Range picker and htmx fragment of the team pages (``#dashboard`` redrawn on a range change)."""
-
-    def respond(self, request, context):
-        htmx = getattr(request, "htmx", None)
-        if htmx and not htmx.history_restore_request and htmx.target == "dashboard":
-            return render(request, self.fragment_template_name, {**context, "fragment": True})
-        return render(request, self.template_name, context)
-
-
-class TeamListView(TeamPageMixin, View):
-    """Every team (owner teams and the accounts of the range's jobs) with its range figures: one
-    ``goodput_by("team")`` and one ``utilization_by("team")`` for all of them, sortable."""
-
-    template_name = "inventory/goodput/team_list.html"
-    fragment_template_name = "inventory/goodput/team_list_body.html"
-
-    def get(self, request):
-        form = TeamRangeForm(request.GET)
-        range_key = form.range_key()
-        rows, groups = teams.team_rows(range_key, gpus=settings.GOODPUT_MTBI_GPUS, job_hours=JOB_HOURS)
-        table = TeamTable(rows, order_by=request.GET.get("sort") or "name")
-        RequestConfig(request, paginate=False).configure(table)
-        return self.respond(
-            request,
-            {
-                **range_context(form, range_key),
-                "table": table,
-                "cost_basis": queries.cost_basis(groups),
-                "currency": settings.COST_CURRENCY,
-            },
-        )
-
-
-def range_context(form, range_key):
-    """What a team page's range picker shows."""
-    return {"form": form, "ranges": telemetry_queries.RANGES, "range_key": range_key,
-            "span": telemetry_queries.get_range(range_key)}
-
-
-class TeamView(TeamPageMixin, View):
-    """One team over a range (30 days by default): its allocation, its owned nodes' utilization, its goodput row (the
-    dashboard's figures), its latest interruptions and links to the filtered dashboards and lists. A fixed number of
-    queries whatever its jobs and nodes."""
-
-    template_name = "inventory/goodput/team_detail.html"
-    fragment_template_name = "inventory/goodput/team_body.html"
-
-    def get(self, request, name):
-        if not teams.exists(name):
-            message = f"No team '{name}': no node is owned by it and no Slurm job ran under that account."
-            return render(request, "inventory/goodput/team_missing.html", {"message": message}, status=404)
-        form = TeamRangeForm(request.GET)
-        range_key = form.range_key()
-        now = timezone.now()
-        gpus = settings.GOODPUT_MTBI_GPUS
-        found = teams.team_figures(name, range_key, now=now, gpus=gpus, job_hours=JOB_HOURS)
-        row = found["goodput"]
-        start = telemetry_queries.get_range(range_key).start(now)
-        rows = list(
-            Interruption.objects.visible_to(request.user)
-            .select_related("job", "node", "gpu", "xid_event", "transition")
-            .filter(account=name, ended_at__gte=start)
-            .order_by("-ended_at")[:LATEST_INTERRUPTIONS]
-        )
-        # Another team's figures are readable, its jobs only by its members and those who read the whole fleet.
-        empty = (f"No job of {name} ended in anything but COMPLETED in the last {range_key}."
-                 if request.user.has_perm("inventory.read_job", Interruption(account=name))
-                 else f"Only the members of {name} see its jobs.")
-        latest = InterruptionTable(rows, orderable=False, exclude=("account",), empty_text=empty)
-        latest.tickets = hooks.tickets(rows)
-        owned = found["owned"]
-        return self.respond(
-            request,
-            {
-                **range_context(form, range_key),
-                "team": name,
-                "now": now,
-                "goodput": row,
-                "goodput_pct": percent(row["goodput_ratio"]) if row else None,
-                "queue_wait_pct": percent(row["queue_wait_share"]) if row else None,
-                "allocation": found["allocation"],
-                "utilization": found["utilization"],
-                "owned": owned,
-                "latest": latest,
-                "gpus": gpus,
-                "job_hours": JOB_HOURS,
-                "currency": settings.COST_CURRENCY,
-                "cost_basis": queries.cost_basis(found["goodput_groups"]),
-                "assumptions": assumptions(),
-                "interruptions_url": page_url("inventory:interruption_list", team=name, range=range_key),
-                "infrastructure_url": interruptions_url(range_key, team=name),
-                "nodes_url": page_url("inventory:node_list", owner_team=name),
-                "goodput_url": dashboard_url(range=range_key, team=name, group_by="partition"),
-                # Utilization filters by the owner team: only a team that owns nodes has a view there.
-                "utilization_url": page_url("inventory:utilization", range=range_key, team=name)
-                if owned["nodes"]
-                else None,
-            },
-        )

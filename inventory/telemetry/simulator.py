@@ -163,7 +163,7 @@ def fleet():
     for gpu in rows:
         node = gpu.node
         if node.pk not in nodes:
-            nodes[node.pk] = SimNode(node.hostname, node.partition, node.owner_team,
+            nodes[node.pk] = SimNode(node.hostname, node.partition, node.owner_team_id,
                                      re.sub(r"[^a-z0-9]+", "-", node.site.name.lower()).strip("-"), node.state)
         gpus.append(SimGPU(gpu.uuid, gpu.slot or 0, nodes[node.pk], gpu.gpu_model.name, gpu.gpu_model.memory_gb,
                            gpu.gpu_model.tdp_w, gpu.state))

@@ -5,6 +5,7 @@ from django.utils import timezone
 from django.utils.html import format_html
 
 from inventory.models import Node
+from inventory.tables import TeamColumn
 from portal.tables import ColumnChoice
 
 from ..common import money
@@ -64,6 +65,7 @@ class UncoveredNodeTable(tables.Table):
     rack = tables.Column(accessor="rack__name", verbose_name="Rack")
     reason = tables.Column()
     warranty_end = tables.DateColumn(format="Y-m-d")
+    owner_team = TeamColumn()
 
     class Meta:
         model = Node

@@ -111,6 +111,15 @@ def _formatter(field, model, queryset, lookups):
         if formatter is not None:
             lookups.add(lookup)
         return formatter
+    if isinstance(field, relations.SlugRelatedField):  # the column itself where the key is the slug (``to_field``)
+        lookup = _column(field, model, queryset, wants_id=True)
+        if lookup is None or type(field).to_representation is not relations.SlugRelatedField.to_representation:
+            return None
+        target = _target_field(model, lookup)
+        if target is None or target.name != field.slug_field:
+            return None
+        lookups.add(lookup)
+        return operator.itemgetter(lookup)
     if isinstance(field, relations.PrimaryKeyRelatedField):
         if field.pk_field is not None or type(field).get_attribute is not relations.RelatedField.get_attribute:
             return None
@@ -132,6 +141,18 @@ def _formatter(field, model, queryset, lookups):
         return value if value is None or formatter is None or type(value) is native else formatter(value)
 
     return format_value
+
+
+def _target_field(model, lookup):
+    """The field a foreign key ``lookup`` holds the value of (its ``to_field``), or None for anything else."""
+    opts, names = model._meta, lookup.split("__")
+    try:
+        for name in names[:-1]:
+            opts = opts.get_field(name).related_model._meta
+        column = opts.get_field(names[-1])
+    except (FieldDoesNotExist, AttributeError):
+        return None
+    return column.target_field if column.is_relation and column.many_to_one else None
 
 
 def _native(field):

@@ -1,10 +1,11 @@
 from django.contrib.auth import get_user_model
 from rest_framework import serializers
 
+from inventory.models import Team
 from portal.api.serializers import EnumChoiceField, PortalModelSerializer
 
 from .. import rendering, sla, workflow
-from ..models import Team, Ticket, TicketComment
+from ..models import Ticket, TicketComment
 
 STAFF_FIELDS = ("priority", "assignee", "requester", "rma_number", "site", "switch", "storage_system")
 
@@ -53,7 +54,7 @@ class TicketSerializer(PortalModelSerializer):
         if request is not None and not request.user.has_perm("support.work_tickets"):
             for name in STAFF_FIELDS:
                 fields[name].read_only = True
-            fields["team"].queryset = request.user.support_teams.all() if request.user.is_authenticated \
+            fields["team"].queryset = request.user.teams.all() if request.user.is_authenticated \
                 else Team.objects.none()
         return fields
 

@@ -199,10 +199,11 @@ def test_node_crud_with_token(manager_api, rack, node_model):
     assert response.status_code == 200
     assert response.json()["gpu_count"] == 1
 
+    f.make_team("llm")
     response = manager_api.patch(detail_url(node), {"partition": "train", "owner_team": "llm"}, format="json")
     assert response.status_code == 200, response.json()
     node.refresh_from_db()
-    assert (node.partition, node.owner_team) == ("train", "llm")
+    assert (node.partition, node.owner_team_id) == ("train", "llm")
 
     body = {**response.json(), "hostname": "gpu-a-002", "position": 9}
     response = manager_api.put(detail_url(node), body, format="json")
@@ -577,9 +578,10 @@ def test_history_records_the_token_user(manager_api, manager, node_model):
     created = node.history.first()
     assert (created.history_type, created.history_user) == ("+", manager)
 
+    f.make_team("vision")
     manager_api.patch(detail_url(node), {"owner_team": "vision"}, format="json")
     changed = node.history.first()
-    assert (changed.history_type, changed.history_user, changed.owner_team) == ("~", manager, "vision")
+    assert (changed.history_type, changed.history_user, changed.owner_team_id) == ("~", manager, "vision")
 
     manager_api.delete(detail_url(node))
     deleted = Node.history.filter(id=node.pk).first()

@@ -21,6 +21,7 @@ from tests.factories import (
     make_site,
     make_storage,
     make_switch,
+    make_team,
 )
 
 pytestmark = pytest.mark.django_db
@@ -103,7 +104,7 @@ def test_overlapping_positions_refused():
 def test_node_may_keep_its_own_position():
     rack = make_rack()
     node = make_node(rack=rack, position=3)
-    node.owner_team = "vision"
+    node.owner_team = make_team("vision")
     node.full_clean()  # does not overlap with itself
 
 

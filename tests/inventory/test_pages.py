@@ -9,7 +9,7 @@ from django.urls import get_resolver, reverse
 
 from inventory.models import GPU, LifecycleState, Node, Site, StateTransition
 from portal.models import APIToken
-from tests.factories import bulk_make, make_gpu, make_node, make_rack, make_site
+from tests.factories import bulk_make, make_gpu, make_node, make_rack, make_site, make_team
 
 
 def list_url(model):
@@ -59,6 +59,7 @@ def test_invalid_form_re_renders_with_the_message_and_saves_nothing(manager_clie
 
 def test_edit_form_hides_state_and_keeps_it(manager_client):
     node = make_node(state=LifecycleState.IN_SERVICE)
+    make_team("vision")
     page = manager_client.get(node.get_edit_url())
     assert "state" not in page.context["form"].fields
     response = manager_client.post(node.get_edit_url(), {
@@ -66,7 +67,7 @@ def test_edit_form_hides_state_and_keeps_it(manager_client):
     })
     assert response.status_code == 302
     node.refresh_from_db()
-    assert node.owner_team == "vision" and node.state == LifecycleState.IN_SERVICE
+    assert node.owner_team_id == "vision" and node.state == LifecycleState.IN_SERVICE
     detail = manager_client.get(node.get_absolute_url()).content.decode()
     assert "owner_team" in detail and "vision" in detail  # the change shows in the history
 

@@ -4,7 +4,7 @@ team and of another team, and ``visible_to``, the same rule as a query."""
 
 import pytest
 
-from inventory.models import GPU, Interruption, Node, SlurmJob
+from inventory.models import GPU, Interruption, Node, SlurmJob, TeamMember
 from portal.roles import RESEARCHER, VIEWER
 from tests.factories import InterruptionFactory, make_gpu, make_node, make_team
 from tests.helpers.accounts import make_user
@@ -17,6 +17,11 @@ rule                          viewer  manager  admin  procurement  support  rese
 inventory.read_telemetry        Y       Y        Y        Y           Y         Y         -
 inventory.read_every_job        Y       Y        Y        Y           Y         -         -
 inventory.read_job              Y       Y        Y        Y           Y         Y         -
+inventory.view_team             Y       Y        Y        Y           Y         Y         -
+inventory.view_teammember       Y       Y        Y        Y           Y         Y         -
+inventory.add_team              -       Y        Y        -           -         -         -
+inventory.edit_team             -       Y        Y        -           -         -         -
+inventory.change_team_pi        -       Y        Y        -           -         -         -
 """
 
 # A node or a GPU: who may change its lifecycle state.
@@ -33,6 +38,14 @@ inventory.read_job       Y     -      -       Y        Y       Y        Y       
 """
 
 
+# Team nlp: "rita" is a member, "nina" one of its managers, "lead" a manager of team speech (all researchers).
+TEAM_TABLE = """
+rule                       rita  nina  lead  viewer  manager  admin  procurement  support  none
+inventory.edit_team          -     Y     -      -       Y       Y        -           -       -
+inventory.change_team_pi     -     -     -      -       Y       Y        -           -       -
+"""
+
+
 def table(text):
     """``(row, column, answer)`` for each cell of a table written as above."""
     header, *rows = [line.split() for line in text.strip().splitlines()]
@@ -45,12 +58,16 @@ class Users(dict):
     the only member of team nlp; "other", of team speech; "loner", of no team."""
 
     TEAMS = {"rita": "nlp", "other": "speech", "loner": None}
+    MANAGERS = {"nina": "nlp", "lead": "speech"}
 
     def __missing__(self, name):
         if name in self.TEAMS:
             user = make_user(name, RESEARCHER)
             if self.TEAMS[name]:
-                make_team(self.TEAMS[name], members=[user])
+                make_team(self.TEAMS[name]).memberships.create(user=user)
+        elif name in self.MANAGERS:
+            user = make_user(name, RESEARCHER)
+            make_team(self.MANAGERS[name]).memberships.create(user=user, role=TeamMember.Role.MANAGER)
         else:
             user = make_user(f"user-{name}", None if name == "none" else name)
         self[name] = user
@@ -73,6 +90,17 @@ def test_asset_table(users, rule, role, expected, model):
     asset = make_node() if model is Node else make_gpu()
     assert users[role].has_perm(rule, asset) is expected
     assert users[role].has_perm(rule, model) is expected  # the model itself: the list's bulk change
+
+
+@pytest.mark.parametrize("rule, who, expected", table(TEAM_TABLE))
+def test_team_table(users, rule, who, expected):
+    assert users[who].has_perm(rule, make_team("nlp")) is expected
+
+
+def test_a_team_manager_may_edit_some_team_and_only_theirs(users):
+    assert users["nina"].has_perm("inventory.edit_team")  # the first check of a page: some team
+    assert not users["nina"].has_perm("inventory.edit_team", make_team("speech"))
+    assert not users["rita"].has_perm("inventory.edit_team")
 
 
 @pytest.mark.parametrize("rule, who, expected", table(JOB_TABLE))

@@ -57,7 +57,7 @@ CASES = {
     "ticket transition": (lambda: make_ticket(title="Fan noise"), "/api/support/tickets/{}/", "transition",
                           {"status": "triaged"}, {"title": "Fan noise, rack 4"}, "status"),
     "node transition": (make_node, "/api/inventory/nodes/{}/", "transition", {"to": LifecycleState.BURN_IN},
-                        {"owner_team": "vision"}, "state"),
+                        {"partition": "train"}, "state"),
     "order cancel": (PurchaseOrderFactory, "/api/planning/purchase-orders/{}/", "cancel", {},
                      {"vendor": "Acme Europe"}, "status"),
     "recommendation dismiss": (RecommendationFactory, "/api/planning/recommendations/{}/", "dismiss",

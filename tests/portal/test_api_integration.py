@@ -8,7 +8,7 @@ from django.utils import timezone
 
 from inventory.models import Node
 from inventory.telemetry.models import GPUHourly
-from tests.factories import bulk_make, make_gpu, make_node, make_site
+from tests.factories import bulk_make, make_gpu, make_node, make_site, make_team
 
 pytestmark = pytest.mark.django_db
 
@@ -24,6 +24,7 @@ def node_url(node):
 
 def test_a_stale_if_match_is_refused_and_changes_nothing(manager_api):
     node = make_node(hostname="dgx-a01", owner_team="")
+    make_team("vision"), make_team("nlp")
     read = manager_api.get(node_url(node))
     etag = read["ETag"]
     assert etag.startswith('"') and read.status_code == 200
@@ -36,7 +37,7 @@ def test_a_stale_if_match_is_refused_and_changes_nothing(manager_api):
     assert stale.status_code == 412
     assert "has changed since you read it" in stale.json()["detail"]
     node.refresh_from_db()
-    assert node.owner_team == "vision"
+    assert node.owner_team_id == "vision"
     assert manager_api.delete(node_url(node), HTTP_IF_MATCH=etag).status_code == 412
     assert Node.objects.filter(pk=node.pk).exists()
 
@@ -51,7 +52,7 @@ def test_if_none_match_answers_304_while_unchanged(viewer_api):
     node = make_node(hostname="dgx-a01")
     etag = viewer_api.get(node_url(node))["ETag"]
     assert viewer_api.get(node_url(node), HTTP_IF_NONE_MATCH=etag).status_code == 304
-    Node.objects.filter(pk=node.pk).update(owner_team="vision")
+    Node.objects.filter(pk=node.pk).update(owner_team=make_team("vision"))
     assert viewer_api.get(node_url(node), HTTP_IF_NONE_MATCH=etag).status_code == 200
 
 
@@ -98,6 +99,7 @@ def test_changes_of_one_request_share_its_id_and_reason(manager_api):
 
     # A reason in the body, and a request id the portal makes up when the client sends none (or a bad one).
     node = Node.objects.get(hostname="dgx-z00")
+    make_team("vision")
     patched = manager_api.patch(node_url(node), {"owner_team": "vision", "change_reason": "team moved"},
                                 HTTP_X_REQUEST_ID="not valid!")
     assert patched.status_code == 200 and len(patched["X-Request-ID"]) == 32
@@ -105,11 +107,13 @@ def test_changes_of_one_request_share_its_id_and_reason(manager_api):
     assert (latest.history_change_reason, latest.request_id) == ("team moved", patched["X-Request-ID"])
     history = manager_api.get(f"{node_url(node)}history/").json()
     assert [r["type"] for r in history["results"]] == ["changed", "created"]
-    assert history["results"][0]["reason"] == "team moved" and history["results"][0]["values"]["owner_team"] == "vision"
+    latest = history["results"][0]
+    assert latest["reason"] == "team moved" and latest["values"]["owner_team_id"] == "vision"  # by attname
 
 
 def test_the_edit_form_stores_a_reason(manager_client):
     node = make_node(hostname="dgx-a01")
+    make_team("vision")
     form = manager_client.get(node.get_edit_url()).context["form"]
     data = {name: form[name].value() for name in form.fields if form[name].value() is not None}
     data.update(owner_team="vision", change_reason="moved to the vision team")
@@ -172,13 +176,14 @@ def test_bulk_create_is_all_or_nothing_with_errors_per_item(manager_api):
 
 def test_bulk_update_and_delete(manager_api, viewer_api):
     nodes = [make_node(hostname=f"dgx-c0{i}") for i in range(3)]
+    make_team("vision"), make_team("nlp")
     patch = [{"id": n.pk, "owner_team": "vision"} for n in nodes]
     answer = manager_api.patch(NODES, patch, format="json")
     assert answer.status_code == 200 and [n["owner_team"] for n in answer.json()] == ["vision"] * 3
 
     bad = manager_api.patch(NODES, [{"id": nodes[0].pk, "owner_team": "nlp"}, {"id": 999999}], format="json")
     assert bad.status_code == 400 and bad.json()["errors"][1] == {"id": ["No node with id 999999."]}
-    assert Node.objects.get(pk=nodes[0].pk).owner_team == "vision"
+    assert Node.objects.get(pk=nodes[0].pk).owner_team_id == "vision"
 
     assert viewer_api.delete(NODES, [n.pk for n in nodes], format="json").status_code == 403
     assert manager_api.delete(NODES, [nodes[0].pk, {"id": nodes[1].pk}], format="json").status_code == 204

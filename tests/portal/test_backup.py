@@ -15,7 +15,7 @@ from psycopg import sql
 from inventory.lifecycle import transition
 from inventory.models import GPU, LifecycleState, Node
 from planning.models import Contract
-from tests.factories import make_gpu, make_node, make_rack, make_site
+from tests.factories import make_gpu, make_node, make_rack, make_site, make_team
 from tests.helpers.pgserver import find_bindir
 
 # Committed data: pg_dump reads the database from its own session.
@@ -59,7 +59,7 @@ def inventory_with_history(manager):
     nodes = [make_node(site=site, rack=rack, hostname=f"dgx-{i:02}", state=LifecycleState.BURN_IN) for i in range(3)]
     for node in nodes:
         make_gpu(node=node)
-        node.owner_team = "vision"
+        node.owner_team = make_team("vision")
         node.save()
     transition(nodes[0], LifecycleState.IN_SERVICE, user=manager, reason="burn-in passed")
     contract = Contract.objects.create(kind=Contract.Kind.SUPPORT, vendor="Acme", reference="SUP-1",

@@ -17,6 +17,7 @@ from django.test.utils import ContextList
 from django.urls import NoReverseMatch, get_resolver, resolve, reverse
 
 from inventory.goodput.models import Interruption
+from inventory.models import Team
 from inventory.telemetry.models import GPUHourly, SlurmJob, TelemetrySource, UnknownSeries
 from planning.models import CapacityPlan, Contract, Delivery, PurchaseOrder, Recommendation, Webhook, WebhookDelivery
 from portal.generic import VERSION_FIELD
@@ -79,6 +80,7 @@ MAKERS = {
     Ticket: _shared(f.TicketFactory, requester=lambda: f.UserFactory(username="rita"), team=f.TeamFactory,
                     node=f.make_node),
     TicketComment: _shared(f.TicketCommentFactory, ticket=f.TicketFactory),
+    Team: _each(f.TeamFactory.create_batch, lambda team: team.memberships.create(user=f.UserFactory())),
 }
 
 # Model fields that hold a secret: never in an API answer, and their value nowhere in its body.

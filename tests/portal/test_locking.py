@@ -10,7 +10,7 @@ from inventory.models import Node
 from planning.models import CapacityPlan
 from portal.roles import MANAGER
 from support.models import Ticket
-from tests.factories import make_node, make_ticket
+from tests.factories import make_node, make_team, make_ticket
 from tests.helpers.accounts import make_user
 
 pytestmark = pytest.mark.django_db
@@ -37,6 +37,7 @@ def form_values(response):
 def test_a_stale_node_form_is_refused_and_names_what_changed(manager):
     other = make_user("olga", MANAGER)
     node = make_node(hostname="dgx-a01", owner_team="")
+    make_team("vision"), make_team("nlp")
     alice, olga = logged_in(manager), logged_in(other)
 
     mine = form_values(alice.get(node.get_edit_url()))
@@ -51,16 +52,16 @@ def test_a_stale_node_form_is_refused_and_names_what_changed(manager):
     assert response.status_code == 200  # the form again, not a redirect
     page = response.content.decode()
     assert "changed by someone else" in page and "olga" in page
-    assert re.search(r"Owner team: empty → vision", page)
+    assert re.search(r"Owner team: none → vision", page)
     node.refresh_from_db()
-    assert node.owner_team == "vision"  # nothing overwritten
+    assert node.owner_team_id == "vision"  # nothing overwritten
 
     # The form shows alice's values over the new version: saving again is a deliberate overwrite.
     again = form_values(response)
     assert again["owner_team"] == "nlp"
     assert alice.post(node.get_edit_url(), again).status_code == 302
     node.refresh_from_db()
-    assert node.owner_team == "nlp"
+    assert node.owner_team_id == "nlp"
 
 
 def test_an_unrelated_change_does_not_make_the_form_stale(manager):
@@ -68,7 +69,7 @@ def test_an_unrelated_change_does_not_make_the_form_stale(manager):
     client = logged_in(manager)
     values = form_values(client.get(node.get_edit_url()))
     Node.objects.filter(pk=node.pk).update(hostname="dgx-a01")  # same values: no conflict
-    values["owner_team"] = "ok"
+    values["owner_team"] = make_team("ok").name
     assert client.post(node.get_edit_url(), values).status_code == 302
 
 

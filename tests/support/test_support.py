@@ -484,7 +484,8 @@ def test_rma_swap_of_a_node_moves_gpus_and_coverage(engineer):
     new = rma.swap_node(ticket, old, "CH-NEW", engineer, asset_tag="TAG-9", rma_number="RMA-7")
     old.refresh_from_db()
     assert old.state == L.RETIRED and old.hostname == f"gpu-007-rma-{old.pk}" and old.rack is None
-    assert (new.hostname, new.serial, new.rack, new.position, new.owner_team) == ("gpu-007", "CH-NEW", rack, 5, "nlp")
+    assert (new.hostname, new.serial, new.rack, new.position, new.owner_team_id) == (
+        "gpu-007", "CH-NEW", rack, 5, "nlp")
     assert set(new.gpus.all()) == set(gpus)
     assert list(new.contracts.all()) == [contract]
     assert Node.objects.get(hostname="gpu-007") == new

@@ -12,6 +12,7 @@ from django.utils import timezone
 from inventory.goodput import recording
 from inventory.models import GPU, GPUDaily, Node
 from inventory.telemetry.rollups import rollup_usage
+from tests.factories import make_team
 from tests.helpers.accounts import make_user
 from tests.helpers.goodput import MIN, H, add_job, make_goodput_fleet
 from tests.helpers.telemetry import HTMX
@@ -27,7 +28,7 @@ def fleet(now):
     """The goodput fleet, n1 and n2 owned by vision; n1/gpu0 reported 10 hours at 40 % yesterday (its only
     reading): vision's GPUs 40.0 % used, 10 × 0.6 = 6 idle GPU-hours."""
     found = make_goodput_fleet(now)
-    Node.objects.filter(hostname__in=["n1", "n2"]).update(owner_team="vision")
+    Node.objects.filter(hostname__in=["n1", "n2"]).update(owner_team=make_team("vision"))
     gpu0 = GPU.objects.get(node=found["nodes"]["n1"], slot=0)
     GPUDaily.objects.create(
         gpu=gpu0, day=timezone.localdate(now) - timezone.timedelta(days=1), util_mean=40, hours=10, samples=600
@@ -123,7 +124,7 @@ def test_an_unknown_team_is_a_404_that_says_why(viewer_client, fleet):
 
 
 def test_team_list(viewer_client, fleet):
-    Node.objects.filter(hostname="n3").update(owner_team="bio")  # a team with nodes and no job
+    Node.objects.filter(hostname="n3").update(owner_team=make_team("bio"))  # a team with nodes and no job
     page = viewer_client.get(TEAMS).content.decode()
     rows = {
         name: page[page.index(f'<a href="/inventory/teams/{name}/">{name}</a>') :]
@@ -163,7 +164,7 @@ def grow(fleet, now, count):
                 node_model=node_model,
                 hostname=f"{team}-x{i}",
                 state="in_service",
-                owner_team=team,
+                owner_team=make_team(team),
             )
             GPU.objects.create(node=node, gpu_model=model, slot=0, serial=f"s-{team}-{i}")
             add_job(fleet["source"], f"1{i}{team}", node, 1, now - 5 * H, now - 5 * H, now - 2 * H, "NODE_FAIL", team)

@@ -10,6 +10,7 @@ from playwright.sync_api import expect
 from inventory.goodput import recording
 from inventory.models import Node
 from portal.roles import VIEWER
+from tests.factories import make_team
 from tests.helpers.accounts import make_user
 from tests.helpers.browser_steps import assert_no_horizontal_overflow, log_in
 from tests.helpers.goodput import MIN, H, make_goodput_fleet
@@ -22,7 +23,7 @@ pytest_plugins = ["tests.helpers.browser"]
 def test_team_list_and_page(browser_page, monkeypatch):
     now = freeze_now(monkeypatch)
     make_goodput_fleet(now)
-    Node.objects.filter(hostname__in=["n1", "n2"]).update(owner_team="vision")
+    Node.objects.filter(hostname__in=["n1", "n2"]).update(owner_team=make_team("vision"))
     recording.record_interruptions(now - 48 * H, now + MIN, now)
     session, page = browser_page, browser_page.page
     log_in(page, make_user("vic", VIEWER), "pw-vic", "/inventory/teams/")

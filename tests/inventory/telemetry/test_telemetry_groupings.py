@@ -74,7 +74,7 @@ def python_rows(rows, range_key, filters, now):
     for row in rows:
         gpu, node = row.gpu, row.gpu.node
         where = {"site": node and node.site_id, "partition": node and node.partition, "gpu_model": gpu.gpu_model_id,
-                 "team": node and node.owner_team}
+                 "team": node and node.owner_team_id}
         t = getattr(row, span.time_field)
         if t in buckets and all(where[name] == value for name, value in filters.items() if value):
             hours = row.hours if span.daily else 1
@@ -84,7 +84,7 @@ def python_rows(rows, range_key, filters, now):
 def python_groups(rows, group_by, range_key, filters, costs, now):
     """What ``utilization_by`` must answer, computed row by row."""
     keys = {"site": lambda g: g.node and g.node.site_id, "partition": lambda g: g.node and g.node.partition,
-            "gpu_model": lambda g: g.gpu_model_id, "team": lambda g: g.node and g.node.owner_team,
+            "gpu_model": lambda g: g.gpu_model_id, "team": lambda g: g.node and g.node.owner_team_id,
             "node": lambda g: g.node_id}
     sums = defaultdict(lambda: {"gpus": set(), "gpu_hours": 0.0, "util_hours": 0.0, "idle_cost": 0.0,
                                 "at_default": 0.0})

@@ -1,30 +1,24 @@
-"""Teams (issue 20): a team is a Slurm account (a job's ``account``: goodput's and the allocations' ``team``) and a
-node's ``owner_team`` (utilization's ``team``). The team pages read every figure from the existing queries
-(``queries.goodput_by``, ``telemetry.queries.utilization_by`` and ``allocations``), in a fixed number of queries
-whatever the number of teams, jobs or nodes."""
+"""A team's figures (issue 20): a team is a Slurm account (a job's ``account``: goodput's and the allocations'
+``team``) and owns nodes (``Node.owner_team``: utilization's ``team``), by its name. The team pages read every figure
+from the existing queries (``goodput.queries.goodput_by``, ``telemetry.queries.utilization_by`` and
+``allocations``), in a fixed number of queries whatever the number of teams, jobs or nodes."""
 
 from django.db.models import Count
-from django.urls import reverse
 from django.utils import timezone
 
 from inventory import capacity
+from inventory.goodput import queries
 from inventory.models import Node
 from inventory.telemetry import queries as telemetry_queries
 from inventory.telemetry import slurm_figures
 from inventory.telemetry.models import SlurmJob
 
-from . import queries
-
-
-def team_url(name):
-    """The team's page, or None for no team (or a name its URL cannot carry: a slash)."""
-    if not name or "/" in name:
-        return None
-    return reverse("inventory:team", args=[name])
+from .models import Team
 
 
 def exists(name):
-    """Whether a node is owned by ``name`` or a job ran under it (ever)."""
+    """Whether ``name`` has figures: a node is owned by it or a job ran under it (ever). A Slurm account the
+    accounting brought before anyone made its team has figures and no ``Team``."""
     return bool(name) and (
         Node.objects.filter(owner_team=name).exists() or SlurmJob.objects.filter(account=name).exists()
     )
@@ -33,7 +27,7 @@ def exists(name):
 def owned_nodes(name=None):
     """{owner team: {"nodes", "gpus", "says"}} of the nodes that have one (``name``: of that team only); two queries.
     Its GPUs are counted by the capacity model (``inventory.capacity``: not retired), as every page counts them."""
-    nodes = Node.objects.exclude(owner_team="")
+    nodes = Node.objects.exclude(owner_team=None)
     if name is not None:
         nodes = nodes.filter(owner_team=name)
     gpus = capacity.count_by("team")
@@ -63,15 +57,15 @@ def team_figures(name, range_key, now=None, gpus=None, job_hours=24.0):
 
 
 def team_rows(range_key, now=None, gpus=None, job_hours=24.0):
-    """Every team: the owner teams and the accounts with jobs (or interruptions) in the range, each with its
-    goodput row's figures, its owned nodes' utilization and its nodes and GPUs, by name. One ``goodput_by("team")``
-    and one ``utilization_by("team")`` call for all of them."""
+    """Every team: the teams, the owner teams and the accounts with jobs (or interruptions) in the range, each
+    with its goodput row's figures, its owned nodes' utilization and its nodes and GPUs, by name. One
+    ``goodput_by("team")`` and one ``utilization_by("team")`` call for all of them."""
     now = now or timezone.now()
     goodput = {g["key"]: g for g in queries.goodput_by("team", range_key, now=now, gpus=gpus, job_hours=job_hours)}
     utilization = {g["key"]: g for g in telemetry_queries.utilization_by("team", range_key, now=now)}
     owned = owned_nodes()
     rows = []
-    for name in sorted({*goodput, *owned} - {None, ""}):
+    for name in sorted({*Team.objects.values_list("name", flat=True), *goodput, *owned} - {None, ""}):
         row = goodput.get(name) or {}
         used = utilization.get(name) or {}
         rows.append(

@@ -1,0 +1,1 @@
+"""``/api/inventory/teams/``: the teams with their members (``views.TeamViewSet``)."""

@@ -1,0 +1,54 @@
+from django import forms
+from django.contrib.auth import get_user_model
+
+from inventory.telemetry import queries as telemetry_queries
+
+from .models import Team, TeamMember
+
+TEAM_RANGE = "30d"
+
+
+class TeamRangeForm(forms.Form):
+    """The team pages' range (``?range=90d``): the utilization and goodput ranges, 30 days by default."""
+
+    range = forms.ChoiceField(choices=[(key, r.label) for key, r in telemetry_queries.RANGES.items()], required=False)
+
+    def range_key(self):
+        return (self.cleaned_data.get("range") if self.is_valid() else None) or TEAM_RANGE
+
+
+def people():
+    return get_user_model().objects.filter(is_active=True).order_by("username")
+
+
+class TeamForm(forms.ModelForm):
+    """A team's own fields. The name is given once: an edit shows it and keeps it (``Team.clean`` refuses a change
+    made otherwise); the PI is the managers' and admins' to change (``inventory.change_team_pi``)."""
+
+    class Meta:
+        model = Team
+        fields = ["name", "description", "pi", "email"]
+        widgets = {"description": forms.Textarea(attrs={"rows": 4})}
+
+    def __init__(self, *args, user=None, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields["pi"].queryset = people()
+        if self.instance.pk is not None:
+            self.fields["name"].disabled = True  # a disabled field keeps the stored value whatever is posted
+            self.fields["name"].help_text = "The team's Slurm account: it cannot change (Slurm cannot rename one)."
+        if user is not None and not user.has_perm("inventory.change_team_pi", self.instance):
+            self.fields["pi"].disabled = True
+            self.fields["pi"].help_text = "Managers and admins change the PI."
+
+
+class TeamMemberForm(forms.ModelForm):
+    class Meta:
+        model = TeamMember
+        fields = ["user", "slurm_user", "role"]
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields["user"].queryset = people()
+
+
+TeamMemberFormSet = forms.inlineformset_factory(Team, TeamMember, form=TeamMemberForm, extra=2, can_delete=True)
