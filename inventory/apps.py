@@ -15,6 +15,8 @@ class InventoryConfig(AppConfig):
         )
 
         from . import policy  # noqa: F401  (registers the inventory's rules)
+        from .allocations import policy as allocation_policy  # noqa: F401  (the allocations' rules)
+        from .allocations.dashboard import allocation_tiles
         from .dashboard import capacity_object_panel, fleet_panel, fleet_tiles, least_used_panel, utilization_tiles
         from .queries import SEARCH_LOOKS_AT, search
         from .telemetry import allocation_rollup
@@ -22,6 +24,7 @@ class InventoryConfig(AppConfig):
         allocation_rollup.connect()
         register_tiles(utilization_tiles, order=10)
         register_tiles(fleet_tiles, order=20)
+        register_tiles(allocation_tiles, order=25)
         register_panel("inventory/panels/least_used.html", least_used_panel, order=10)
         register_panel("inventory/panels/fleet.html", fleet_panel, order=90, wide=True)  # under the story
         register_search_provider(search, looks_at=SEARCH_LOOKS_AT)
@@ -41,6 +44,7 @@ class InventoryConfig(AppConfig):
             ("Utilization", "inventory:utilization", "inventory.read_telemetry"),
             ("Goodput", "inventory:goodput", "inventory.read_telemetry"),
             ("Teams", "inventory:teams", "inventory.read_telemetry"),
+            ("Allocations", "inventory:teamallocation_list", "inventory.read_allocation"),
             ("Interruptions", "inventory:interruption_list", "inventory.read_telemetry"),
             ("Telemetry sources", "inventory:telemetrysource_list", "inventory.view_telemetrysource"),
         ])

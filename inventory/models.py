@@ -443,6 +443,15 @@ class StorageSystem(PortalModel):
             raise ValidationError({"used_tb": f"Used ({self.used_tb} TB) exceeds capacity ({self.capacity_tb} TB)."})
 
 # Telemetry's models live in their own package; Django finds an app's models by importing <app>.models.
+from .allocations.models import (  # noqa: E402,F401
+    AllocationAlert,
+    AllocationApproval,
+    AllocationRequest,
+    SlurmApplied,
+    SlurmSync,
+    SlurmSyncChange,
+    TeamAllocation,
+)
 from .goodput.models import Interruption  # noqa: E402,F401
 from .teams.models import Team, TeamMember  # noqa: E402,F401
 from .telemetry.models import (  # noqa: E402,F401

@@ -3,6 +3,7 @@ from django.urls import path
 from portal.generic import object_urls
 
 from . import forms, views
+from .allocations import urls as allocations_urls
 from .goodput import views as goodput_views
 from .models import GPU, Fabric, FabricAttachment, GPUModel, Node, NodeModel, Rack, Site, StorageSystem, Switch
 from .teams import urls as teams_urls
@@ -46,4 +47,5 @@ urlpatterns = [
     path("interruptions/", goodput_views.InterruptionListView.as_view(), name="interruption_list"),
     # Teams (issue 36): by name, not "<model>_list" and an id.
     *teams_urls.urlpatterns,
+    *allocations_urls.urlpatterns,
 ]

@@ -344,6 +344,7 @@ CELERY_BEAT_SCHEDULE = {
     "support-fault-tickets": {"task": "support.tasks.open_fault_tickets", "schedule": 600.0},
     # Interruptions of the jobs the Slurm pulls brought (every 10 minutes, over the last GOODPUT_LOOKBACK_HOURS).
     "goodput-interruptions": {"task": "inventory.tasks.record_interruptions", "schedule": 600.0},
+    "allocation-alerts": {"task": "inventory.tasks.alert_allocations", "schedule": 3600.0},
 }
 
 # --- Telemetry ---------------------------------------------------------------------------------
@@ -383,6 +384,20 @@ GOODPUT_CHECKPOINT_MINUTES = int(os.environ.get("GOODPUT_CHECKPOINT_MINUTES", "6
 GOODPUT_RESTART_WAIT_CAP_HOURS = float(os.environ.get("GOODPUT_RESTART_WAIT_CAP_HOURS", "24"))
 GOODPUT_MTBI_GPUS = int(os.environ.get("GOODPUT_MTBI_GPUS", "8"))
 GOODPUT_LOOKBACK_HOURS = int(os.environ.get("GOODPUT_LOOKBACK_HOURS", "48"))
+# Team allocations (inventory/allocations): a request for at least this GPU-hour budget needs a second manager's
+# approval; the team is warned when its use crosses these shares of the budget (%); the burn-down's projection
+# extrapolates the use of the last ALLOCATION_BURN_RATE_DAYS days.
+ALLOCATION_SECOND_APPROVAL_GPU_HOURS = float(os.environ.get("ALLOCATION_SECOND_APPROVAL_GPU_HOURS", "50000"))
+ALLOCATION_ALERT_LEVELS = [int(level) for level in env_list("ALLOCATION_ALERT_LEVELS", "80,100")]
+ALLOCATION_BURN_RATE_DAYS = int(os.environ.get("ALLOCATION_BURN_RATE_DAYS", "7"))
+# The sync of the allocations with Slurm (inventory/allocations/sync.py, docs/slurm.md): the cluster's name in
+# slurmdbd, SLURM_CONF for Slurm's clients when not the default, and SLURM_SYNC_BACKEND "sacctmgr" (Slurm's own clients,
+# SLURM_SACCTMGR / SLURM_SCONTROL: e.g. "ssh slurm-head sacctmgr") or "simulator" (the demo's simulated cluster).
+SLURM_CLUSTER = os.environ.get("SLURM_CLUSTER", "cluster")
+SLURM_CONF = os.environ.get("SLURM_CONF", "")
+SLURM_SYNC_BACKEND = os.environ.get("SLURM_SYNC_BACKEND", "sacctmgr")
+if SLURM_SYNC_BACKEND not in ("sacctmgr", "simulator"):
+    raise ImproperlyConfigured(f"SLURM_SYNC_BACKEND: {SLURM_SYNC_BACKEND!r} is neither sacctmgr nor simulator")
 # A GPU model's page lists its nodes with at least this many infrastructure interruptions in 30 days.
 GOODPUT_REPEAT_OFFENDER_MIN = int(os.environ.get("GOODPUT_REPEAT_OFFENDER_MIN", "2"))
 # Recommendations: a partition is reliability-bound when the infrastructure's interruptions lost more than this share

@@ -10,6 +10,7 @@ from django.urls import path
 
 from portal.api.routers import PortalRouter
 
+from ..allocations.api import views as allocation_views
 from ..goodput.api import views as goodput_views
 from ..teams.api import views as teams_views
 from ..telemetry.api import views as telemetry_views
@@ -32,6 +33,8 @@ router.register("slurm-jobs", telemetry_views.SlurmJobViewSet)
 router.register("gpu-hourly", telemetry_views.GPUHourlyViewSet)
 router.register("interruptions", goodput_views.InterruptionViewSet)
 router.register("teams", teams_views.TeamViewSet)
+router.register("team-allocations", allocation_views.TeamAllocationViewSet)
+router.register("allocation-requests", allocation_views.AllocationRequestViewSet)
 
 urlpatterns = [
     *router.urls,

@@ -1,0 +1,80 @@
+"""Allocations and their requests over REST."""
+
+from rest_framework import serializers
+
+from inventory.models import GPUModel
+
+from ...teams.models import Team
+from ..models import AllocationApproval, AllocationRequest, TeamAllocation
+
+
+class UseSerializer(serializers.Serializer):
+    """``usage.Figures``: the allocation's use at the time of the answer."""
+
+    used = serializers.FloatField(help_text="GPU-hours used in the period so far, as every allocation figure counts.")
+    budget = serializers.FloatField(allow_null=True)
+    left = serializers.FloatField(allow_null=True)
+    percent = serializers.FloatField(allow_null=True, help_text="Used, in per cent of the budget.")
+    running = serializers.IntegerField(help_text="GPUs the team's running jobs in scope hold now.")
+    burn_rate = serializers.FloatField(help_text="GPU-hours a day over the last ALLOCATION_BURN_RATE_DAYS days.")
+    exhausted_on = serializers.DateField(allow_null=True, help_text="The day the budget runs out at that rate, if "
+                                         "before the period ends.")
+    level = serializers.IntegerField(allow_null=True, help_text="The highest warning level reached (80, 100).")
+    state = serializers.ChoiceField(choices=["upcoming", "active", "ended"])
+
+
+TERMS = ["team", "partition", "gpu_model", "start", "end", "gpu_hours", "max_gpus", "fairshare"]
+
+
+class TeamAllocationSerializer(serializers.ModelSerializer):
+    url = serializers.HyperlinkedIdentityField(view_name="inventory-api:teamallocation-detail")
+    team = serializers.SlugRelatedField(slug_field="name", read_only=True)
+    use = serializers.SerializerMethodField()
+
+    class Meta:
+        model = TeamAllocation
+        fields = ["id", "url", *TERMS, "use", "created", "updated"]
+
+    def get_use(self, obj) -> UseSerializer:
+        figures = self.context.get("figures", {}).get(obj.pk)
+        return None if figures is None else UseSerializer(figures).data
+
+
+class ApprovalSerializer(serializers.ModelSerializer):
+    user = serializers.SlugRelatedField(slug_field="username", read_only=True)
+
+    class Meta:
+        model = AllocationApproval
+        fields = ["user", "created", "comment"]
+
+
+class AllocationRequestSerializer(serializers.ModelSerializer):
+    """A request; on ``POST`` the team (by name) and the terms, or for a change or renewal the ``allocation`` and
+    the terms that differ from it."""
+
+    url = serializers.HyperlinkedIdentityField(view_name="inventory-api:allocationrequest-detail")
+    team = serializers.SlugRelatedField(slug_field="name", queryset=Team.objects.all(), required=False)
+    gpu_model = serializers.PrimaryKeyRelatedField(queryset=GPUModel.objects.all(), required=False, allow_null=True)
+    allocation = serializers.PrimaryKeyRelatedField(queryset=TeamAllocation.objects.all(), required=False,
+                                                    allow_null=True)
+    requested_by = serializers.SlugRelatedField(slug_field="username", read_only=True)
+    decided_by = serializers.SlugRelatedField(slug_field="username", read_only=True)
+    approvals = ApprovalSerializer(many=True, read_only=True)
+    approvals_needed = serializers.IntegerField(read_only=True)
+
+    class Meta:
+        model = AllocationRequest
+        fields = ["id", "url", "kind", "status", "allocation", *TERMS, "reason", "requested_by", "approvals",
+                  "approvals_needed", "decided_by", "decided_at", "decision_comment", "created", "updated"]
+        read_only_fields = ["status", "decided_at", "decision_comment"]
+        extra_kwargs = {name: {"required": False} for name in ("start", "end")}
+
+    def validate(self, attrs):
+        # The model's own checks run in ``workflow.request`` (the view turns its errors into field errors).
+        if attrs.get("allocation") is None and attrs.get("team") is None:
+            raise serializers.ValidationError({"team": "Name the team (or, for a change or renewal, the allocation)."})
+        return attrs
+
+
+class DecisionSerializer(serializers.Serializer):
+    comment = serializers.CharField(allow_blank=True, default="", max_length=2000)
