@@ -27,6 +27,7 @@ from .models import (
     StorageSystem,
     Switch,
 )
+from .statements import admin as statement_admin  # noqa: F401
 from .teams import admin as teams_admin  # noqa: F401
 from .telemetry import admin as telemetry_admin  # noqa: F401  (Django's autodiscovery imports <app>.admin only)
 

@@ -19,6 +19,7 @@ class InventoryConfig(AppConfig):
         from .allocations.dashboard import allocation_tiles
         from .dashboard import capacity_object_panel, fleet_panel, fleet_tiles, least_used_panel, utilization_tiles
         from .queries import SEARCH_LOOKS_AT, search
+        from .statements import policy as statement_policy  # noqa: F401  (the statements' rules)
         from .telemetry import allocation_rollup
 
         allocation_rollup.connect()
@@ -46,6 +47,7 @@ class InventoryConfig(AppConfig):
             ("Teams", "inventory:teams", "inventory.read_telemetry"),
             ("Allocations", "inventory:teamallocation_list", "inventory.read_allocation"),
             ("Interruptions", "inventory:interruption_list", "inventory.read_telemetry"),
+            ("Statements", "inventory:statement_list", "inventory.read_statement"),
             ("Telemetry sources", "inventory:telemetrysource_list", "inventory.view_telemetrysource"),
         ])
         register_menu("Catalog", order=90, items=[

@@ -6,6 +6,7 @@ from . import forms, views
 from .allocations import urls as allocations_urls
 from .goodput import views as goodput_views
 from .models import GPU, Fabric, FabricAttachment, GPUModel, Node, NodeModel, Rack, Site, StorageSystem, Switch
+from .statements import urls as statements_urls
 from .teams import urls as teams_urls
 from .telemetry import forms as telemetry_forms
 from .telemetry import views as telemetry_views
@@ -48,4 +49,5 @@ urlpatterns = [
     # Teams (issue 36): by name, not "<model>_list" and an id.
     *teams_urls.urlpatterns,
     *allocations_urls.urlpatterns,
+    *statements_urls.urlpatterns,
 ]

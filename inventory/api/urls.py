@@ -12,6 +12,7 @@ from portal.api.routers import PortalRouter
 
 from ..allocations.api import views as allocation_views
 from ..goodput.api import views as goodput_views
+from ..statements.api import views as statements_views
 from ..teams.api import views as teams_views
 from ..telemetry.api import views as telemetry_views
 from . import views
@@ -32,6 +33,8 @@ router.register("unknown-series", telemetry_views.UnknownSeriesViewSet)
 router.register("slurm-jobs", telemetry_views.SlurmJobViewSet)
 router.register("gpu-hourly", telemetry_views.GPUHourlyViewSet)
 router.register("interruptions", goodput_views.InterruptionViewSet)
+router.register("statements", statements_views.StatementViewSet)
+router.register("rate-cards", statements_views.RateCardViewSet)
 router.register("teams", teams_views.TeamViewSet)
 router.register("team-allocations", allocation_views.TeamAllocationViewSet)
 router.register("allocation-requests", allocation_views.AllocationRequestViewSet)

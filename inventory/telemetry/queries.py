@@ -158,6 +158,19 @@ def get_range(range_key):
     return RANGES[range_key]
 
 
+def calendar_month(first_day):
+    """The calendar month that begins on ``first_day`` as ``(start, end)``, cut at the portal's local midnights
+    (``TIME_ZONE``) as the daily ranges cut days: the month ranges of ``/api/inventory/allocations/?month=`` and of
+    the monthly statements."""
+    following = (first_day.replace(day=1) + timedelta(days=32)).replace(day=1)
+    return day_start(first_day.replace(day=1)), day_start(following)
+
+
+def last_closed_month(now=None):
+    """The first day of the last month that has ended (in ``TIME_ZONE``)."""
+    return (timezone.localdate(now or timezone.now()).replace(day=1) - timedelta(days=1)).replace(day=1)
+
+
 def rollup_rows(range_key, filters=None, now=None, per_gpu=True):
     """The rows a range reads within its buckets: per GPU (hourly or daily), with a utilization reading, or
     (``per_gpu`` False) those of ``Range.table``, the usage rows."""

@@ -10,7 +10,7 @@ from django.utils import timezone
 
 from . import allocation_rollup, jobstats
 from .models import SlurmJob
-from .queries import NONE_LABEL, UnknownParameter, get_range
+from .queries import NONE_LABEL, UnknownParameter, calendar_month, get_range
 
 # Filter name -> lookup on a Slurm job. Jobs know neither the site nor the GPU model of their GPUs (a Slurm
 # cluster may span sites and models), so those filters do not apply to them; the dashboard says so.
@@ -33,15 +33,28 @@ def ignored_job_filters(filters):
             if value not in (None, "") and name not in JOB_FILTER_LOOKUPS]
 
 
-def queue_waits(range_key, filters=None, now=None):
-    """Queue wait p50/p95 (hours) per partition of the Slurm jobs that started in the range:
+def span(range_key, now=None, month=None):
+    """``(start, end)`` of the figures: the range from its start until now, or the calendar month that begins on
+    ``month`` (``queries.calendar_month``; until now while it lasts)."""
+    now = now or timezone.now()
+    if month is None:
+        return get_range(range_key).start(now), now
+    start, end = calendar_month(month)
+    return start, min(end, now)
+
+
+def queue_waits(range_key, filters=None, now=None, month=None):
+    """Queue wait p50/p95 (hours) per partition of the Slurm jobs that started in the range (or ``month``):
     ``[{"partition", "jobs", "p50_hours", "p95_hours"}]`` (``jobstats``; only the partition and team filters
     apply)."""
-    jobs = slurm_jobs(filters).filter(start_time__gte=get_range(range_key).start(now))
+    start, end = span(range_key, now, month)
+    jobs = slurm_jobs(filters).filter(start_time__gte=start)
+    if month is not None:
+        jobs = jobs.filter(start_time__lt=end)
     return jobstats.queue_wait_percentiles(jobs, by="partition")
 
 
-def allocations(group_by, range_key, filters=None, now=None, waits=None):
+def allocations(group_by, range_key, filters=None, now=None, waits=None, month=None):
     """Allocated GPU-hours per team (``account``) or ``partition`` over the range (from its start until now; jobs
     still running count until now), from the Slurm jobs the partition and team filters select, most GPU-hours
     first: ``[{"key", "name", "gpu_hours", "jobs"}]``, ``jobs`` being the jobs with GPU time in the range.
@@ -54,21 +67,22 @@ def allocations(group_by, range_key, filters=None, now=None, waits=None):
     """
     if group_by not in ALLOCATION_GROUPS:
         raise UnknownParameter(f"Unknown group_by '{group_by}'; use one of {', '.join(ALLOCATION_GROUPS)}.")
-    return allocation_groupings(range_key, filters, now, waits, (group_by,))[group_by]
+    return allocation_groupings(range_key, filters, now, waits, (group_by,), month)[group_by]
 
 
-def allocation_groupings(range_key, filters=None, now=None, waits=None, group_bys=ALLOCATION_GROUPS):
+def allocation_groupings(range_key, filters=None, now=None, waits=None, group_bys=ALLOCATION_GROUPS, month=None):
     """``allocations`` of each of ``group_bys`` from one read of the figures: ``{group_by: rows}`` (the utilization
-    page shows both; eight queries for both, the queue waits included)."""
+    page shows both; eight queries for both, the queue waits included). ``month``: the calendar month that begins
+    on that day instead of the range (``span``)."""
     now = now or timezone.now()
-    start, jobs = get_range(range_key).start(now), slurm_jobs(filters)
-    counted = (jobstats.in_window(jobs, start, now).values_list(*ALLOCATION_GROUPS).annotate(Count("pk"))
+    (start, end), jobs = span(range_key, now, month), slurm_jobs(filters)
+    counted = (jobstats.in_window(jobs, start, end).values_list(*ALLOCATION_GROUPS).annotate(Count("pk"))
                .order_by())
     if "partition" in group_bys and waits is None:
-        waits = queue_waits(range_key, filters, now)
+        waits = queue_waits(range_key, filters, now, month)
     waits = {row["partition"]: row for row in waits or []}
     scope = {name: (filters or {}).get(key) for key, name in JOB_FILTER_LOOKUPS.items()}
-    totals = allocation_rollup.allocated(start, now, now, ALLOCATION_GROUPS, **scope)
+    totals = allocation_rollup.allocated(start, end, now, ALLOCATION_GROUPS, **scope)
     found = {}
     for group_by in group_bys:
         position = ALLOCATION_GROUPS.index(group_by)

@@ -18,11 +18,13 @@ from django.urls import NoReverseMatch, get_resolver, resolve, reverse
 
 from inventory.goodput.models import Interruption
 from inventory.models import Team
+from inventory.statements.models import RateCard, Statement
 from inventory.telemetry.models import GPUHourly, SlurmJob, TelemetrySource, UnknownSeries
 from planning.models import CapacityPlan, Contract, Delivery, PurchaseOrder, Recommendation, Webhook, WebhookDelivery
 from portal.generic import VERSION_FIELD
 from support.models import Ticket, TicketComment
 from tests import factories as f
+from tests.helpers.statements import make_rate_cards, make_statements
 
 APPS = ("inventory", "planning", "support")
 MAX_QUERIES = 30  # the ceiling of any list at 5 rows; at 500 rows a list may not take more than at 5
@@ -81,6 +83,8 @@ MAKERS = {
                     node=f.make_node),
     TicketComment: _shared(f.TicketCommentFactory, ticket=f.TicketFactory),
     Team: _each(f.TeamFactory.create_batch, lambda team: team.memberships.create(user=f.UserFactory())),
+    RateCard: make_rate_cards,
+    Statement: make_statements,
 }
 
 # Model fields that hold a secret: never in an API answer, and their value nowhere in its body.

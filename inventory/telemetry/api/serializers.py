@@ -5,6 +5,7 @@ from rest_framework import serializers
 
 from inventory.queries import partitions, unknown_partition
 from portal.api.serializers import COMMON, TIMESTAMPS, OutboundErrorsMixin, PortalModelSerializer
+from portal.forms import parse_month
 
 from .. import queries as telemetry_queries
 from .. import slurm_figures
@@ -191,8 +192,17 @@ class AllocationQuerySerializer(ReportQuerySerializer):
         error_messages=choices_error("group_by", slurm_figures.ALLOCATION_GROUPS),
     )
     range = range_field("From the start of the range's first hour (24h, 7d) or day (30d, 90d, 1y) until now.")
+    month = serializers.CharField(
+        required=False, help_text="A calendar month, YYYY-MM, instead of the range: from its first to its last local "
+        "midnight (TIME_ZONE), or until now while it lasts; the monthly statements' months.")
     partition = serializers.CharField(required=False, help_text="Only jobs of this Slurm partition.")
     team = serializers.CharField(required=False, help_text="Only jobs of this Slurm account (team).")
+
+    def validate_month(self, value):
+        try:
+            return parse_month(value)
+        except ValueError as error:
+            raise serializers.ValidationError(str(error)) from None
 
 
 class AllocationGroupSerializer(serializers.Serializer):
@@ -215,9 +225,10 @@ class AllocationGroupSerializer(serializers.Serializer):
 
 class AllocationsSerializer(serializers.Serializer):
     group_by = serializers.CharField()
-    range = serializers.CharField()
-    start = serializers.DateTimeField(help_text="Start of the range (its first hour or day).")
-    end = serializers.DateTimeField(help_text="When the figures were computed; running jobs count until then.")
+    range = serializers.CharField(help_text="The range, or the month (YYYY-MM) when one was asked for.")
+    start = serializers.DateTimeField(help_text="Start of the range (its first hour or day) or month.")
+    end = serializers.DateTimeField(help_text="When the figures were computed (running jobs count until then), or "
+                                    "the end of the month.")
     groups = AllocationGroupSerializer(many=True, help_text="Most GPU-hours first.")
     stale_sources = StaleSourceSerializer(
         many=True, help_text="Enabled Slurm sources whose pulls fail: jobs they have not delivered are missing from "

@@ -148,7 +148,8 @@ class AllocationsView(APIView):
         summary="Allocated GPU-hours, jobs, multi-node share and queue wait per team or partition",
         description=(
             "Allocated GPU-hours: allocated GPUs × the part of each job's run inside the range (jobs still running "
-            "count until now). `group_by=partition` adds the share of GPU-hours from jobs on more than one node and "
+            "count until now), or inside the calendar month `month` (YYYY-MM: the monthly statements add up to "
+            "it). `group_by=partition` adds the share of GPU-hours from jobs on more than one node and "
             "the p50/p95 queue wait of the jobs started in the range; those fields are null for teams. Filters: "
             "`partition` and `team` (the Slurm account); jobs record no site or GPU model."
         ),
@@ -161,13 +162,14 @@ class AllocationsView(APIView):
         params = api.AllocationQuerySerializer(data=request.query_params)
         params.is_valid(raise_exception=True)
         group_by, range_key = params.validated_data["group_by"], params.validated_data["range"]
-        now = timezone.now()
+        month, now = params.validated_data.get("month"), timezone.now()
+        start, end = slurm_figures.span(range_key, now, month)
         answer = {
             "group_by": group_by,
-            "range": range_key,
-            "start": telemetry_queries.get_range(range_key).start(now),
-            "end": now,
-            "groups": slurm_figures.allocations(group_by, range_key, params.filters(), now=now),
+            "range": range_key if month is None else f"{month:%Y-%m}",
+            "start": start,
+            "end": end,
+            "groups": slurm_figures.allocations(group_by, range_key, params.filters(), now=now, month=month),
             "stale_sources": [source for source in telemetry_queries.stale_sources()
                               if source.kind == TelemetrySource.Kind.SLURM],
         }
