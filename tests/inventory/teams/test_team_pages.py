@@ -114,7 +114,7 @@ def test_a_manager_makes_a_team_then_edits_it_with_members_and_the_name_stays(ma
     assert (membership.user, membership.slurm_user, membership.role) == (rita, "rsmith", "manager")
     assert membership.history.get().history_change_reason == "new members"
     page = manager_client.get("/inventory/teams/bio/").content.decode()
-    assert 'id="history"' in page and "Team member “rita in bio”" in page
+    assert 'id="history"' in page and "<b>Member rita</b>: — → added" in page
 
 
 def as_rendered(context):
@@ -172,3 +172,23 @@ def test_the_node_form_offers_the_teams_and_the_csv_import_names_them(manager_cl
     make_node(hostname="n-vis", owner_team="vision")
     rows = manager_client.get("/inventory/nodes/", {"_export": "csv", "owner_team": "vision"}).content.decode()
     assert "n-vis" in rows and ",vision," in rows
+
+
+def test_the_team_page_reads_as_many_queries_for_20_members_as_for_2(manager_client, django_assert_max_num_queries):
+    team = make_team("vision")
+    make_node(owner_team="vision")
+
+    def join(first, last):
+        for i in range(first, last):
+            membership = team.memberships.create(user=make_user(f"m{i}", RESEARCHER))
+            membership.role = TeamMember.Role.MANAGER
+            membership.save()  # a change record more each
+
+    join(0, 2)
+    manager_client.get(VISION)  # warm-up: session, content types
+    with django_assert_max_num_queries(60) as few:
+        manager_client.get(VISION)
+    join(2, 20)
+    with django_assert_max_num_queries(len(few)):
+        page = manager_client.get(VISION).content.decode()
+    assert "<td>m19</td>" in page and "<b>Member m19: role</b>: member → manager" in page
