@@ -1,5 +1,6 @@
 from django import forms
 from django.contrib.auth import get_user_model
+from django.utils.functional import cached_property
 
 from inventory.telemetry import queries as telemetry_queries
 
@@ -51,4 +52,17 @@ class TeamMemberForm(forms.ModelForm):
         self.fields["user"].queryset = people()
 
 
-TeamMemberFormSet = forms.inlineformset_factory(Team, TeamMember, form=TeamMemberForm, extra=2, can_delete=True)
+class BaseTeamMemberFormSet(forms.BaseInlineFormSet):
+    """The people to choose from, read once for all the rows (each row's select would read them again)."""
+
+    @cached_property
+    def user_choices(self):
+        return [("", "---------"), *people().values_list("pk", "username")]
+
+    def add_fields(self, form, index):
+        super().add_fields(form, index)
+        form.fields["user"].choices = self.user_choices  # shown; a posted user is still checked on the queryset
+
+
+TeamMemberFormSet = forms.inlineformset_factory(Team, TeamMember, form=TeamMemberForm, formset=BaseTeamMemberFormSet,
+                                                extra=2, can_delete=True)

@@ -192,3 +192,17 @@ def test_the_team_page_reads_as_many_queries_for_20_members_as_for_2(manager_cli
     with django_assert_max_num_queries(len(few)):
         page = manager_client.get(VISION).content.decode()
     assert "<td>m19</td>" in page and "<b>Member m19: role</b>: member → manager" in page
+
+
+def test_the_edit_page_reads_the_people_once_whatever_its_rows(manager_client, django_assert_max_num_queries):
+    team = make_team("vision")
+    edit = f"{VISION}edit/"
+    team.memberships.create(user=make_user("m0", RESEARCHER))
+    manager_client.get(edit)
+    with django_assert_max_num_queries(40) as few:
+        manager_client.get(edit)
+    for i in range(1, 15):
+        team.memberships.create(user=make_user(f"m{i}", RESEARCHER))
+    with django_assert_max_num_queries(len(few)):
+        page = manager_client.get(edit).content.decode()
+    assert page.count('<option value="') >= 15 * 16  # every row offers every person
