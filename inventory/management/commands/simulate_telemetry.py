@@ -52,7 +52,8 @@ class Handler(BaseHTTPRequestHandler):
         now = timezone.now()
         start = now - timedelta(hours=self.job_hours)
         if query.get("start_time"):
-            start = datetime.fromtimestamp(int(query["start_time"][0]), UTC)
+            # As slurmrestd takes it from the portal's Slurm source: ``uts<epoch seconds>`` (or a bare number).
+            start = datetime.fromtimestamp(int(query["start_time"][0].removeprefix("uts")), UTC)
         return simulator.jobs(simulator.nodes_of(self.fleet()), start, now)
 
     def reply(self, status, content_type, body):
