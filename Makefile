@@ -9,6 +9,8 @@ PORT ?= 8000
 SIM_PORT ?= 9400
 # The demo's telemetry simulator listens on loopback, which the outbound policy refuses unless allowed.
 DEMO_OUTBOUND := OUTBOUND_ALLOWED_NETWORKS=127.0.0.1/32
+# The demo's Slurm accounting is simulated (inventory/teams/slurm_simulator.py): the allocations' sync runs against it.
+DEMO_SLURM := SLURM_SYNC_BACKEND=simulator SLURM_CLUSTER=demo
 
 .PHONY: demo test install install-test lint run-worker clean loadtest
 
@@ -34,7 +36,7 @@ install-test: $(VENV)/.installed-test
 demo: install
 	@echo "Migrating the database (var/portal.sqlite3) …"
 	@DEBUG=1 $(BIN)/python manage.py migrate --noinput -v 0
-	@DEBUG=1 $(DEMO_OUTBOUND) $(BIN)/python manage.py seed_demo --simulator-port $(SIM_PORT)
+	@DEBUG=1 $(DEMO_OUTBOUND) $(DEMO_SLURM) $(BIN)/python manage.py seed_demo --simulator-port $(SIM_PORT)
 	@echo ""
 	@echo "Open the portal at http://127.0.0.1:$(PORT)/ and log in with one of the demo logins above."
 	@echo "A Celery worker with beat and the telemetry simulator (port $(SIM_PORT)) run alongside."
@@ -42,8 +44,8 @@ demo: install
 	@echo ""
 	@trap 'kill 0' INT TERM EXIT; \
 	DEBUG=1 $(BIN)/python manage.py simulate_telemetry --port $(SIM_PORT) & \
-	DEBUG=1 $(DEMO_OUTBOUND) $(BIN)/celery -A portal worker --beat --loglevel=WARNING --concurrency=2 & \
-	DEBUG=1 $(DEMO_OUTBOUND) $(BIN)/python manage.py runserver 127.0.0.1:$(PORT)
+	DEBUG=1 $(DEMO_OUTBOUND) $(DEMO_SLURM) $(BIN)/celery -A portal worker --beat --loglevel=WARNING --concurrency=2 & \
+	DEBUG=1 $(DEMO_OUTBOUND) $(DEMO_SLURM) $(BIN)/python manage.py runserver 127.0.0.1:$(PORT)
 
 test: install-test
 	$(BIN)/ruff check .

@@ -34,6 +34,7 @@ from django.utils import timezone
 from django.utils.module_loading import module_has_submodule
 from simple_history.utils import bulk_create_with_history
 
+from inventory.allocations import demo as allocations_demo
 from inventory.catalog import GPU_MODELS, NODE_MODELS
 from inventory.goodput.recording import record_interruptions
 from inventory.lifecycle import bulk_transition, transition
@@ -317,6 +318,8 @@ def seed_demo(report=None, simulator_port=SIMULATOR_PORT):
         backfilled = (backfilled[0], backfilled[1] + history_jobs, daily_history())
         analyze(Node, GPU, GPUHourly, NodeHourly, GPUDaily, SlurmJob, SlurmJobNode)  # the analyses below read them
     seed_other_apps(seeder, users)
+    with seeder.step(f"allocations: {allocations_demo.SEEDS}"):  # after support's researcher, who asks for one
+        allocations_demo.seed(seeder, {user.username: user for user in User.objects.all()})
     return summary(seeder, backfilled)
 
 

@@ -24,7 +24,6 @@ from datetime import timedelta
 from pathlib import Path
 
 import dj_database_url
-from celery.schedules import crontab
 from csp.constants import NONCE, NONE, SELF, UNSAFE_INLINE
 from django.core.exceptions import ImproperlyConfigured
 
@@ -345,9 +344,6 @@ CELERY_BEAT_SCHEDULE = {
     "support-fault-tickets": {"task": "support.tasks.open_fault_tickets", "schedule": 600.0},
     # Interruptions of the jobs the Slurm pulls brought (every 10 minutes, over the last GOODPUT_LOOKBACK_HOURS).
     "goodput-interruptions": {"task": "inventory.tasks.record_interruptions", "schedule": 600.0},
-    # The last month's statements, issued and e-mailed on the first of each month (TIME_ZONE), after midnight's pulls.
-    "monthly-statements": {"task": "inventory.tasks.issue_monthly_statements",
-                           "schedule": crontab(minute=30, hour=2, day_of_month=1)},
     "allocation-alerts": {"task": "inventory.tasks.alert_allocations", "schedule": 3600.0},
 }
 
@@ -391,7 +387,7 @@ GOODPUT_LOOKBACK_HOURS = int(os.environ.get("GOODPUT_LOOKBACK_HOURS", "48"))
 # Team allocations (inventory/allocations): a request for at least this GPU-hour budget needs a second manager's
 # approval; the team is warned when its use crosses these shares of the budget (%); the burn-down's projection
 # extrapolates the use of the last ALLOCATION_BURN_RATE_DAYS days.
-ALLOCATION_SECOND_APPROVAL_GPU_HOURS = float(os.environ.get("ALLOCATION_SECOND_APPROVAL_GPU_HOURS", "50000"))
+ALLOCATION_SECOND_APPROVAL_GPU_HOURS = float(os.environ.get("ALLOCATION_SECOND_APPROVAL_GPU_HOURS", "200000"))
 ALLOCATION_ALERT_LEVELS = [int(level) for level in env_list("ALLOCATION_ALERT_LEVELS", "80,100")]
 ALLOCATION_BURN_RATE_DAYS = int(os.environ.get("ALLOCATION_BURN_RATE_DAYS", "7"))
 # The sync of the allocations with Slurm (inventory/allocations/sync.py, docs/slurm.md): the cluster's name in
