@@ -24,6 +24,7 @@ from datetime import timedelta
 from pathlib import Path
 
 import dj_database_url
+from celery.schedules import crontab
 from csp.constants import NONCE, NONE, SELF, UNSAFE_INLINE
 from django.core.exceptions import ImproperlyConfigured
 
@@ -344,6 +345,9 @@ CELERY_BEAT_SCHEDULE = {
     "support-fault-tickets": {"task": "support.tasks.open_fault_tickets", "schedule": 600.0},
     # Interruptions of the jobs the Slurm pulls brought (every 10 minutes, over the last GOODPUT_LOOKBACK_HOURS).
     "goodput-interruptions": {"task": "inventory.tasks.record_interruptions", "schedule": 600.0},
+    # The last month's statements, issued and e-mailed on the first of each month (TIME_ZONE), after midnight's pulls.
+    "monthly-statements": {"task": "inventory.tasks.issue_monthly_statements",
+                           "schedule": crontab(minute=30, hour=2, day_of_month=1)},
     "allocation-alerts": {"task": "inventory.tasks.alert_allocations", "schedule": 3600.0},
 }
 
