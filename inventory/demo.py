@@ -52,6 +52,7 @@ from inventory.models import (
     StorageSystem,
     Switch,
 )
+from inventory.statements import demo as statements_demo
 from inventory.teams.demo import sync_teams
 from inventory.telemetry import simulator, slurm, xid
 from inventory.telemetry.models import (
@@ -318,6 +319,8 @@ def seed_demo(report=None, simulator_port=SIMULATOR_PORT):
         backfilled = (backfilled[0], backfilled[1] + history_jobs, daily_history())
         analyze(Node, GPU, GPUHourly, NodeHourly, GPUDaily, SlurmJob, SlurmJobNode)  # the analyses below read them
     seed_other_apps(seeder, users)
+    with seeder.step(f"statements: {statements_demo.SEEDS}"):
+        seeder.report(statements_demo.seed(seeder, {user.username: user for user in User.objects.all()}))
     with seeder.step(f"allocations: {allocations_demo.SEEDS}"):  # after support's researcher, who asks for one
         allocations_demo.seed(seeder, {user.username: user for user in User.objects.all()})
     return summary(seeder, backfilled)

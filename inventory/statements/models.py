@@ -46,6 +46,7 @@ class RateCard(PortalModel):
 
     def save(self, *args, **kwargs):
         self.check_editable()  # the model's guard, for writes that skip the forms (the shell, a script)
+        self.currency = self.currency.upper()
         super().save(*args, **kwargs)
     # Deleting a used card: its closed months protect it (``ProtectedError``, which the pages and API word).
 
@@ -62,8 +63,10 @@ class RateCard(PortalModel):
         self.check_editable()
         if self.currency and not (len(self.currency) == 3 and self.currency.isalpha()):
             raise ValidationError({"currency": "Enter a three-letter currency code, e.g. USD."})
-        self.currency = self.currency.upper()
 
+
+
+ONCE = "The card already has a rate for this GPU model and partition."
 
 
 class Rate(models.Model):
@@ -79,10 +82,12 @@ class Rate(models.Model):
     class Meta:
         ordering = ["card", "gpu_model__name", "partition"]
         constraints = [
-            models.UniqueConstraint(fields=["card", "gpu_model", "partition"], nulls_distinct=False,
-                                    name="rate_once_per_model_partition",
-                                    violation_error_message="The card already has a rate for this model and "
-                                                            "partition."),
+            # Two partial constraints, not ``nulls_distinct=False``: SQLite (the demo's database) has no such index.
+            models.UniqueConstraint(fields=["card", "gpu_model", "partition"],
+                                    condition=models.Q(gpu_model__isnull=False), name="rate_once_per_model_partition",
+                                    violation_error_message=ONCE),
+            models.UniqueConstraint(fields=["card", "partition"], condition=models.Q(gpu_model__isnull=True),
+                                    name="rate_once_per_partition", violation_error_message=ONCE),
             models.CheckConstraint(condition=models.Q(price_per_gpu_hour__gte=0), name="rate_not_negative"),
         ]
 
@@ -156,8 +161,12 @@ class Statement(PortalModel):
 
     class Meta:
         ordering = ["-month", "team__name"]
-        constraints = [models.UniqueConstraint(fields=["month", "team"], nulls_distinct=False,
-                                               name="statement_once_per_team_month")]
+        constraints = [  # one per team and month, and one "no team" (see ``Rate``'s constraints)
+            models.UniqueConstraint(fields=["month", "team"], condition=models.Q(team__isnull=False),
+                                    name="statement_once_per_team_month"),
+            models.UniqueConstraint(fields=["month"], condition=models.Q(team__isnull=True),
+                                    name="statement_once_without_team_month"),
+        ]
 
     def __str__(self):
         return f"{self.team_name} {self.month_label}"

@@ -79,6 +79,18 @@ class RateCardSerializer(PortalModelSerializer):
         fields = [*COMMON, "effective_from", "currency", "note", "rates", "in_use", *TIMESTAMPS]
         brief_fields = ["effective_from", "currency"]
 
+    def validate(self, attrs):
+        rates = attrs.pop("rates", None)  # not a field of the card: the model's checks run without them
+        attrs = super().validate(attrs)
+        if rates is not None:
+            if self.instance is not None:  # the card's rates change: refused on a used card as the card is
+                try:
+                    self.instance.check_editable()
+                except DjangoValidationError as error:
+                    raise serializers.ValidationError({"rates": error.messages}) from None
+            attrs["rates"] = rates
+        return attrs
+
     def validate_rates(self, rates):
         keys = [(rate.get("gpu_model"), rate.get("partition", "")) for rate in rates]
         if len(keys) != len(set(keys)):
