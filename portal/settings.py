@@ -299,7 +299,11 @@ SPECTACULAR_SETTINGS = {
     "REDOC_DIST": "SIDECAR",
     "COMPONENT_SPLIT_REQUEST": True,
     # Choice sets that share a field name ("kind") with others get names of their own.
-    "ENUM_NAME_OVERRIDES": {"ScenarioKindEnum": "planning.plans.scenarios.SCENARIO_KINDS"},
+    "ENUM_NAME_OVERRIDES": {
+        "ScenarioKindEnum": "planning.plans.scenarios.SCENARIO_KINDS",
+        "AllocationRequestStatusEnum": "inventory.allocations.models.AllocationRequest.Status",
+        "AllocationRequestKindEnum": "inventory.allocations.models.AllocationRequest.Kind",
+    },
 }
 
 # --- Celery ------------------------------------------------------------------------------------

@@ -23,6 +23,18 @@ class UseSerializer(serializers.Serializer):
     state = serializers.ChoiceField(choices=["upcoming", "active", "ended"])
 
 
+class BurnDownSerializer(serializers.Serializer):
+    """``usage.burn_down``: day by day from the period's first day to its last."""
+
+    days = serializers.ListField(child=serializers.DateField())
+    used = serializers.ListField(child=serializers.FloatField(allow_null=True),
+                                 help_text="GPU-hours used from the start to each day's end; null after today.")
+    budget = serializers.FloatField(allow_null=True)
+    projected = serializers.ListField(child=serializers.FloatField(allow_null=True),
+                                      help_text="GPU-hours projected at each day's end from today on at the burn rate.")
+    use = UseSerializer()
+
+
 TERMS = ["team", "partition", "gpu_model", "start", "end", "gpu_hours", "max_gpus", "fairshare"]
 
 

@@ -45,12 +45,12 @@ class TeamAllocationViewSet(ScopedMixin, viewsets.ReadOnlyModelViewSet):
         self.figures = usage.figures([allocation])
         return Response(self.get_serializer(allocation).data)
 
-    @extend_schema(summary="The allocation's day-by-day use, budget and projection")
+    @extend_schema(summary="The allocation's day-by-day use, budget and projection",
+                   responses={200: api.BurnDownSerializer})
     @action(detail=True, methods=["get"], url_path="burn-down", pagination_class=None, filter_backends=[])
     def burn_down(self, request, pk=None):
         drawn = usage.burn_down(self.get_object())
-        return Response({"days": drawn["days"], "used": drawn["used"], "budget": drawn["budget"],
-                         "projected": drawn["projected"], "use": api.UseSerializer(drawn["figures"]).data})
+        return Response(api.BurnDownSerializer({**drawn, "use": drawn["figures"]}).data)
 
 
 def refusal(error):
