@@ -13,8 +13,8 @@ from django.views import View
 from inventory.telemetry.models import SlurmJob
 from portal.generic import ObjectListView, ObjectView
 
+from . import queue, usage, workflow
 from . import sync as slurm
-from . import usage, workflow
 from .filters import AllocationRequestFilterSet, TeamAllocationFilterSet
 from .forms import AllocationRequestForm
 from .models import AllocationApproval, AllocationRequest, SlurmSync, TeamAllocation
@@ -74,7 +74,8 @@ class TeamAllocationView(ReadAllocationsMixin, ObjectView):
             chart=burn_down_chart(drawn),
             requests=allocation.requests.select_related("requested_by", "decided_by"),
             may_request=user.has_perm("inventory.request_allocation", allocation.team),
-            pending=held_jobs(allocation),
+            held=queue.held_jobs(allocation.team.name, slurm.runner()) if user.has_perm(
+                "inventory.read_allocation", allocation) else ([], ""),
         )
         return context
 
@@ -89,19 +90,6 @@ def burn_down_chart(drawn):
         series.append({"name": "Projected at the recent rate", "y": drawn["projected"],
                        "style": {"mode": "lines", "line": {"dash": "dash", "width": 2}}})
     return {"x": days, "series": series, "x_title": "Day", "y_title": "GPU-hours used since the start"}
-
-
-def held_jobs(allocation, limit=20):
-    """The team's pending jobs Slurm holds for a limit (its reason in words), newest first."""
-    from inventory.teams.slurm_checks import explain_reason
-
-    jobs = (SlurmJob.objects.filter(account=allocation.team.name, state="PENDING", start_time__isnull=True)
-            .order_by("-submit_time")[:limit])
-    rows = []
-    for job in jobs:
-        reason = getattr(job, "reason", "") or ""
-        rows.append({"job": job, "reason": reason, "words": explain_reason(reason) if reason else ""})
-    return rows
 
 
 class AllocationRequestListView(ReadAllocationsMixin, ObjectListView):

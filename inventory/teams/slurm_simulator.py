@@ -86,6 +86,8 @@ def run(command, **kwargs):
     try:
         if program == "scontrol":
             output = scontrol(state, args)
+        elif program == "squeue":
+            output = ""  # the simulated cluster's queue is empty
         elif program == "sacctmgr":
             output, changed = sacctmgr_command(state, args)
             if changed:

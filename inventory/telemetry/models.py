@@ -439,6 +439,11 @@ class SlurmJob(models.Model):
         help_text="Slurm's restart count (restart_cnt): times the job was requeued before this run; empty when the "
         "source does not say.",
     )
+    reason = models.CharField(
+        max_length=100, blank=True,
+        help_text="Slurm's state reason (state.reason, state_reason): why a pending job waits (Priority, Resources, "
+        "AssocGrpGRESMinutes: its team's GPU budget is used up); empty when the source does not say.",
+    )
 
     objects = TeamRowQuerySet.as_manager()
 

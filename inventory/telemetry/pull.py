@@ -157,7 +157,7 @@ def save_jobs(source, jobs, now, quality):
     if not jobs:
         return
     fields = ["cluster", "name", "user", "account", "partition", "state", "start_time", "end_time",
-              "nodes", "node_count", "gpus", "running_until", "restarts"]
+              "nodes", "node_count", "gpus", "running_until", "restarts", "reason"]
     for job in jobs:
         if job.start_time and job.end_time is None:
             if job.running_until is None:

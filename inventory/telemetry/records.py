@@ -114,6 +114,8 @@ class JobRecord:
     # Slurm's restart count (``restart_cnt``): how many times the job was requeued before this run. None when the
     # answer does not say (sacct before 23.02 and most slurmdbd answers).
     restarts: int | None = None
+    # Slurm's state reason (why a pending job waits: Priority, Resources, AssocGrpGRESMinutes…); "" when not said.
+    reason: str = ""
 
 
 class Quality:

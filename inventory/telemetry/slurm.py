@@ -76,7 +76,7 @@ MAX_GPUS = 1_000_000  # per job: more is a corrupt record
 MAX_WARNINGS = 20  # skipped jobs named one by one in the source's log; the rest are counted
 
 # SlurmJob's column widths (tests check they match): longer values are cut, not refused by the database.
-FIELD_LIMITS = {"job_id": 50, "cluster": 100, "name": 200, "user": 100, "account": 100, "partition": 100,
+FIELD_LIMITS = {"job_id": 50, "cluster": 100, "name": 200, "user": 100, "account": 100, "partition": 100, "reason": 100,
                 "state": 40}
 
 
@@ -189,7 +189,17 @@ def parse_job(job, answered_at=None, quality=None):
         gpus=bounded(gpu_count(job, started), MAX_GPUS, "GPU count"),
         running_until=running_until,
         restarts=restart_count(job),
+        reason=cut("reason", state_reason(job)),
     )
+
+
+def state_reason(job):
+    """Slurm's reason for the job's state: ``state.reason`` (sacct --json, slurmdbd), ``state_reason`` (slurmctld's
+    /slurm/ jobs); "None" (Slurm's word for none) read as ''."""
+    value = job.get("state")
+    reason = value.get("reason") if isinstance(value, dict) else None
+    reason = text(reason if reason is not None else job.get("state_reason"))
+    return "" if reason in ("None", "none") else reason
 
 
 def restart_count(job):

@@ -2,7 +2,7 @@
 request's page, the allocation page shows the use and the burn-down; researchers see their own teams' only; bad
 input re-renders the form with its message and writes nothing."""
 
-from datetime import UTC, date, datetime, timedelta
+from datetime import date, datetime, timedelta
 
 import pytest
 from django.test import Client

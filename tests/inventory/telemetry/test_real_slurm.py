@@ -153,3 +153,12 @@ def test_saved_test_cluster_answer_reads_as_a_2_gpu_completed_job():
         2, "physics", "gpu", 1, "COMPLETED", "portaltest")
     assert record.nodes == document["jobs"][0]["nodes"]
     assert record.end_time > record.start_time >= record.submit_time
+
+
+def test_saved_answer_keeps_slurms_state_reason():
+    """The saved job waited for its team's budget before it ran: 22.05 keeps that reason in accounting
+    (``state.reason``), stored as the job's ``reason``; Slurm's "None" is no reason."""
+    document = json.loads(SAVED.read_text())
+    assert parse_one(document, document["jobs"][0]["job_id"]).reason == "AssocGrpGRESMinutes"
+    document["jobs"][0]["state"]["reason"] = "None"
+    assert parse_one(document, document["jobs"][0]["job_id"]).reason == ""
