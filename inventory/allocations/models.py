@@ -173,6 +173,8 @@ class SlurmSync(models.Model):
     changes = models.JSONField(default=list)
     drift = models.JSONField(default=list)
     warnings = models.JSONField(default=list)
+    billing_weights = models.JSONField(default=dict, help_text="TRESBillingWeights per partition as read "
+                                       "({partition: {tres: weight}}): the allocations' use in billing units.")
     error = models.TextField(blank=True, help_text="Why Slurm could not be read, when it could not.")
     approved_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True,
                                     related_name="+")

@@ -98,6 +98,7 @@ def propose(user=None, today=None):
         sync.drift = [found.as_dict() for found in slurm_sync.drift(before, actual)] if before else []
         sync.warnings = [warning.as_dict() for warning in slurm_checks.read_and_check(
             wish.cluster, slurm_sync.wanted_tres(wish), runner=run)]
+        sync.billing_weights = slurm_checks.read_billing_weights(run)
     except (sacctmgr.SlurmCommandError, ValueError) as error:
         sync.error = str(error)
     sync.status = S.PROPOSED if sync.changes else S.IN_SYNC

@@ -32,7 +32,9 @@ class Figures:
     """One allocation's use at ``now``: ``used`` GPU-hours in the period so far, ``running`` GPUs held by the team's
     jobs now (in scope), and, with a budget, ``left``, ``share`` (used / budget, 0-1+), ``burn_rate`` (GPU-hours a day
     over the last ``ALLOCATION_BURN_RATE_DAYS`` days) and ``exhausted_on`` (the day the budget runs out at that
-    rate, None when it lasts the period or nothing burns)."""
+    rate, None when it lasts the period or nothing burns); ``billing``: ``used`` in Slurm's billing units, each
+    partition's GPU-hours × its ``TRESBillingWeights`` weight of ``gres/gpu`` as the latest look at Slurm read it
+    (None before one, or when a partition used weighs no GPUs)."""
 
     used: float
     running: int
@@ -42,6 +44,7 @@ class Figures:
     burn_rate: float = 0.0
     exhausted_on: date | None = None
     state: str = "active"  # upcoming, active, ended
+    billing: float | None = None  # ``used`` in Slurm's billing units (``billing``), when known
 
     @property
     def percent(self):
@@ -68,19 +71,22 @@ def figures(allocations, now=None):
         recent[allocation.pk] = (max(start, now - timedelta(days=rate_days)), min(end, now))
     used = used_in_windows(allocations, windows, now)
     burned = used_in_windows(allocations, recent, now)
+    weights = gpu_billing_weights()
     running = running_gpus(allocations, now)
     found = {}
     for allocation in allocations:
         start, end = period(allocation)
         state = "upcoming" if now < start else "ended" if now >= end else "active"
-        row = Figures(used=round(used.get(allocation.pk, 0.0), 2), running=running.get(allocation.pk, 0), state=state)
+        partitions = used.get(allocation.pk, {})
+        row = Figures(used=round(sum(partitions.values()), 2), running=running.get(allocation.pk, 0), state=state,
+                      billing=billing(partitions, weights))
         if allocation.gpu_hours is not None:
             row.budget = allocation.gpu_hours
             row.left = round(allocation.gpu_hours - row.used, 2)
             row.share = row.used / allocation.gpu_hours
             begin, finish = recent[allocation.pk]
             days = (finish - begin).total_seconds() / 86400
-            rate = burned.get(allocation.pk, 0.0) / days if days > 0 else 0.0
+            rate = sum(burned.get(allocation.pk, {}).values()) / days if days > 0 else 0.0
             row.exhausted_on = exhaustion(row.left, rate, now, allocation.end)
             row.burn_rate = round(rate, 2)
         found[allocation.pk] = row
@@ -99,7 +105,8 @@ def exhaustion(left, rate, now, last_day):
 
 
 def used_in_windows(allocations, windows, now):
-    """``{allocation pk: GPU-hours}`` of each allocation's team (and partition, GPU model) in its window."""
+    """``{allocation pk: {partition: GPU-hours}}`` of each allocation's team (and partition, GPU model) in its
+    window."""
     by_model = defaultdict(list)
     for allocation in allocations:
         start, end = windows[allocation.pk]
@@ -111,10 +118,34 @@ def used_in_windows(allocations, windows, now):
         read = allocation_rollup.Reader(now, nodes=nodes).read({a.pk: windows[a.pk] for a in group},
                                                                 ("account", "partition"))
         for allocation in group:
-            found[allocation.pk] = sum(row["gpu_hours"] for (account, partition), row in read[allocation.pk].items()
-                                       if account == allocation.team.name
-                                       and (not allocation.partition or partition == allocation.partition))
+            found[allocation.pk] = per_partition(allocation, read[allocation.pk])
     return found
+
+
+def per_partition(allocation, groups):
+    """``{partition: GPU-hours}`` of the allocation's team and scope among a read's (account, partition) groups."""
+    found = defaultdict(float)
+    for (account, partition), row in groups.items():
+        if account == allocation.team.name and (not allocation.partition or partition == allocation.partition):
+            found[partition] += row["gpu_hours"]
+    return found
+
+
+def gpu_billing_weights():
+    """``{partition: billing units per GPU-hour}`` (the ``gres/gpu`` weight of ``TRESBillingWeights``) as the latest
+    look at Slurm read them; {} before any look, or where no partition weighs GPUs."""
+    from .models import SlurmSync  # the sync's record; usage reads it, not the other way round
+
+    latest = SlurmSync.objects.exclude(billing_weights={}).order_by("-created", "-pk").values_list(
+        "billing_weights", flat=True).first() or {}
+    return {partition: weights["gres/gpu"] for partition, weights in latest.items() if "gres/gpu" in weights}
+
+
+def billing(partitions, weights):
+    """GPU-hours per partition in Slurm's billing units, or None when a partition used has no GPU weight."""
+    if not weights or any(partition not in weights for partition, hours in partitions.items() if hours):
+        return None
+    return round(sum(hours * weights[partition] for partition, hours in partitions.items()), 2)
 
 
 def model_nodes(model_id):
@@ -172,10 +203,7 @@ def per_day(allocation, windows, now):
     """``{day: GPU-hours from the period's start to the day's end}`` (one rollup read for every day)."""
     nodes = None if allocation.gpu_model_id is None else model_nodes(allocation.gpu_model_id)
     read = allocation_rollup.Reader(now, nodes=nodes).read(windows, ("account", "partition"))
-    return {day: sum(row["gpu_hours"] for (account, partition), row in groups.items()
-                     if account == allocation.team.name
-                     and (not allocation.partition or partition == allocation.partition))
-            for day, groups in read.items()}
+    return {day: sum(per_partition(allocation, groups).values()) for day, groups in read.items()}
 
 
 def day_fraction(now):

@@ -21,6 +21,8 @@ class UseSerializer(serializers.Serializer):
                                          "before the period ends.")
     level = serializers.IntegerField(allow_null=True, help_text="The highest warning level reached (80, 100).")
     state = serializers.ChoiceField(choices=["upcoming", "active", "ended"])
+    billing = serializers.FloatField(allow_null=True, help_text="Used, in Slurm's billing units: each partition's "
+                                     "GPU-hours × its TRESBillingWeights weight of GRES/gpu (null: not known).")
 
 
 class BurnDownSerializer(serializers.Serializer):

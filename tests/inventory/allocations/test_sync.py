@@ -70,6 +70,7 @@ def test_look_apply_and_look_again(simulated):
     assert said.count("add_user") == 1 and "add_qos" in said and "grant_qos" in said  # bsmith; the gpu QOS
     limits = {(c["field"], c["before"], c["after"]) for c in look.changes if c["action"] == "set_limit"}
     assert ("GrpTRES", 16, 8) in limits and ("GrpTRESMins", None, 30000) in limits and ("Fairshare", 10, 20) in limits
+    assert look.billing_weights == {"gpu": {"cpu": 1.0, "gres/gpu": 2.0}}  # the simulated partition's
     done = sync.apply(look, ann)
     assert done.status == SlurmSync.Status.APPLIED and {row.status for row in done.applied.all()} == {"verified"}
     again = sync.propose(ann)

@@ -8,7 +8,7 @@ import pytest
 from django.test import override_settings
 
 from inventory.allocations import usage
-from inventory.models import Team, TeamAllocation, TelemetrySource
+from inventory.models import SlurmSync, Team, TeamAllocation, TelemetrySource
 from inventory.telemetry import allocation_rollup
 from tests.factories import make_gpu, make_gpu_model, make_node
 from tests.helpers.goodput import add_job
@@ -96,3 +96,17 @@ def test_upcoming_and_ended(fleet):
     found = usage.figures([later, earlier], NOW)
     assert (found[later.pk].state, found[later.pk].used) == ("upcoming", 0.0)
     assert (found[earlier.pk].state, found[earlier.pk].used) == ("ended", 4.0)  # job 3, Oct 31 20-24h
+
+
+def test_use_in_slurms_billing_units(fleet):
+    """With the TRESBillingWeights a look at Slurm read: train weighs a GPU 2.0, debug 0.5. vision's 58 GPU-hours in
+    train and 2 in debug are 58 × 2 + 2 × 0.5 = 117 units; without a weight for a partition used: unknown."""
+    whole, train = allocate(fleet), allocate(fleet, partition="train")
+    assert usage.figures([whole], NOW)[whole.pk].billing is None  # no look at Slurm yet
+    SlurmSync.objects.create(cluster="c", billing_weights={"train": {"cpu": 1.0, "gres/gpu": 2.0},
+                                                           "debug": {"gres/gpu": 0.5}})
+    found = usage.figures([whole, train], NOW)
+    assert (found[whole.pk].billing, found[train.pk].billing) == (117.0, 116.0)
+    SlurmSync.objects.create(cluster="c", billing_weights={"train": {"gres/gpu": 2.0}, "debug": {"cpu": 1.0}})
+    found = usage.figures([whole, train], NOW)
+    assert (found[whole.pk].billing, found[train.pk].billing) == (None, 116.0)
