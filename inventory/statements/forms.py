@@ -1,10 +1,10 @@
-"""The rate card form (its rates are written in the admin and the API) and the form that issues a month."""
+"""The rate card form with its rates (a formset) and the form that issues a month."""
 
 from django import forms
 
 from portal.forms import MonthField
 
-from .models import RateCard
+from .models import Rate, RateCard
 
 
 class RateCardForm(forms.ModelForm):
@@ -15,6 +15,24 @@ class RateCardForm(forms.ModelForm):
         model = RateCard
         fields = ["effective_from", "currency", "note"]
         widgets = {"effective_from": forms.DateInput(attrs={"type": "date"})}
+
+
+class BaseRateFormSet(forms.BaseInlineFormSet):
+    def clean(self):
+        super().clean()
+        seen = set()
+        for form in self.forms:
+            if not form.cleaned_data or form.cleaned_data.get("DELETE"):
+                continue
+            key = (form.cleaned_data.get("gpu_model"), form.cleaned_data.get("partition", ""))
+            if key in seen:  # the database would refuse the second at the save: said here, with the others
+                raise forms.ValidationError("Two rates for the same GPU model and partition.")
+            seen.add(key)
+
+
+RateFormSet = forms.inlineformset_factory(
+    RateCard, Rate, formset=BaseRateFormSet, fields=["gpu_model", "partition", "price_per_gpu_hour"], extra=3,
+    can_delete=True)
 
 
 class IssueForm(forms.Form):

@@ -17,7 +17,7 @@ from portal.generic import ObjectEditView, ObjectListView, ObjectView
 
 from . import render
 from .filters import RateCardFilterSet, StatementFilterSet
-from .forms import IssueForm, RateCardForm
+from .forms import IssueForm, RateCardForm, RateFormSet
 from .issuing import issue_month
 from .models import RateCard, Statement
 from .tables import RateCardTable, RateTable, StatementLineTable, StatementTable
@@ -130,7 +130,28 @@ class RateCardView(ObjectView):
 
 
 class RateCardEditView(ObjectEditView):
-    """The card's form; a used card's edit is refused by its ``clean`` (a form error, never a 500)."""
+    """The card's form and its rates; a used card's edit is refused by its ``clean`` (a form error, never a 500).
+    The card and its rates are saved in the post's transaction (``LockedEditMixin``)."""
 
     form_class = RateCardForm
     queryset = RateCard.objects.all()
+    template_name = "inventory/statements/ratecard_edit.html"
+
+    def get_form(self, form_class=None):
+        form = super().get_form(form_class)
+        data = self.request.POST if self.request.method == "POST" else None
+        self.rates = RateFormSet(data, instance=self.object or RateCard(), prefix="rates")
+        return form
+
+    def get_context_data(self, **kwargs):
+        context = super().get_context_data(**kwargs)
+        context["rates"] = self.rates
+        return context
+
+    def form_valid(self, form):
+        if not self.rates.is_valid():
+            return self.form_invalid(form)
+        response = super().form_valid(form)
+        self.rates.instance = self.object
+        self.rates.save()
+        return response

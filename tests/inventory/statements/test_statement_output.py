@@ -129,3 +129,25 @@ def test_monthly_task_mails_each_team_once(fleet, settings, monkeypatch):
     assert kind == "application/pdf" and content.startswith(b"%PDF")
     assert "Total            266.00 USD" in sent["GPU statement 2026-10: vision"].body
     assert render.to_csv(fleet["statement"]) == sent["GPU statement 2026-10: vision"].attachments[0][1]
+
+
+def test_a_rate_card_is_added_with_its_rates_on_its_page(manager_client):
+    from inventory.statements.models import RateCard
+    from tests.factories import make_gpu_model
+
+    model = make_gpu_model()
+    form = {"effective_from": "2027-01-01", "currency": "usd", "note": "2027", "rates-TOTAL_FORMS": "3",
+            "rates-INITIAL_FORMS": "0", "rates-0-price_per_gpu_hour": "2.00", "rates-1-gpu_model": str(model.pk),
+            "rates-1-price_per_gpu_hour": "5.00", "rates-2-partition": "infer", "rates-2-price_per_gpu_hour": "1"}
+    page = manager_client.get("/inventory/rate-cards/add/")
+    assert page.status_code == 200 and 'id="rates"' in page.content.decode()
+    twice = manager_client.post("/inventory/rate-cards/add/", {**form, "rates-2-partition": "",
+                                                                "rates-2-gpu_model": str(model.pk)})
+    assert twice.status_code == 200 and "Two rates for the same GPU model and partition" in twice.content.decode()
+    assert not RateCard.objects.exists()
+    made = manager_client.post("/inventory/rate-cards/add/", form)
+    assert made.status_code == 302
+    card = RateCard.objects.get()
+    assert card.currency == "USD"
+    assert {(r.gpu_model_id, r.partition, str(r.price_per_gpu_hour)) for r in card.rates.all()} == {
+        (None, "", "2.0000"), (model.pk, "", "5.0000"), (None, "infer", "1.0000")}
