@@ -353,6 +353,7 @@ CELERY_BEAT_SCHEDULE = {
     "monthly-statements": {"task": "inventory.tasks.issue_monthly_statements",
                            "schedule": crontab(minute=30, hour=2, day_of_month=1)},
     "allocation-alerts": {"task": "inventory.tasks.alert_allocations", "schedule": 3600.0},
+    "slurm-look": {"task": "inventory.tasks.look_at_slurm", "schedule": 24 * 3600.0},
 }
 
 # --- Telemetry ---------------------------------------------------------------------------------

@@ -112,3 +112,12 @@ def test_slurm_that_cannot_be_read_is_said(simulated):
     with override_settings(SLURM_SYNC_BACKEND="sacctmgr", SLURM_SACCTMGR="/nonexistent/sacctmgr"):
         look = sync.propose(make_user("ann", MANAGER))
     assert look.changes == [] and "could not run" in look.error and look.status == SlurmSync.Status.IN_SYNC
+
+
+def test_beats_daily_look(simulated):
+    from inventory.allocations.tasks import look_at_slurm
+
+    assert look_at_slurm() is None and not SlurmSync.objects.exists()  # no allocation in force: nothing to look at
+    team_with_allocation()
+    look = SlurmSync.objects.get(pk=look_at_slurm())
+    assert look.created_by is None and look.status == SlurmSync.Status.PROPOSED and look.changes
