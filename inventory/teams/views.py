@@ -148,6 +148,7 @@ class TeamView(TeamPageMixin, View):
                 "goodput_pct": percent(row["goodput_ratio"]) if row else None,
                 "queue_wait_pct": percent(row["queue_wait_share"]) if row else None,
                 "allocation": found["allocation"],
+                "allocations": team_allocations(team, request.user, now) if team else [],
                 "utilization": found["utilization"],
                 "owned": owned,
                 "latest": latest,
@@ -166,6 +167,18 @@ class TeamView(TeamPageMixin, View):
                 else None,
             },
         )
+
+
+def team_allocations(team, user, now):
+    """The team's allocations not yet ended, with their use (``allocations.usage.figures``), for those who may read
+    them; the team's page shows them with a link to each burn-down."""
+    from inventory.allocations import usage
+    from inventory.allocations.policy import visible
+
+    allocations = list(visible(team.allocations.select_related("gpu_model", "team"), user)
+                       .filter(end__gte=timezone.localdate(now)).order_by("start", "partition"))
+    found = usage.figures(allocations, now)
+    return [(allocation, found[allocation.pk]) for allocation in allocations]
 
 
 class TeamEditView(ObjectEditView):

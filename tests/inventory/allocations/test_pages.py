@@ -87,3 +87,14 @@ def test_researchers_see_their_teams_only(site):
     assert logged_in(site["lead"]).get(other.get_absolute_url()).status_code == 200
     viewer_page = logged_in(site["ann"]).get(reverse("inventory:teamallocation_list"))
     assert viewer_page.status_code == 200 and link in viewer_page.content
+
+
+def test_the_team_page_shows_its_allocations_to_those_who_may_read_them(site):
+    today = site["today"]
+    allocation = TeamAllocation.objects.create(team=site["vision"], start=today - timedelta(days=5),
+                                               end=today + timedelta(days=24), gpu_hours=400, max_gpus=8)
+    page = logged_in(site["lead"]).get(reverse("inventory:team", args=["vision"])).content.decode()
+    assert 'id="team-allocations"' in page and allocation.get_absolute_url() in page
+    assert "40.0 (10.0 %)" in page  # job 7: 4 GPUs × 10 h of 400
+    other = logged_in(site["stranger"]).get(reverse("inventory:team", args=["vision"])).content.decode()
+    assert 'id="team-allocations"' not in other
