@@ -27,5 +27,6 @@ The module API:
 Pages (``views``, ``urls``): ``/inventory/statements/`` (month × team, filters, the issue form),
 ``/inventory/statements/<id>/`` (lines, totals, credit, adjustments) with ``csv/`` and ``pdf/``,
 ``/inventory/statements/issue/`` (POST), ``/inventory/rate-cards/`` (list, detail, add, edit, delete).
-API (``api``): ``/api/inventory/statements/`` (read; ``issue/`` POST for managers), ``/api/inventory/rate-cards/``.
+API (``api``): ``/api/inventory/statements/`` (read; ``issue/`` and ``adjust/`` POST for managers),
+``/api/inventory/rate-cards/``.
 """

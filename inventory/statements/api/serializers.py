@@ -4,7 +4,7 @@ from django.core.exceptions import ValidationError as DjangoValidationError
 from django.db import transaction
 from rest_framework import serializers
 
-from inventory.models import GPUModel
+from inventory.models import GPUModel, Team
 from portal.api.serializers import COMMON, TIMESTAMPS, PortalModelSerializer
 from portal.forms import parse_month
 
@@ -126,6 +126,22 @@ class RateCardSerializer(PortalModelSerializer):
 
 class IssueSerializer(serializers.Serializer):
     month = serializers.CharField(help_text="The month to issue, YYYY-MM: one that has ended.")
+
+    def validate_month(self, value):
+        try:
+            return parse_month(value)
+        except ValueError as error:
+            raise serializers.ValidationError(str(error)) from None
+
+
+class AdjustRequestSerializer(serializers.Serializer):
+    team = serializers.SlugRelatedField(slug_field="name", queryset=Team.objects.all(), help_text="The team's name.")
+    month = serializers.CharField(help_text="The closed month it corrects, YYYY-MM.")
+    amount = serializers.DecimalField(max_digits=14, decimal_places=2,
+                                      help_text="Added to the team's next statement; negative: a refund.")
+    gpu_hours = serializers.DecimalField(max_digits=14, decimal_places=4, required=False, allow_null=True,
+                                         help_text="The GPU-hours it stands for, if any.")
+    reason = serializers.CharField(max_length=2000)
 
     def validate_month(self, value):
         try:

@@ -12,19 +12,20 @@ from rest_framework.response import Response
 from portal.api.viewsets import PortalModelViewSet
 from portal.filters import MonthFilter
 
-from ..issuing import issue_month
+from ..issuing import adjust, issue_month
 from ..models import ClosedMonth, RateCard, Statement
 from . import serializers as api
 
 
 class ReadsStatements(permissions.BasePermission):
-    """Someone who may read some statement (``statements.policy``); ``issue`` needs ``inventory.issue_statements``."""
+    """Someone who may read some statement (``statements.policy``); ``issue`` and ``adjust`` need
+    ``inventory.issue_statements``."""
 
     def has_permission(self, request, view):
         user = request.user
         if not (user and user.is_authenticated):
             return False
-        if getattr(view, "action", None) == "issue":
+        if getattr(view, "action", None) in ("issue", "adjust"):
             return user.has_perm("inventory.issue_statements")
         return user.has_perm("inventory.read_statement")
 
@@ -76,6 +77,29 @@ class StatementViewSet(viewsets.ReadOnlyModelViewSet):
                   "statements": self.get_queryset().filter(closed_month=closed)}
         return Response(api.IssuedSerializer(answer, context=self.get_serializer_context()).data,
                         status=status.HTTP_201_CREATED if issued else status.HTTP_200_OK)
+
+    @extend_schema(
+        summary="Correct a closed month",
+        description="Records an adjustment of a team's closed (issued) month; it lands on the team's next statement "
+                    "issued, never on the closed one.",
+        request=api.AdjustRequestSerializer,
+        responses={201: api.AdjustmentSerializer,
+                   400: OpenApiResponse(description='`{"month": ["..."]}`: not a closed month, or a bad field.')},
+    )
+    @action(detail=False, methods=["post"])
+    def adjust(self, request):
+        params = api.AdjustRequestSerializer(data=request.data)
+        params.is_valid(raise_exception=True)
+        data = params.validated_data
+        try:
+            row = adjust(data["team"], data["month"], data["amount"], data["reason"], user=request.user,
+                         gpu_hours=data.get("gpu_hours"))
+        except DjangoValidationError as error:
+            errors = serializers.as_serializer_error(error)
+            if "corrects" in errors:
+                errors["month"] = errors.pop("corrects")
+            raise serializers.ValidationError(errors) from None
+        return Response(api.AdjustmentSerializer(row).data, status=status.HTTP_201_CREATED)
 
 
 class RateCardViewSet(PortalModelViewSet):

@@ -96,3 +96,25 @@ def test_a_used_card_is_a_400_and_a_409(manager):
     assert manager.get(f"{CARDS}{card.pk}/").json()["in_use"] is True
     card.refresh_from_db()
     assert card.note == "2026" and card.rates.count() == 4
+
+
+def test_a_closed_month_is_corrected_through_the_api(manager):
+    make_fleet()
+    issue_month(date(2026, 9, 1), now=NOW)
+    url = f"{STATEMENTS}adjust/"
+    made = manager.post(url, {"team": "speech", "month": "2026-09", "amount": "-5.00", "gpu_hours": "2.5",
+                              "reason": "job 4 double counted"}, format="json")
+    assert made.status_code == 201, made.content
+    assert (made.json()["amount"], made.json()["created_by"], made.json()["statement"]) == ("-5.00", "mona", None)
+    for body, field in (({"month": "2026-10"}, "month"), ({"month": "Oct"}, "month"), ({"team": "nobody"}, "team"),
+                        ({"amount": "lots"}, "amount"), ({"reason": ""}, "reason")):
+        refused = manager.post(url, {"team": "speech", "month": "2026-09", "amount": "1", "reason": "x", **body},
+                               format="json")
+        assert refused.status_code == 400 and field in refused.json(), (body, refused.content)
+    issue_month(OCTOBER, now=NOW)
+    speech = manager.get(STATEMENTS, {"month": "2026-10", "team": "speech"}).json()["results"][0]
+    assert (speech["adjustments"], speech["total"]) == ("-5.00", "51.00")
+    assert [row["reason"] for row in speech["adjustment_rows"]] == ["job 4 double counted"]
+    viewer = token_client(make_user("vera", VIEWER))
+    assert viewer.post(url, {"team": "speech", "month": "2026-09", "amount": "1", "reason": "x"},
+                       format="json").status_code == 403
