@@ -38,6 +38,7 @@ router.register("rate-cards", statements_views.RateCardViewSet)
 router.register("teams", teams_views.TeamViewSet)
 router.register("team-allocations", allocation_views.TeamAllocationViewSet)
 router.register("allocation-requests", allocation_views.AllocationRequestViewSet)
+router.register("slurm-syncs", allocation_views.SlurmSyncViewSet)
 
 urlpatterns = [
     *router.urls,

@@ -5,7 +5,8 @@ from rest_framework import serializers
 from inventory.models import GPUModel
 
 from ...teams.models import Team
-from ..models import AllocationApproval, AllocationRequest, TeamAllocation
+from ...teams.slurm_sync import Change
+from ..models import AllocationApproval, AllocationRequest, SlurmSync, TeamAllocation
 
 
 class UseSerializer(serializers.Serializer):
@@ -92,3 +93,39 @@ class AllocationRequestSerializer(serializers.ModelSerializer):
 
 class DecisionSerializer(serializers.Serializer):
     comment = serializers.CharField(allow_blank=True, default="", max_length=2000)
+
+
+class SlurmSyncChangeSerializer(serializers.Serializer):
+    """What one applied change did."""
+
+    position = serializers.IntegerField()
+    description = serializers.CharField()
+    command = serializers.CharField()
+    before = serializers.JSONField(allow_null=True)
+    after = serializers.JSONField(allow_null=True)
+    status = serializers.CharField(help_text="verified, failed, stale (Slurm no longer held `before`) or error.")
+    read_back = serializers.JSONField(allow_null=True)
+    output = serializers.CharField()
+    applied_at = serializers.DateTimeField()
+    applied_by = serializers.SlugRelatedField(slug_field="username", read_only=True)
+
+
+class SlurmSyncSerializer(serializers.ModelSerializer):
+    """A look at Slurm: the changes to approve (each with its `command`, `before`, `after`, `overrides_drift`), the
+    drift, the warnings about Slurm's settings, the billing weights read, and once applied what each change did."""
+
+    url = serializers.HyperlinkedIdentityField(view_name="inventory-api:slurmsync-detail")
+    created_by = serializers.SlugRelatedField(slug_field="username", read_only=True)
+    approved_by = serializers.SlugRelatedField(slug_field="username", read_only=True)
+    changes = serializers.SerializerMethodField()
+    applied = SlurmSyncChangeSerializer(many=True, read_only=True)
+
+    class Meta:
+        model = SlurmSync
+        fields = ["id", "url", "cluster", "status", "created", "created_by", "changes", "drift", "warnings",
+                  "billing_weights", "error", "approved_by", "applied_at", "applied"]
+        read_only_fields = fields
+
+    def get_changes(self, obj) -> list[dict]:
+        return [{**change, "description": found.describe(), "command": found.command()}
+                for change, found in ((change, Change.from_dict(change)) for change in obj.changes)]

@@ -12,8 +12,8 @@ from rest_framework.response import Response
 from portal.api.permissions import RolePermission
 from portal.api.viewsets import OptimisticLocking, changes_object
 
-from .. import usage, workflow
-from ..models import AllocationRequest, TeamAllocation
+from .. import sync, usage, workflow
+from ..models import AllocationRequest, SlurmSync, TeamAllocation
 from ..policy import visible
 from . import serializers as api
 
@@ -128,3 +128,47 @@ class AllocationRequestViewSet(ScopedMixin, OptimisticLocking, mixins.CreateMode
     def withdraw(self, request, pk=None):
         return self.decide(request, workflow.withdraw)
 
+
+
+class SlurmSyncViewSet(OptimisticLocking, viewsets.ReadOnlyModelViewSet):
+    """Looks at Slurm against the allocations in force, newest first: `POST` one (a manager: reads Slurm, stores the
+    changes that would make it hold the allocations, the drift and the warnings; writes nothing), then `apply/` it
+    (a manager: one verified `sacctmgr -i` call at a time; only the latest look). Read by those who read every
+    team's allocations."""
+
+    queryset = SlurmSync.objects.select_related("created_by", "approved_by").prefetch_related(
+        "applied__applied_by").order_by("-created", "-pk")
+    serializer_class = api.SlurmSyncSerializer
+    permission_classes = [RolePermission]
+    filterset_fields = ["status", "cluster"]
+
+    def get_queryset(self):
+        from ...policy import reads_whole_fleet
+
+        return super().get_queryset() if reads_whole_fleet(self.request.user) else SlurmSync.objects.none()
+
+    def get_permissions(self):
+        return [] if self.action in ("create", "apply") else super().get_permissions()
+
+    @extend_schema(summary="Look at Slurm now", request=None,
+                   responses={201: api.SlurmSyncSerializer, 403: OpenApiResponse(description="Not a manager.")})
+    def create(self, request):
+        if not request.user.has_perm("inventory.apply_slurm_sync"):
+            raise PermissionDenied("Only managers look at Slurm for a new sync.")
+        look = sync.propose(request.user)
+        return Response(self.get_serializer(self.get_queryset().get(pk=look.pk)).data, status=status.HTTP_201_CREATED)
+
+    @extend_schema(summary="Approve and apply the look's changes (the latest look only)", request=None,
+                   responses={200: api.SlurmSyncSerializer,
+                              400: OpenApiResponse(description="Not the latest look, or applied already."),
+                              403: OpenApiResponse(description="Not a manager.")})
+    @action(detail=True, methods=["post"])
+    @changes_object
+    def apply(self, request, pk=None):
+        if not request.user.has_perm("inventory.apply_slurm_sync"):
+            raise PermissionDenied("Only managers apply changes to Slurm.")
+        try:
+            done = sync.apply(self.get_object(), request.user)
+        except (DjangoValidationError, DjangoPermissionDenied) as error:
+            refusal(error)
+        return Response(self.get_serializer(self.get_queryset().get(pk=done.pk)).data)

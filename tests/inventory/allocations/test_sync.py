@@ -121,3 +121,25 @@ def test_beats_daily_look(simulated):
     team_with_allocation()
     look = SlurmSync.objects.get(pk=look_at_slurm())
     assert look.created_by is None and look.status == SlurmSync.Status.PROPOSED and look.changes
+
+
+def test_the_sync_over_the_api(simulated):
+    from tests.helpers.accounts import token_client
+
+    team_with_allocation()
+    manager, viewer = token_client(make_user("ann", MANAGER)), token_client(make_user("vic", VIEWER))
+    researcher = token_client(make_user("rex", RESEARCHER))
+    assert viewer.post("/api/inventory/slurm-syncs/").status_code == 403
+    looked = manager.post("/api/inventory/slurm-syncs/")
+    assert looked.status_code == 201 and looked.json()["status"] == "proposed"
+    commands = [change["command"] for change in looked.json()["changes"]]
+    assert "sacctmgr -i modify account where name=vision cluster=demo set GrpTRES=gres/gpu=8" in commands
+    first = looked.json()["id"]
+    newer = manager.post("/api/inventory/slurm-syncs/").json()["id"]
+    stale = manager.post(f"/api/inventory/slurm-syncs/{first}/apply/")
+    assert stale.status_code == 400 and "superseded" in str(stale.json())
+    assert viewer.post(f"/api/inventory/slurm-syncs/{newer}/apply/").status_code == 403
+    applied = manager.post(f"/api/inventory/slurm-syncs/{newer}/apply/")
+    assert applied.status_code == 200 and {row["status"] for row in applied.json()["applied"]} == {"verified"}
+    assert viewer.get(f"/api/inventory/slurm-syncs/{newer}/").json()["status"] == "applied"
+    assert researcher.get("/api/inventory/slurm-syncs/").json()["count"] == 0
