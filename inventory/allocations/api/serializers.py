@@ -6,7 +6,7 @@ from inventory.models import GPUModel
 
 from ...teams.models import Team
 from ...teams.slurm_sync import Change
-from ..models import AllocationApproval, AllocationRequest, SlurmSync, TeamAllocation
+from ..models import AllocationApproval, AllocationRequest, SlurmSync, SlurmSyncChange, TeamAllocation
 
 
 class UseSerializer(serializers.Serializer):
@@ -95,19 +95,16 @@ class DecisionSerializer(serializers.Serializer):
     comment = serializers.CharField(allow_blank=True, default="", max_length=2000)
 
 
-class SlurmSyncChangeSerializer(serializers.Serializer):
-    """What one applied change did."""
+class SlurmSyncChangeSerializer(serializers.ModelSerializer):
+    """What one applied change did: ``status`` verified, failed, stale (Slurm no longer held ``before``) or error."""
 
-    position = serializers.IntegerField()
-    description = serializers.CharField()
-    command = serializers.CharField()
-    before = serializers.JSONField(allow_null=True)
-    after = serializers.JSONField(allow_null=True)
-    status = serializers.CharField(help_text="verified, failed, stale (Slurm no longer held `before`) or error.")
-    read_back = serializers.JSONField(allow_null=True)
-    output = serializers.CharField()
-    applied_at = serializers.DateTimeField()
     applied_by = serializers.SlugRelatedField(slug_field="username", read_only=True)
+
+    class Meta:
+        model = SlurmSyncChange
+        fields = ["position", "description", "command", "before", "after", "status", "read_back", "output",
+                  "applied_at", "applied_by"]
+        read_only_fields = fields
 
 
 class SlurmSyncSerializer(serializers.ModelSerializer):
