@@ -33,6 +33,14 @@ def visible(queryset, user):
     return queryset.filter(Q(team__in=user.teams.all()))
 
 
+def may_act_on_requests(user):
+    """Whether ``user`` may ever ask for, decide or withdraw a request (managers, admins and the teams' own managers):
+    checked before a request is looked up, so that everyone else gets a 403, never a 404 that tells ids apart."""
+    return user.is_authenticated and (user.has_perm("inventory.change_teamallocation")
+                                      or user.has_perm("inventory.add_allocationrequest")
+                                      or user.team_memberships.filter(role="manager").exists())
+
+
 @rules.predicate
 def of_own_team(user, row):
     """The allocation's (or request's) team is one of the user's (some team, given none)."""

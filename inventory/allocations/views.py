@@ -18,7 +18,7 @@ from . import sync as slurm
 from .filters import AllocationRequestFilterSet, TeamAllocationFilterSet
 from .forms import AllocationRequestForm
 from .models import AllocationApproval, AllocationRequest, SlurmSync, TeamAllocation
-from .policy import visible
+from .policy import may_act_on_requests, visible
 from .tables import AllocationRequestTable, TeamAllocationTable
 
 R = AllocationRequest
@@ -139,6 +139,8 @@ class AllocationRequestDecisionView(View):
     """POST ``action`` (approve, reject, withdraw) and ``comment``: ``workflow``'s answer as a message."""
 
     def post(self, request, pk):
+        if not may_act_on_requests(request.user):  # before the lookup: a 403, not a 404, for those who never may
+            raise PermissionDenied("Only managers and the teams' own managers act on allocation requests.")
         pending = get_object_or_404(visible(AllocationRequest.objects.all(), request.user), pk=pk)
         action = request.POST.get("action")
         services = {"approve": workflow.approve, "reject": workflow.reject, "withdraw": workflow.withdraw}

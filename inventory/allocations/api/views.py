@@ -14,7 +14,7 @@ from portal.api.viewsets import OptimisticLocking, changes_object
 
 from .. import sync, usage, workflow
 from ..models import AllocationRequest, SlurmSync, TeamAllocation
-from ..policy import visible
+from ..policy import may_act_on_requests, visible
 from . import serializers as api
 
 
@@ -78,8 +78,8 @@ class AllocationRequestViewSet(ScopedMixin, OptimisticLocking, mixins.CreateMode
         return super().get_permissions()
 
     def create(self, request, *args, **kwargs):
-        if not request.user.is_authenticated:
-            raise PermissionDenied()
+        if not request.user.is_authenticated or not may_act_on_requests(request.user):
+            raise PermissionDenied("Only managers and the teams' own managers ask for allocations.")
         body = self.get_serializer(data=request.data)
         body.is_valid(raise_exception=True)
         data = body.validated_data
@@ -93,8 +93,8 @@ class AllocationRequestViewSet(ScopedMixin, OptimisticLocking, mixins.CreateMode
                         status=status.HTTP_201_CREATED)
 
     def decide(self, request, service):
-        if not request.user.is_authenticated:
-            raise PermissionDenied()
+        if not request.user.is_authenticated or not may_act_on_requests(request.user):
+            raise PermissionDenied("Only managers and the teams' own managers act on allocation requests.")
         body = api.DecisionSerializer(data=request.data)
         body.is_valid(raise_exception=True)
         try:
