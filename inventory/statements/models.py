@@ -32,6 +32,10 @@ class RateCardInUse(ValidationError):
 
 
 class RateCard(PortalModel):
+    """Prices per GPU-hour from a day on. A card that priced an issued month cannot change (``save`` and ``clean``
+    refuse); its closed months protect it from deletion (``ProtectedError``: a 409 in the API, a message on the
+    page)."""
+
     effective_from = models.DateField(
         unique=True, help_text="Prices every month that begins on or after this day, until a later card.")
     currency = models.CharField(max_length=3, default=default_currency, help_text="ISO 4217 code, e.g. USD.")
@@ -48,7 +52,6 @@ class RateCard(PortalModel):
         self.check_editable()  # the model's guard, for writes that skip the forms (the shell, a script)
         self.currency = self.currency.upper()
         super().save(*args, **kwargs)
-    # Deleting a used card: its closed months protect it (``ProtectedError``, which the pages and API word).
 
     @property
     def in_use(self):
@@ -63,7 +66,6 @@ class RateCard(PortalModel):
         self.check_editable()
         if self.currency and not (len(self.currency) == 3 and self.currency.isalpha()):
             raise ValidationError({"currency": "Enter a three-letter currency code, e.g. USD."})
-
 
 
 ONCE = "The card already has a rate for this GPU model and partition."
