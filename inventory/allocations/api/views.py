@@ -48,7 +48,7 @@ class TeamAllocationViewSet(ScopedMixin, viewsets.ReadOnlyModelViewSet):
     @extend_schema(summary="The allocation's day-by-day use, budget and projection",
                    responses={200: api.BurnDownSerializer})
     @action(detail=True, methods=["get"], url_path="burn-down", pagination_class=None, filter_backends=[])
-    def burn_down(self, request, pk=None):
+    def burn_down(self, request, pk=None, **kwargs):
         drawn = usage.burn_down(self.get_object())
         return Response(api.BurnDownSerializer({**drawn, "use": drawn["figures"]}).data)
 
@@ -111,21 +111,21 @@ class AllocationRequestViewSet(ScopedMixin, OptimisticLocking, mixins.CreateMode
                    responses=responses)
     @action(detail=True, methods=["post"])
     @changes_object
-    def approve(self, request, pk=None):
+    def approve(self, request, pk=None, **kwargs):
         return self.decide(request, workflow.approve)
 
     @extend_schema(summary="Reject a pending request, saying why", request=api.DecisionSerializer,
                    responses=responses)
     @action(detail=True, methods=["post"])
     @changes_object
-    def reject(self, request, pk=None):
+    def reject(self, request, pk=None, **kwargs):
         return self.decide(request, workflow.reject)
 
     @extend_schema(summary="Withdraw a pending request (its requester or a manager)", request=api.DecisionSerializer,
                    responses=responses)
     @action(detail=True, methods=["post"])
     @changes_object
-    def withdraw(self, request, pk=None):
+    def withdraw(self, request, pk=None, **kwargs):
         return self.decide(request, workflow.withdraw)
 
 
@@ -152,7 +152,7 @@ class SlurmSyncViewSet(OptimisticLocking, viewsets.ReadOnlyModelViewSet):
 
     @extend_schema(summary="Look at Slurm now", request=None,
                    responses={201: api.SlurmSyncSerializer, 403: OpenApiResponse(description="Not a manager.")})
-    def create(self, request):
+    def create(self, request, *args, **kwargs):
         if not request.user.has_perm("inventory.apply_slurm_sync"):
             raise PermissionDenied("Only managers look at Slurm for a new sync.")
         look = sync.propose(request.user)
@@ -164,7 +164,7 @@ class SlurmSyncViewSet(OptimisticLocking, viewsets.ReadOnlyModelViewSet):
                               403: OpenApiResponse(description="Not a manager.")})
     @action(detail=True, methods=["post"])
     @changes_object
-    def apply(self, request, pk=None):
+    def apply(self, request, pk=None, **kwargs):
         if not request.user.has_perm("inventory.apply_slurm_sync"):
             raise PermissionDenied("Only managers apply changes to Slurm.")
         try:
