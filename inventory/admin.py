@@ -133,7 +133,7 @@ class NodeAdmin(LifecycleAdmin):
     list_display = ("hostname", "state", "site", "rack", "position", "node_model", "partition", "owner_team",
                     "serial", "asset_tag", "warranty_end")
     list_filter = ("state", "site", "node_model", "partition", "owner_team")
-    list_select_related = ("site", "rack__site", "node_model")
+    list_select_related = ("site", "rack__site", "node_model", "owner_team")
     search_fields = ("hostname", "serial", "asset_tag", "partition", "owner_team__name")
     autocomplete_fields = ("site", "rack", "node_model")
     date_hierarchy = "warranty_end"

@@ -14,6 +14,7 @@ class TeamMemberInline(admin.TabularInline):
 @admin.register(Team)
 class TeamAdmin(SimpleHistoryAdmin):
     list_display = ("name", "pi", "email")
+    list_select_related = ("pi",)
     search_fields = ("name", "description", "email")
     autocomplete_fields = ("pi",)
     inlines = [TeamMemberInline]
@@ -26,6 +27,7 @@ class TeamAdmin(SimpleHistoryAdmin):
 @admin.register(TeamMember)
 class TeamMemberAdmin(SimpleHistoryAdmin):
     list_display = ("team", "user", "slurm_user", "role")
+    list_select_related = ("team", "user")
     list_filter = ("role",)
     search_fields = ("team__name", "user__username", "slurm_user")
     autocomplete_fields = ("team", "user")

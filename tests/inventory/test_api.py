@@ -88,7 +88,10 @@ def test_inventory_root_lists_every_endpoint(manager_api):
     # the telemetry endpoints: tests/inventory/telemetry/test_telemetry_api.py, tests/portal/test_api_integration.py
     telemetry = {"telemetry-sources", "unknown-series", "slurm-jobs", "gpu-hourly"}
     goodput = {"interruptions"}  # tests/inventory/goodput/
-    assert set(response.json()) == set(INVENTORY_ENDPOINTS) | telemetry | goodput
+    teams = {"teams"}  # tests/inventory/teams/
+    allocations = {"team-allocations", "allocation-requests", "slurm-syncs"}  # tests/inventory/allocations/
+    statements = {"statements", "rate-cards"}  # tests/inventory/statements/
+    assert set(response.json()) == set(INVENTORY_ENDPOINTS) | telemetry | goodput | teams | allocations | statements
     for route, model in INVENTORY_ENDPOINTS.items():
         assert list_url(model) == f"/api/inventory/{route}/"
 

@@ -80,7 +80,8 @@ def test_fleet(seeded):
     assert not GPU.objects.exclude(gpu_model__name__in=["H100 SXM 80GB", "H200 SXM 141GB", "A100 80GB SXM"]).exists()
     # every GPU's model matches its node (no H200 in a DGX H100)
     assert not GPU.objects.filter(node__node_model__name="DGX H200").exclude(gpu_model__name="H200 SXM 141GB").exists()
-    assert "Created: 2 sites" in seeded
+    created = seeded.split("Created: ")[1].split("\n")[0]
+    assert "2 sites" in created and "5 teams" in created  # support's own team too
 
 
 def test_everything_is_valid_and_placed(seeded):
