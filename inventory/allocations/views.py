@@ -176,7 +176,7 @@ class AllocationRequestAddView(View):
             raise Http404("Unknown kind of request.")
         if not raw:
             return None, R.Kind.NEW
-        if not raw.isdigit():
+        if not (raw.isascii() and raw.isdigit() and len(raw) < 12):  # "²" is a digit to Python, not an id
             raise Http404("No such allocation.")
         allocation = get_object_or_404(visible(TeamAllocation.objects.select_related("team"), request.user), pk=raw)
         return allocation, (kind if kind != R.Kind.NEW else R.Kind.CHANGE)
@@ -236,14 +236,14 @@ class SlurmSyncView(View):
         return render(request, self.template_name, sync_context(sync, request.user))
 
     def post(self, request, pk=None):
+        if not request.user.has_perm("inventory.apply_slurm_sync"):
+            raise PermissionDenied("Only managers look at Slurm and apply its changes.")
         try:
             if request.POST.get("action") == "apply" and pk:
                 sync = slurm.apply(get_object_or_404(SlurmSync, pk=pk), request.user)
                 messages.success(request, f"{sync}: {sync.applied.filter(status='verified').count()} of "
                                           f"{len(sync.changes)} changes applied and verified.")
             else:
-                if not request.user.has_perm("inventory.apply_slurm_sync"):
-                    raise PermissionDenied("Only managers look at Slurm for a new sync.")
                 sync = slurm.propose(request.user)
                 messages.success(request, "Nothing to change: Slurm holds the allocations." if not sync.changes
                                  and not sync.error else f"{len(sync.changes)} change(s) to approve.")

@@ -71,7 +71,7 @@ def test_bad_terms_re_render_with_the_message_and_write_nothing(site):
     assert answer.status_code == 400
     assert b"Give a GPU-hour budget" in answer.content and b"ends before it starts" in answer.content
     assert not AllocationRequest.objects.exists()
-    for hostile in ("abc", "-1", "99999999999999999999", "1;DROP"):
+    for hostile in ("abc", "-1", "99999999999999999999", "1;DROP", "²", "１"):
         assert lead.get(reverse("inventory:allocationrequest_add"), {"allocation": hostile}).status_code == 404
     assert lead.get(reverse("inventory:allocationrequest_add"), {"kind": "evil"}).status_code == 404
 

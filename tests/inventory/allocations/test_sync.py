@@ -88,7 +88,7 @@ def test_who_looks_and_applies_and_what_they_see(simulated):
     page = Client()
     page.force_login(viewer)
     assert b"No look at Slurm yet" in page.get(reverse("inventory:slurmsync_latest")).content
-    assert page.post(reverse("inventory:slurmsync_latest"), {"action": "look"}).status_code == 302
+    assert page.post(reverse("inventory:slurmsync_latest"), {"action": "look"}).status_code == 403
     assert not SlurmSync.objects.exists()  # a viewer reads; a manager looks
     page.force_login(researcher)
     assert page.get(reverse("inventory:slurmsync_latest")).status_code == 403
