@@ -61,8 +61,9 @@ def log_in(page, username, next_url):
     page.goto(f"/accounts/login/?next={next_url}")
     page.fill("#id_username", username)
     page.fill("#id_password", f"pw-{username}")
-    with page.expect_navigation(url=re.compile(re.escape(next_url) + "$")):
+    with page.expect_navigation(url=re.compile(r"^https?://[^/]+" + re.escape(next_url) + "$")):
         page.get_by_role("button", name="Log in").click()
+    page.wait_for_load_state("networkidle")  # the page's own requests done before the next click
 
 
 def log_out(page):
