@@ -209,7 +209,7 @@ def test_output_shows_progress_and_every_demo_login(seeded):
     steps = re.findall(r"^Seeding (.+) … (\d+\.\d) s$", seeded, re.M)
     assert [what.split(":")[0] for what, _seconds in steps] == [
         "the fleet", "telemetry sources", "Slurm job history", "telemetry", "daily history", "planning", "support",
-        "planning"]
+        "planning", "statements", "allocations"]
     assert "daily history: 25 months × 320 GPUs" in seeded
     logins = re.findall(r"^  (\S+) +(\S+) +(\S+)$", seeded.split("Demo logins (5, user / password / role):\n")[1], re.M)
     assert {username for username, _password, _role in logins} == set(User.objects.values_list("username", flat=True))
