@@ -2,7 +2,7 @@
 
 - ``inventory.read_allocation``: given a team's allocation (or request), whether the user may read it: every one for
   the roles that read the whole fleet, a researcher their own teams' (``user.teams``); given none, whether the user
-  may read some (the first check of a page). ``TeamAllocation`` and ``AllocationRequest`` lists apply
+  may read some (the first check of a page, the menu): those roles and researchers (without a team: an empty list). ``TeamAllocation`` and ``AllocationRequest`` lists apply
   ``visible_to``, this rule as a query.
 - ``inventory.request_allocation``: given a team, ask for a new allocation, a change or a renewal of one of its
   allocations: managers and admins (``inventory.add_allocationrequest``) for any team, a team's own managers
@@ -20,6 +20,7 @@ import rules
 from django.db.models import Q
 
 from portal.policy import has_model_perm
+from portal.roles import RESEARCHER
 
 from ..policy import manages_team, reads_whole_fleet
 
@@ -43,10 +44,16 @@ def may_act_on_requests(user):
 
 @rules.predicate
 def of_own_team(user, row):
-    """The allocation's (or request's) team is one of the user's (some team, given none)."""
+    """The allocation's (or request's) team is one of the user's; given none, whether the user is a researcher (who
+    reads their teams' allocations, none without a team): no query, as the menu asks it on every page."""
     if not user.is_authenticated:
         return False
-    return user.teams.exists() if row is None else user.teams.filter(pk=row.team_id).exists()
+    if row is None:
+        return is_researcher(user)
+    return user.teams.filter(pk=row.team_id).exists()
+
+
+is_researcher = rules.is_group_member(RESEARCHER)
 
 
 @rules.predicate

@@ -15,6 +15,7 @@ import rules
 
 from inventory.policy import reads_whole_fleet
 from portal.policy import has_model_perm
+from portal.roles import RESEARCHER
 
 views_statements = has_model_perm("inventory.view_statement")
 reads_every_statement = views_statements & reads_whole_fleet
@@ -22,12 +23,16 @@ reads_every_statement = views_statements & reads_whole_fleet
 
 @rules.predicate
 def of_own_team(user, statement):
-    """The statement is one of the user's teams' (some statement of theirs, given none)."""
+    """The statement is one of the user's teams'; given none, whether the user is a researcher (who reads their teams'
+    statements, none without a team): no query, as the menu asks it on every page."""
     if not user.is_authenticated:
         return False
     if statement is None:
-        return user.teams.exists()
+        return is_researcher(user)
     return statement.team_id is not None and user.teams.filter(pk=statement.team_id).exists()
+
+
+is_researcher = rules.is_group_member(RESEARCHER)
 
 
 @rules.predicate

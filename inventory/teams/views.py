@@ -193,7 +193,9 @@ class TeamEditView(ObjectEditView):
     def has_permission(self):
         if "name" not in self.kwargs:
             return self.request.user.has_perm("inventory.add_team")
-        return self.request.user.has_perm("inventory.edit_team", self.get_object())
+        # Some team first, then this one: those who may edit none get a 403 before any lookup, never a 404.
+        return self.request.user.has_perm("inventory.edit_team") and self.request.user.has_perm(
+            "inventory.edit_team", self.get_object())
 
     def get_object(self, queryset=None):
         if "name" not in self.kwargs:

@@ -15,7 +15,7 @@ pytestmark = pytest.mark.django_db
 
 ROLE_TABLE = """
 rule                               viewer  manager  admin  procurement  support  researcher  none
-inventory.read_allocation            Y       Y        Y        Y           Y         -         -
+inventory.read_allocation            Y       Y        Y        Y           Y         Y         -
 inventory.request_allocation         -       Y        Y        -           -         -         -
 inventory.apply_slurm_sync           -       Y        Y        -           -         -         -
 """
