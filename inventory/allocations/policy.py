@@ -2,8 +2,8 @@
 
 - ``inventory.read_allocation``: given a team's allocation (or request), whether the user may read it: every one for
   the roles that read the whole fleet, a researcher their own teams' (``user.teams``); given none, whether the user
-  may read some (the first check of a page, the menu): those roles and researchers (without a team: an empty list). ``TeamAllocation`` and ``AllocationRequest`` lists apply
-  ``visible_to``, this rule as a query.
+  may read some (the first check of a page, the menu): those roles and researchers (without a team: an empty list).
+  ``TeamAllocation`` and ``AllocationRequest`` lists apply ``visible``, this rule as a query.
 - ``inventory.request_allocation``: given a team, ask for a new allocation, a change or a renewal of one of its
   allocations: managers and admins (``inventory.add_allocationrequest``) for any team, a team's own managers
   (``TeamMember.role`` manager) for theirs.

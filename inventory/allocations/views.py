@@ -52,6 +52,7 @@ class TeamAllocationListView(ReadAllocationsMixin, ObjectListView):
     def get_context_data(self, **kwargs):
         context = super().get_context_data(**kwargs)
         context["list_actions"] = request_actions(self.request.user)
+        context["sees_sync"] = reads_every_allocation(self.request.user)
         return context
 
 
@@ -89,7 +90,7 @@ def burn_down_chart(drawn):
                        "style": {"mode": "lines", "line": {"dash": "dot", "color": "#d64545", "width": 2}}})
         series.append({"name": "Projected at the recent rate", "y": drawn["projected"],
                        "style": {"mode": "lines", "line": {"dash": "dash", "width": 2}}})
-    return {"x": days, "series": series, "x_title": "Day", "y_title": "GPU-hours used since the start"}
+    return {"x": days, "series": series, "x_title": "Day", "y_title": "GPU-hours used"}
 
 
 class AllocationRequestListView(ReadAllocationsMixin, ObjectListView):

@@ -17,13 +17,14 @@ from django.test.utils import ContextList
 from django.urls import NoReverseMatch, get_resolver, resolve, reverse
 
 from inventory.goodput.models import Interruption
-from inventory.models import Team
+from inventory.models import AllocationRequest, SlurmSync, Team, TeamAllocation
 from inventory.statements.models import RateCard, Statement
 from inventory.telemetry.models import GPUHourly, SlurmJob, TelemetrySource, UnknownSeries
 from planning.models import CapacityPlan, Contract, Delivery, PurchaseOrder, Recommendation, Webhook, WebhookDelivery
 from portal.generic import VERSION_FIELD
 from support.models import Ticket, TicketComment
 from tests import factories as f
+from tests.helpers.allocations import make_allocation_requests, make_allocations, make_slurm_syncs
 from tests.helpers.statements import make_rate_cards, make_statements
 
 APPS = ("inventory", "planning", "support")
@@ -85,6 +86,9 @@ MAKERS = {
     Team: _each(f.TeamFactory.create_batch, lambda team: team.memberships.create(user=f.UserFactory())),
     RateCard: make_rate_cards,
     Statement: make_statements,
+    TeamAllocation: make_allocations,
+    AllocationRequest: make_allocation_requests,
+    SlurmSync: make_slurm_syncs,
 }
 
 # Model fields that hold a secret: never in an API answer, and their value nowhere in its body.
@@ -107,6 +111,7 @@ PAGE_EXCEPTIONS = {
     (Delivery, "add"): "a redirect to the API's form: orders and deliveries are created through the API",
     (Interruption, "create"): "recorded from Slurm jobs and faults (inventory/goodput/recording.py), never by hand",
     (Ticket, "create"): "the add form differs from the edit form (requester, attachment): support/test_support_pages",
+    (AllocationRequest, "add"): "asked through workflow.request, its form tested in tests/inventory/allocations",
 }
 
 

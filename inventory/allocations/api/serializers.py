@@ -120,7 +120,7 @@ class SlurmSyncSerializer(serializers.ModelSerializer):
     class Meta:
         model = SlurmSync
         fields = ["id", "url", "cluster", "status", "created", "created_by", "changes", "drift", "warnings",
-                  "billing_weights", "error", "approved_by", "applied_at", "applied"]
+                  "billing_weights", "error", "approved_by", "applied_at", "applied", "desired", "actual"]
         read_only_fields = fields
 
     def get_changes(self, obj) -> list[dict]:

@@ -83,7 +83,7 @@ class SlurmJobSerializer(PortalModelSerializer):
         model = SlurmJob
         fields = [*COMMON, "source", "source_name", "job_id", "cluster", "name", "user", "account", "partition",
                   "state", "submit_time", "start_time", "end_time", "queue_wait_hours", "nodes", "node_count", "gpus",
-                  "gpu_hours", "restarts"]
+                  "gpu_hours", "restarts", "reason"]
         read_only_fields = fields
 
     def get_queue_wait_hours(self, obj) -> float | None:
