@@ -72,6 +72,19 @@ def desired(today=None):
     return slurm_sync.Desired(settings.SLURM_CLUSTER, accounts)
 
 
+def as_written(want):
+    """The associations and QOSes Slurm will hold once ``want`` (a ``State``) is applied, as ``slurm_checks.check``
+    reads them: the warnings are about the budgets a manager is asked to approve, not only those Slurm holds now."""
+    associations = [sacctmgr.Association(want.cluster, entity.name, parent=entity.parent, share=entity.fairshare,
+                                         grp_tres=entity.grp_tres, grp_tres_mins=entity.grp_tres_mins,
+                                         qos=list(entity.qos))
+                    for entity in want.entities.values() if entity.kind == "account"]
+    qos = [sacctmgr.Qos(entity.name, flags=list(entity.flags), grp_tres=entity.grp_tres,
+                        grp_tres_mins=entity.grp_tres_mins)
+           for entity in want.entities.values() if entity.kind == "qos"]
+    return associations, qos
+
+
 def last_applied(cluster):
     stored = SlurmApplied.objects.filter(cluster=cluster).first()
     return slurm_sync.State.from_dict(stored.state) if stored and stored.state else None
@@ -96,9 +109,10 @@ def propose(user=None, today=None):
         sync.actual = actual.as_dict()
         sync.changes = [change.as_dict() for change in slurm_sync.diff(want, actual, before)]
         sync.drift = [found.as_dict() for found in slurm_sync.drift(before, actual)] if before else []
-        sync.warnings = [warning.as_dict() for warning in slurm_checks.read_and_check(
-            wish.cluster, slurm_sync.wanted_tres(wish), runner=run)]
-        sync.billing_weights = slurm_checks.read_billing_weights(run)
+        partitions = sacctmgr.read_partitions(run)
+        sync.warnings = [warning.as_dict() for warning in slurm_checks.check(
+            sacctmgr.read_config(run), *as_written(want), partitions, slurm_sync.wanted_tres(wish))]
+        sync.billing_weights = slurm_checks.billing_weights(partitions)
     except (sacctmgr.SlurmCommandError, ValueError) as error:
         sync.error = str(error)
     sync.status = S.PROPOSED if sync.changes else S.IN_SYNC

@@ -95,6 +95,7 @@ def test_who_looks_and_applies_and_what_they_see(simulated):
     page.force_login(ann)
     looked = page.post(reverse("inventory:slurmsync_latest"), {"action": "look"}, follow=True)
     assert b"sacctmgr -i modify account where name=vision cluster=demo set GrpTRES=gres/gpu=8" in looked.content
+    assert b"PriorityDecayHalfLife=7-00:00:00" in looked.content  # the budget to approve would decay: warned now
     first = SlurmSync.objects.get()
     sync.propose(ann)  # a newer look: the first is stale
     refused = page.post(reverse("inventory:slurmsync_detail", args=[first.pk]), {"action": "apply"}, follow=True)
