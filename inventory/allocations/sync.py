@@ -144,8 +144,10 @@ def apply(sync, user):
     sync.status, sync.approved_by, sync.applied_at = (S.APPLIED if done else S.FAILED), user, timezone.now()
     sync.save()
     try:
-        state = read(slurm_sync.wanted(slurm_sync.Desired.from_dict(sync.desired)), run)
-    except sacctmgr.SlurmCommandError:
+        state = read(slurm_sync.wanted(slurm_sync.Desired.from_dict(sync.desired)), run) if sync.desired else None
+    except (sacctmgr.SlurmCommandError, ValueError):
+        state = None
+    if state is None:
         return sync  # the reference stays the last one read; the next look shows what it finds
     SlurmApplied.objects.update_or_create(cluster=sync.cluster, defaults={"state": state.as_dict()})
     return sync

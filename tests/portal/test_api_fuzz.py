@@ -65,6 +65,8 @@ from tests.factories import (
     make_ticket,
 )
 from tests.helpers.accounts import make_user
+from tests.helpers.allocations import make_allocation_requests, make_allocations, make_slurm_syncs
+from tests.helpers.statements import make_rate_cards, make_statements
 
 EXAMPLES = int(os.environ.get("FUZZ_EXAMPLES", "4"))
 SCHEMA_PATH = "/api/schema/?format=json"
@@ -152,6 +154,8 @@ def seed_fleet():
     make_ticket(title="Storage slow", storage_system=storage)
     make_ticket(title="Spare GPU", gpu=gpu)
     TicketComment.objects.create(ticket=ticket, body="Looking into it.")
+    make_rate_cards(1), make_statements(1)
+    make_allocations(1), make_allocation_requests(1), make_slurm_syncs(1)
 
 
 def ids_for(path):

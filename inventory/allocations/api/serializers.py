@@ -73,7 +73,7 @@ class AllocationRequestSerializer(serializers.ModelSerializer):
     allocation = serializers.PrimaryKeyRelatedField(queryset=TeamAllocation.objects.all(), required=False,
                                                     allow_null=True)
     requested_by = serializers.SlugRelatedField(slug_field="username", read_only=True)
-    decided_by = serializers.SlugRelatedField(slug_field="username", read_only=True)
+    decided_by = serializers.SlugRelatedField(slug_field="username", read_only=True, allow_null=True)
     approvals = ApprovalSerializer(many=True, read_only=True)
     approvals_needed = serializers.IntegerField(read_only=True)
 
@@ -98,7 +98,7 @@ class DecisionSerializer(serializers.Serializer):
 class SlurmSyncChangeSerializer(serializers.ModelSerializer):
     """What one applied change did: ``status`` verified, failed, stale (Slurm no longer held ``before``) or error."""
 
-    applied_by = serializers.SlugRelatedField(slug_field="username", read_only=True)
+    applied_by = serializers.SlugRelatedField(slug_field="username", read_only=True, allow_null=True)
 
     class Meta:
         model = SlurmSyncChange
@@ -112,8 +112,9 @@ class SlurmSyncSerializer(serializers.ModelSerializer):
     drift, the warnings about Slurm's settings, the billing weights read, and once applied what each change did."""
 
     url = serializers.HyperlinkedIdentityField(view_name="inventory-api:slurmsync-detail")
-    created_by = serializers.SlugRelatedField(slug_field="username", read_only=True)
-    approved_by = serializers.SlugRelatedField(slug_field="username", read_only=True)
+    created_by = serializers.SlugRelatedField(slug_field="username", read_only=True, allow_null=True,
+                                              help_text="null: beat's daily look.")
+    approved_by = serializers.SlugRelatedField(slug_field="username", read_only=True, allow_null=True)
     changes = serializers.SerializerMethodField()
     applied = SlurmSyncChangeSerializer(many=True, read_only=True)
 

@@ -12,7 +12,8 @@ from ..models import NO_TEAM, Adjustment, Rate, RateCard, Statement, StatementLi
 
 
 class StatementLineSerializer(serializers.ModelSerializer):
-    gpu_model = serializers.PrimaryKeyRelatedField(read_only=True, help_text="The GPU model's id; null: none known.")
+    gpu_model = serializers.PrimaryKeyRelatedField(read_only=True, allow_null=True,
+                                                   help_text="The GPU model's id; null: none known.")
 
     class Meta:
         model = StatementLine
