@@ -10,7 +10,8 @@ The measure: the cost of serving the demand
     unserved priced explicitly at ``scenarios.unmet_rate``: the plan's stated cost of an unserved GPU-hour, else the
     rental rate (what the missing hours would cost to rent at short notice, if they can be had at all). An option
     that arrives late is never cheap because it pays for little of the window: the demand it leaves unserved costs
-    what it costs. Unless the plan states that cost, options that serve all the demand that can be served (below)
+    what it costs. Unless the plan states that cost, options that serve some demand come before one that serves
+    none (hardware arriving after the horizon), and those that serve all the demand that can be served (below)
     come first, the rental rate being only the floor of what a late result costs; then the cheapest wins, ties
     going to the one that leaves fewer hours unserved. With no price for an unserved hour (no rental
     rate and none stated on the plan) a known cost comes first, then the fewest hours unserved, then the cost:
@@ -68,13 +69,16 @@ def _money(value):
 
 
 def rank(s, a, unavoidable_hours=0.0):
-    """The order of preference (lowest first): unless the plan states what an unserved hour costs, serving all the
-    demand that can be served first; then the cost of serving the demand where an unserved hour has a price, else
-    a known cost, then the fewest hours unserved."""
-    short = a.unmet_cost is None and s.unmet_hours > unavoidable_hours + HOUR_TOLERANCE
+    """The order of preference (lowest first): unless the plan states what an unserved hour costs, serving some of
+    the demand (the rental rate is only the floor of what waiting costs: it never makes serving nothing the pick)
+    and then all the demand that can be served first; then the cost of serving the demand where an unserved hour
+    has a price, else a known cost, then the fewest hours unserved."""
+    unstated = a.unmet_cost is None
+    idle = unstated and s.useful_hours < HOUR_TOLERANCE
+    short = unstated and s.unmet_hours > unavoidable_hours + HOUR_TOLERANCE
     if unmet_rate(a) is not None:
-        return (short, s.total_cost is None, round(score(s, a), 2), round(s.unmet_hours, 2))
-    return (short, s.total_cost is None, round(s.unmet_hours), round(s.total_cost or 0.0, 2))
+        return (idle, short, s.total_cost is None, round(score(s, a), 2), round(s.unmet_hours, 2))
+    return (idle, short, s.total_cost is None, round(s.unmet_hours), round(s.total_cost or 0.0, 2))
 
 
 def unavoidable(demand, baseline, feasible, a):

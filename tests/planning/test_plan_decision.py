@@ -151,3 +151,18 @@ def test_no_shortfall_at_the_target_is_no_shortfall_anywhere():
     base_unmet = sc.unmet(demand, baseline, 0.8)
     assert base_unmet == pytest.approx(2 * HOURS * 6)  # 18 − 20 × 0.8 = 2 GPUs' worth a month
     assert rec.kind == "rent" and rec.scenario.unmet_hours < TOLERANCE and "It serves all the demand." in rec.headline
+
+
+def test_the_rental_rate_alone_never_makes_waiting_the_pick():
+    # Found by the property above: 5 GPUs in month 4, 1 in month 5, none today; the site's 10 kW of power allow one
+    # node; renting takes 4 months, building 5 (after the horizon). Priced at the rental rate (2 an hour), the build
+    # that arrives too late "cost" least and the headline said leaving the demand unserved was cheaper "at the plan's
+    # cost of an unserved GPU-hour", a cost the plan never stated. Answer written down first: own the one node the
+    # power allows and rent the rest (hybrid), which serves all but 146 GPU-hours.
+    demand, baseline = gpu_months([0, 0, 0, 5, 1]), gpu_months([0] * 5)
+    a = assumptions(horizon=5, lead_rent=4, lead_expand=0, lead_build=5, rental_rate=2.0, node_price=20_000.0,
+                    target_utilization=0.6, site_power_headroom_kw=10, depreciation_months=48)
+    rec = decision.recommend(demand, baseline, sc.scenarios(demand, baseline, a), a)
+    assert rec.kind == "hybrid" and rec.scenario.nodes == 1
+    assert rec.headline.startswith("Recommended: hybrid: own the base, rent the peak (1 node bought).")
+    assert "146 GPU-hours unserved" in rec.headline
