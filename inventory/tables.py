@@ -70,10 +70,16 @@ class SiteTable(tables.Table):
     name = tables.Column(linkify=True)
     rack_count = tables.Column("Racks")
     node_count = tables.Column("Nodes")
+    # Not on the page but in the files, so that an exported list imports back whole (the import takes them).
+    pue = tables.Column(visible=False)
+    energy_price_per_kwh = tables.Column(visible=False)
+    rack_cost_per_month = tables.Column(visible=False)
+    description = tables.Column(visible=False)
 
     class Meta:
         model = Site
-        fields = ("name", "location", "power_capacity_kw", "cooling_capacity_kw", "rack_count", "node_count")
+        fields = ("name", "location", "power_capacity_kw", "cooling_capacity_kw", "rack_count", "node_count",
+                  "pue", "energy_price_per_kwh", "rack_cost_per_month", "description")
 
 
 class RackTable(tables.Table):
@@ -94,9 +100,19 @@ class TeamColumn(tables.Column):
                          **kwargs)
 
 
+def days_in_state(since, now=None):
+    """Days since ``since`` to the hundredth (a file's "In state for (days)"); None without a time."""
+    if since is None:
+        return None
+    return round(max(0.0, ((now or timezone.now()) - since).total_seconds()) / 86400, 2)
+
+
 class TimeInStateColumn(tables.Column):
     """How long the object has been in its state ("23 days"), from the ``state_since`` annotation
-    (``lifecycle.state_since``); exported as the timestamp. Longest in state first when sorted descending."""
+    (``lifecycle.state_since``); exported as a number of days, the unit in the header. Longest in state first when
+    sorted descending."""
+
+    export_header = "In state for (days)"
 
     def __init__(self, **kwargs):
         super().__init__(accessor="state_since", verbose_name="In state for", **kwargs)
@@ -105,7 +121,7 @@ class TimeInStateColumn(tables.Column):
         return cell_html('<span title="since {}">{}</span>', value.strftime("%Y-%m-%d %H:%M"), time_in_state(value))
 
     def value(self, record, value):
-        return value.isoformat()
+        return days_in_state(value)
 
     def order(self, queryset, is_descending):
         # Longest in state = earliest since: "descending" reads as the longest first.
@@ -144,6 +160,9 @@ class NodeTable(ColumnChoice, PortalTable):
         if value < self.today:  # as Node.warranty_expired
             return cell_html('<span class="expired" title="Warranty expired">{}</span>', value.isoformat())
         return value.isoformat()
+
+    def value_warranty_end(self, value):
+        return value.isoformat()  # the date a file imports back; "expired" follows from it
 
 
 class GPUTable(PortalTable):
