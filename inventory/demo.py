@@ -177,6 +177,11 @@ INCIDENTS = [
     ("lys-h100-004", 1, [(S.DEGRADED, "XID 94: contained ECC error; row remapping pending")]),
 ]
 
+# The incidents happened yesterday, each step an hour after the one before: the week's telemetry shows the fault
+# before the GPU went silent in repair, and the home page's last 24 hours count its XID (issue 37).
+INCIDENTS_AGO = timedelta(hours=20)
+INCIDENT_STEP = timedelta(hours=1)
+
 # The simulator that ``manage.py simulate_telemetry`` (started by ``make demo``, on ``SIM_PORT``) serves, as two
 # ordinary sources: the portal pulls the demo's live data through the same code as a real site's.
 SIMULATOR_PORT = 9400
@@ -520,12 +525,17 @@ def apply_events(new_hostnames, node, user):
     if burn_in:
         bulk_transition(GPU.objects.filter(node__hostname__in=burn_in), S.BURN_IN, user=user,
                         reason=BURN_IN_REASON)
+    began = timezone.now() - INCIDENTS_AGO
     for hostname, slot, steps in INCIDENTS:
         if hostname not in new_hostnames:
             continue
         obj = node[hostname] if slot is None else GPU.objects.get(node=node[hostname], slot=slot)
-        for state, reason in steps:
+        for step, (state, reason) in enumerate(steps):
             transition(obj, state, user=user, reason=reason)
+            # Dated when it happened: the simulator's GPU reports until it went to repair, its fault on its gauge.
+            StateTransition.objects.filter(pk=StateTransition.objects.filter(
+                content_type=ContentType.objects.get_for_model(obj), object_id=obj.pk).order_by("-pk")
+                .values("pk")[:1]).update(created=began + step * INCIDENT_STEP)
 
 
 # --- telemetry ---------------------------------------------------------------------------------

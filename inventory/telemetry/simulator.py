@@ -147,6 +147,10 @@ class SimGPU:
     memory_gb: int = 80
     tdp_w: int = 700
     state: str = "in_service"
+    # A GPU moved to a silent state (in repair...) reported until then: unix seconds of the move, None if never.
+    silent_from: float | None = None
+    # The fault its degradation recorded ("XID 79: ..."): (code, unix seconds); the gauge holds it from then on.
+    fault: tuple | None = None
 
 
 def scenario_for(partition):
@@ -154,10 +158,12 @@ def scenario_for(partition):
 
 
 def fleet():
-    """The inventory's installed GPUs (and their nodes) as the simulator sees them; one query."""
+    """The inventory's installed GPUs (and their nodes) as the simulator sees them; two queries (the GPUs, then the
+    lifecycle records that say when a GPU fell silent or what fault degraded it: ``gpu_history``)."""
     from inventory.models import GPU
 
     nodes, gpus = {}, []
+    silent_from, faults = gpu_history()
     rows = (GPU.objects.filter(node__isnull=False).select_related("node__site", "gpu_model")
             .order_by("node__hostname", "slot"))
     for gpu in rows:
@@ -166,8 +172,34 @@ def fleet():
             nodes[node.pk] = SimNode(node.hostname, node.partition, node.owner_team_id,
                                      re.sub(r"[^a-z0-9]+", "-", node.site.name.lower()).strip("-"), node.state)
         gpus.append(SimGPU(gpu.uuid, gpu.slot or 0, nodes[node.pk], gpu.gpu_model.name, gpu.gpu_model.memory_gb,
-                           gpu.gpu_model.tdp_w, gpu.state))
+                           gpu.gpu_model.tdp_w, gpu.state, silent_from.get(gpu.pk) if gpu.state in SILENT_GPUS
+                           else None, faults.get(gpu.pk)))
     return gpus
+
+
+FAULT_REASON = re.compile(r"\bXID (\d+)\b")
+
+
+def gpu_history():
+    """``(silent_from, faults)`` by GPU id, from the GPUs' lifecycle records (one query): when each GPU last moved
+    to a silent state, and the XID its last move to degraded names ("XID 79: GPU fell off the bus"). A GPU in
+    repair today reported until it was moved there, and its fault is on its XID gauge from then on: the demo's
+    week shows the fault that took it out rather than a GPU that never reported (issue 37)."""
+    from django.contrib.contenttypes.models import ContentType
+
+    from inventory.models import GPU, StateTransition
+
+    silent_from, faults = {}, {}
+    records = (StateTransition.objects.filter(content_type=ContentType.objects.get_for_model(GPU),
+                                              to_state__in=[*SILENT_GPUS, "degraded"])
+               .exclude(from_state="").order_by("created", "pk").values_list("object_id", "to_state", "reason",
+                                                                             "created"))
+    for gpu_id, state, reason, created in records:
+        if state in SILENT_GPUS:
+            silent_from[gpu_id] = created.timestamp()
+        elif found := FAULT_REASON.search(reason):
+            faults[gpu_id] = (int(found.group(1)), created.timestamp())
+    return silent_from, faults
 
 
 def nodes_of(gpus):
@@ -351,17 +383,23 @@ def activity(node, t):
     return ("job", job) if job else ("idle", None)
 
 
-def reports(gpu):
-    return gpu.node.state in REPORTING and gpu.state not in SILENT_GPUS
+def reports(gpu, t=None):
+    """Whether ``gpu`` reports at ``t`` (unix seconds; None: now): its node answers, and the GPU is not silent, or
+    was not yet at ``t`` (``silent_from``)."""
+    if gpu.node.state not in REPORTING:
+        return False
+    if gpu.state not in SILENT_GPUS:
+        return True
+    return t is not None and gpu.silent_from is not None and t < gpu.silent_from
 
 
 def gpu_sample(gpu, moment, current=None):
     """The DCGM values of ``gpu`` at ``moment`` (datetime or unix seconds), in the exporter's units (MiB,
     W, %, ratios); None when the GPU reports nothing (its node or itself is in repair). ``current``: the
     node's ``activity`` at that moment, when the caller already knows it."""
-    if not reports(gpu):
-        return None
     t = moment.timestamp() if isinstance(moment, datetime) else float(moment)
+    if not reports(gpu, t):
+        return None
     util, used, free, power, engine, tensor = values(gpu, t, current or activity(gpu.node, t))
     return {
         dcgm.GPU_UTIL: round(util),
@@ -437,7 +475,10 @@ def energy_mj(gpu, t):
 
 
 def xid(gpu, t):
-    """Degraded GPUs have an XID episode in about one hour in five, a few minutes long; 0 otherwise."""
+    """A GPU's recorded fault from its time on (the gauge holds the last code); otherwise degraded GPUs have an XID
+    episode in about one hour in five, a few minutes long; 0 otherwise."""
+    if gpu.fault and t >= gpu.fault[1]:
+        return gpu.fault[0]
     if gpu.state != "degraded":
         return 0
     g, hour = seed(gpu.uuid), int(t // HOUR)
@@ -480,7 +521,7 @@ def hour_records(gpus, start, end, points=POINTS, interval_seconds=60):
     last = int(end.timestamp() // HOUR) * HOUR
     by_node = defaultdict(list)
     for gpu in gpus:
-        if reports(gpu):
+        if reports(gpu, first):
             by_node[gpu.node].append(gpu)
     scrapes = HOUR // interval_seconds
     records = []
@@ -490,9 +531,11 @@ def hour_records(gpus, start, end, points=POINTS, interval_seconds=60):
             at = [(t, activity(node, t)) for t in moments(hour, points)]
             when = datetime.fromtimestamp(hour, UTC)
             for gpu, key in zip(node_gpus, keys, strict=True):
+                if not reports(gpu, hour):  # fell silent (in repair) before this hour
+                    continue
                 util, used, _, power, engine, tensor = zip(*(values(gpu, t, now) for t, now in at), strict=True)
                 gauge = [0]
-                if gpu.state == "degraded":  # only they have XID episodes: spare the others 60 calls an hour
+                if gpu.state == "degraded" or gpu.fault:  # only they have XIDs: spare the others 60 calls an hour
                     gauge = [xid(gpu, hour + k * interval_seconds) for k in range(scrapes)]
                 records.append(HourRecord(
                     series=key, hour=when, util_mean=sum(util) / points, util_max=max(util),
@@ -537,13 +580,16 @@ def day_records(gpus, first_day, last_day, today):
     records = []
     days = (last_day - first_day).days + 1
     for gpu in gpus:
-        if not reports(gpu):
+        if not reports(gpu, datetime(first_day.year, first_day.month, first_day.day, tzinfo=UTC).timestamp()):
             continue
         scenario = scenario_for(gpu.node.partition)
         idle = gpu.node.hostname in IDLE_NODES
         level, key = (0.5 if idle else typical_util(scenario)), seed(gpu.uuid)
         for offset in range(days):
             day = first_day + timedelta(days=offset)
+            if gpu.silent_from is not None and not reports(gpu, datetime(day.year, day.month, day.day,
+                                                                         tzinfo=UTC).timestamp()):
+                break  # silent from then on
             months_ago = (today - day).days / 30.4
             factor = (1 + HISTORY_GROWTH) ** -months_ago * SEASON.get(day.month, 1.0)
             factor *= 0.8 if day.weekday() >= 5 else 1.0
