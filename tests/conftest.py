@@ -6,6 +6,7 @@ from django.db.models.signals import post_migrate
 
 from portal.roles import ADMIN, MANAGER, VIEWER
 from tests.helpers.accounts import make_user, token_client
+from tests.helpers.api_client import generated_package
 from tests.helpers.pgserver import throwaway_postgres
 from tests.helpers.slurmcluster import missing_packages, throwaway_slurm
 
@@ -70,6 +71,13 @@ def slurm_cluster():
         pytest.skip("the real Slurm cluster runs as root (SlurmUser=root; munged and MariaDB run as their users)")
     with throwaway_slurm() as cluster:
         yield cluster
+
+
+@pytest.fixture(scope="module")
+def generated(tmp_path_factory):
+    """A client package generated from the OpenAPI schema (``tests/helpers/api_client.py``), once per module."""
+    with generated_package(tmp_path_factory.mktemp("generated")) as package:
+        yield package
 
 
 @pytest.fixture

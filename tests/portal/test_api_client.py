@@ -4,16 +4,10 @@ round trip runs through that package against a live server: the approved plan's 
 order from it, a delivery of nodes and GPUs by serial and UUID, the delivered nodes in the inventory, and the
 error answers (400 with field errors, 409) parsed into the generated error models."""
 
-import importlib
 import json
-import os
-import subprocess
-import sys
 from decimal import Decimal
-from pathlib import Path
 
 import pytest
-from django.core.management import call_command
 
 from inventory.models import GPU, LifecycleState, Node
 from planning.models import CapacityPlan, Delivery, PlanItem, PurchaseOrder
@@ -22,41 +16,13 @@ from portal.models import APIToken
 from portal.roles import MANAGER
 from tests.factories import make_gpu_model, make_node_model, make_site
 from tests.helpers.accounts import make_user
-
-GENERATOR = Path(sys.executable).parent / "openapi-python-client"
-PACKAGE = "portal_client"
+from tests.helpers.api_client import write_schema
 
 
 @pytest.fixture(scope="module")
 def schema_file(tmp_path_factory):
     """The schema as ``manage.py spectacular`` writes it (what ``/api/schema/`` serves)."""
-    path = tmp_path_factory.mktemp("schema") / "schema.json"
-    call_command("spectacular", "--format", "openapi-json", "--file", str(path))
-    return path
-
-
-@pytest.fixture(scope="module")
-def generated(schema_file, tmp_path_factory):
-    """The client package generated from the schema, imported from a temporary folder (once per module: the
-    schema and the generator take a few seconds)."""
-    folder = tmp_path_factory.mktemp("generated")
-    config = folder / "config.yaml"
-    config.write_text("post_hooks: []\n")  # no ruff run on the generated code: it is imported, not kept
-    # A proxy that refuses every connection: generation reads the schema file only, never the network.
-    offline = {**os.environ, "HTTP_PROXY": "http://127.0.0.1:9", "HTTPS_PROXY": "http://127.0.0.1:9"}
-    result = subprocess.run(
-        [str(GENERATOR), "generate", "--path", str(schema_file), "--output-path", str(folder / PACKAGE),
-         "--meta", "none", "--config", str(config), "--fail-on-warning"],
-        capture_output=True, text=True, timeout=300, env=offline,
-    )
-    assert result.returncode == 0, result.stdout + result.stderr
-    sys.path.insert(0, str(folder))
-    try:
-        yield lambda name="": importlib.import_module(f"{PACKAGE}.{name}" if name else PACKAGE)
-    finally:
-        sys.path.remove(str(folder))
-        for name in [name for name in sys.modules if name == PACKAGE or name.startswith(f"{PACKAGE}.")]:
-            del sys.modules[name]
+    return write_schema(tmp_path_factory.mktemp("schema") / "schema.json")
 
 
 @pytest.fixture

@@ -1,28 +1,22 @@
 """Allocations through a client generated from the OpenAPI schema (``openapi-python-client``, offline, as
-``tests/portal/test_api_client.py`` generates it) against a live server: a team's manager asks for an allocation,
+``tests/helpers/api_client.py`` generates it) against a live server: a team's manager asks for an allocation,
 the four-eyes refusal and a field error parsed into the generated models, a manager approves, the allocation reads
 back with its use and its burn-down."""
 
 import pytest
 
 from inventory.models import Team, TeamMember
-from portal.models import APIToken
 from portal.roles import MANAGER, RESEARCHER
 from tests.helpers.accounts import make_user
-from tests.inventory.statements.test_statement_client import call, generated  # noqa: F401  (the module fixture)
+from tests.helpers.api_client import call, client_of
 
 
-def client_of(generated, live_server, user):  # noqa: F811
-    _, key = APIToken.issue(user, "integration")
-    return generated().AuthenticatedClient(base_url=live_server.url, token=key, prefix="Token")
-
-
-def test_an_allocation_through_the_generated_client(generated, live_server, transactional_db):  # noqa: F811
+def test_an_allocation_through_the_generated_client(generated, live_server, transactional_db):
     models = generated("models")
     team = Team.objects.create(name="vision")
     lead = make_user("lead", RESEARCHER)
     TeamMember.objects.create(team=team, user=lead, role="manager")
-    lead_api, manager_api = (client_of(generated, live_server, user) for user in (lead, make_user("max", MANAGER)))
+    lead_api, manager_api = (client_of(generated, live_server.url, user) for user in (lead, make_user("max", MANAGER)))
     body = {"team": "vision", "start": "2027-01-01", "end": "2027-03-31", "gpu_hours": 20000, "max_gpus": 32,
             "reason": "pretraining"}
     bad = call(generated, "inventory_allocation_requests_create", client=lead_api,

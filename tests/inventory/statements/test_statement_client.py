@@ -1,57 +1,21 @@
 """The statements through a client generated from the OpenAPI schema (``openapi-python-client``, offline, as
-``tests/portal/test_api_client.py`` generates it) against a live server: a rate card written with its rates, the month
+``tests/helpers/api_client.py`` generates it) against a live server: a rate card written with its rates, the month
 issued, the statements read back and added up against ``allocations/?month=``, and the 400s parsed into the generated
 error models."""
 
-import importlib
-import os
-import subprocess
-import sys
 from decimal import Decimal
-from pathlib import Path
 
 import pytest
-from django.core.management import call_command
 
-from portal.models import APIToken
 from portal.roles import MANAGER
 from tests.helpers.accounts import make_user
+from tests.helpers.api_client import call, client_of
 from tests.helpers.statements import FLEET_OCTOBER, make_fleet
-
-GENERATOR = Path(sys.executable).parent / "openapi-python-client"
-PACKAGE = "portal_client"
-
-
-@pytest.fixture(scope="module")
-def generated(tmp_path_factory):
-    folder = tmp_path_factory.mktemp("generated")
-    schema = folder / "schema.json"
-    call_command("spectacular", "--format", "openapi-json", "--file", str(schema))
-    (folder / "config.yaml").write_text("post_hooks: []\n")
-    offline = {**os.environ, "HTTP_PROXY": "http://127.0.0.1:9", "HTTPS_PROXY": "http://127.0.0.1:9"}
-    result = subprocess.run(
-        [str(GENERATOR), "generate", "--path", str(schema), "--output-path", str(folder / PACKAGE), "--meta", "none",
-         "--config", str(folder / "config.yaml"), "--fail-on-warning"],
-        capture_output=True, text=True, timeout=300, env=offline,
-    )
-    assert result.returncode == 0, result.stdout + result.stderr
-    sys.path.insert(0, str(folder))
-    try:
-        yield lambda name="": importlib.import_module(f"{PACKAGE}.{name}" if name else PACKAGE)
-    finally:
-        sys.path.remove(str(folder))
-        for name in [name for name in sys.modules if name == PACKAGE or name.startswith(f"{PACKAGE}.")]:
-            del sys.modules[name]
 
 
 @pytest.fixture
 def api(generated, live_server, transactional_db):
-    _, key = APIToken.issue(make_user("max", MANAGER), "integration")
-    return generated().AuthenticatedClient(base_url=live_server.url, token=key, prefix="Token")
-
-
-def call(generated, name, **kwargs):
-    return generated(f"api.inventory.{name}").sync_detailed(**kwargs)
+    return client_of(generated, live_server.url, make_user("max", MANAGER))
 
 
 def test_statements_through_the_generated_client(generated, api):
