@@ -17,3 +17,6 @@ def not_its_submitter(user, plan):
 decides_plan = changes_plans & not_its_submitter
 
 rules.add_perm("planning.decide_plan", decides_plan)  # approve or reject a submitted plan
+
+# Confirm an estimated price of a bill of materials: those who edit plans, and procurement (who holds the quotes).
+rules.add_perm("planning.confirm_bom_price", changes_plans | has_model_perm("planning.add_purchaseorder"))

@@ -18,6 +18,10 @@ writes them into a draft plan in place of its lines. The lines price exactly wha
   time, their checkpoint writes, and capacity for their data and one checkpoint each.
 - *Facility* (build only): the new cluster's IT load in kW × ``BUILD_COST_PER_KW``.
 
+Each line's item is named by its catalog model (the node or GPU model), else by a short name (the switch model,
+"Storage for the planned workloads"); how it was derived is its ``note``. A price a rule derived (the shares, the
+cost per kW, a catalog list price) is flagged ``price_estimated`` until someone confirms it (``confirm_price``).
+
 Renting buys nothing, so the rent scenario has no bill of materials; the hybrid scenario's is its owned nodes
 (what it rents is a rental contract).
 """
@@ -28,9 +32,10 @@ from dataclasses import dataclass, field
 from decimal import ROUND_HALF_UP, Decimal
 
 from django.conf import settings
-from django.core.exceptions import ValidationError
+from django.core.exceptions import PermissionDenied, ValidationError
 from django.db import transaction
 from django.db.models import Count, Q, Sum
+from django.utils import timezone
 
 from inventory.models import GPU, Fabric, FabricAttachment, GPUModel, LifecycleState, Switch
 
@@ -51,10 +56,12 @@ CENT = Decimal("0.01")
 class Line:
     quantity: int
     unit_cost: Decimal
-    description: str  # what it is and how the quantity was derived
+    description: str  # how the quantity and price were derived: the line's note
     label: str  # short: Nodes, Leaf switches, Storage, Facility
     node_model: object = None
     gpu_model: object = None
+    name: str = ""  # the item's name where no catalog model names it (a switch model), never a sentence
+    estimated: bool = True  # priced by a rule (a share, a cost per kW), not a quote: to be confirmed
 
     @property
     def total(self):
@@ -62,7 +69,7 @@ class Line:
 
     @property
     def item(self):
-        return str(self.node_model or self.gpu_model or self.description)
+        return str(self.node_model or self.gpu_model or self.name or self.label)
 
 
 @dataclass
@@ -77,6 +84,11 @@ class Bill:
     @property
     def total(self):
         return sum((line.total for line in self.lines), Decimal(0))
+
+    @property
+    def estimated(self):
+        """How much of the total is estimated prices."""
+        return sum((line.total for line in self.lines if line.estimated), Decimal(0))
 
 
 def money(value):
@@ -215,6 +227,8 @@ def derive(plan, kind=None, today=None, an=None):
     if not a.node_price:
         raise ValidationError("No node price is known: set the node price on the plan.")
     _, price_source = analysis.node_price_for(plan, node_model)
+    # A catalog list price is indicative; the plan's own price and an earlier order's are prices someone stated.
+    node_estimated = price_source.endswith("list price")
     currency = settings.COST_CURRENCY
     n = scenario.nodes
     price = money(a.node_price)
@@ -224,11 +238,11 @@ def derive(plan, kind=None, today=None, an=None):
     lines = [Line(n, price, _fit(
         f"{n} nodes: peak shortfall {peak:,.1f} GPUs at {a.target_utilization:.0%} utilization / "
         f"{a.gpus_per_node} per node, rounded up; {price:,.0f} {currency} each ({price_source}), "
-        f"{gpus} included"), "Nodes", node_model=node_model)]
+        f"{gpus} included"), "Nodes", node_model=node_model, estimated=node_estimated)]
     if gpu_model:  # priced in the nodes; a line of its own so that an order built from the bill can receive them
         lines.append(Line(n * a.gpus_per_node, money(0), _fit(
             f"The GPUs of the {n} nodes ({n} × {a.gpus_per_node}): in the node price above, listed so that "
-            "deliveries record each GPU's serial and UUID"), "GPUs", gpu_model=gpu_model))
+            "deliveries record each GPU's serial and UUID"), "GPUs", gpu_model=gpu_model, estimated=False))
 
     site = analysis.site_for(plan)
     net = network_layout(site, node_model, a.gpus_per_node)
@@ -238,7 +252,8 @@ def derive(plan, kind=None, today=None, an=None):
     lines.append(Line(switches, money(network / switches), _fit(
         f"Leaf switch {net.switch_model}, {net.switch_ports} ports ({net.downlinks} to nodes; {net.fabric}): "
         f"{n} nodes × {net.ports_per_node} ports ({net.ports_source}) = {ports} / {net.downlinks} → {switches}; "
-        f"{a.network_share:.0%} of the node price with cables and optics"), "Leaf switches"))
+        f"{a.network_share:.0%} of the node price with cables and optics"), "Leaf switches",
+        name=f"Leaf switch {net.switch_model}"))
 
     need = storage_need(an)
     if need.workloads:
@@ -249,14 +264,15 @@ def derive(plan, kind=None, today=None, an=None):
         sized = "no sized workloads to name a throughput or capacity"
     lines.append(Line(1, money(n * a.node_price * a.storage_share), _fit(
         f"Storage for the planned workloads: {sized}; at {a.storage_share:.0%} of the node price per node"),
-        "Storage"))
+        "Storage", name="Storage for the planned workloads"))
 
     notes = [f"Capex of the {kind} scenario: {scenario.capex:,.2f} {currency}.", *scenario.notes]
     if kind == "build":
         kw = n * a.node_kw
         lines.append(Line(1, money(kw * a.build_cost_per_kw), _fit(
             f"New cluster facility (power, cooling, space): {n} nodes × {a.node_kw:g} kW = {kw:,.1f} kW of IT "
-            f"load × {a.build_cost_per_kw:,.0f} {currency} per kW"), "Facility"))
+            f"load × {a.build_cost_per_kw:,.0f} {currency} per kW"), "Facility",
+            name="New cluster facility (power, cooling, space)"))
     if kind == "hybrid" and scenario.rental:
         notes.append(f"What it rents until the nodes arrive and at the peak above them ({scenario.rental:,.0f} "
                      f"{currency}) is a rental contract, not part of the bill of materials.")
@@ -284,9 +300,29 @@ def fill(plan, kind=None, today=None):
         replaced += 1
     for line in bill.lines:
         item = PlanItem(plan=plan, node_model=line.node_model, gpu_model=line.gpu_model,
-                        description=line.description, quantity=line.quantity, unit_cost=line.unit_cost,
-                        currency=bill.currency)
+                        description="" if line.node_model or line.gpu_model else line.item, note=line.description,
+                        quantity=line.quantity, unit_cost=line.unit_cost, currency=bill.currency,
+                        price_estimated=line.estimated)
         item.full_clean()
         item._change_reason = reason
         item.save()
     return bill, replaced
+
+
+@transaction.atomic
+def confirm_price(item, user, unit_cost=None):
+    """``user`` confirms the estimated unit cost of ``item`` (a quote in hand), at ``unit_cost`` where given (only
+    on a draft plan: a submitted plan's figures are what was approved). Returns the line as stored after it."""
+    item = PlanItem.objects.select_for_update().select_related("plan").get(pk=item.pk)
+    if not user.has_perm("planning.confirm_bom_price", item):
+        raise PermissionDenied("Only those who edit plans, or procurement, confirm a price.")
+    if not item.price_estimated:
+        by = f" by {item.price_confirmed_by} on {item.price_confirmed_at:%Y-%m-%d}" if item.price_confirmed_at else ""
+        raise ValidationError(f"The price of {item.what} is not an estimate: confirmed{by} or entered by hand.")
+    if unit_cost is not None and unit_cost != item.unit_cost:
+        workflow.check_editable(item.plan)
+        item.unit_cost = unit_cost
+    item.price_estimated, item.price_confirmed_by, item.price_confirmed_at = False, user, timezone.now()
+    item._change_reason = f"Price confirmed at {item.unit_cost:,.2f} {item.currency}"
+    item.save()
+    return item

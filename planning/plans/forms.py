@@ -158,10 +158,12 @@ class PlanItemForm(forms.ModelForm):
 
     class Meta:
         model = PlanItem
-        fields = ["node_model", "gpu_model", "description", "quantity", "unit_cost", "currency"]
+        fields = ["node_model", "gpu_model", "description", "quantity", "unit_cost", "currency", "note"]
         labels = {"gpu_model": "GPU model"}
+        widgets = {"note": forms.Textarea(attrs={"rows": 2})}
         help_texts = {"node_model": "One of node model, GPU model or description.",
-                      "description": "For switches, storage, cables: e.g. 4 × NVIDIA QM9700 NDR switches."}
+                      "description": "The item's name where no model names it: e.g. NVIDIA QM9700 NDR switch.",
+                      "note": "How the quantity and the price were derived (a quote, a share of the node price)."}
 
     def clean_currency(self):
         return (self.cleaned_data.get("currency") or "").upper()

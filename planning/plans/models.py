@@ -214,6 +214,12 @@ class PlanItem(CatalogLine):
     plan = models.ForeignKey(CapacityPlan, on_delete=models.CASCADE, related_name="items")
     unit_cost = models.DecimalField(**MONEY)
     currency = models.CharField(max_length=3, default="USD", help_text="ISO 4217 code, e.g. USD, EUR, CHF.")
+    note = models.TextField(blank=True, help_text="How the quantity and the price were derived.")
+    # A price a rule derived (a share of the node price, a cost per kW) is an estimate until someone confirms it.
+    price_estimated = models.BooleanField(default=False, help_text="The unit cost is an estimate, not a quote.")
+    price_confirmed_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True,
+                                           blank=True, related_name="+")
+    price_confirmed_at = models.DateTimeField(null=True, blank=True)
     history = HistoricalRecords(bases=[ChangeRecord])
 
     class Meta:

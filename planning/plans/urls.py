@@ -15,6 +15,7 @@ from .views import (
     CapacityPlanTransitionView,
     CapacityPlanView,
     PlanBOMFillView,
+    PlanItemConfirmPriceView,
     PlanPartDeleteView,
     PlanPartEditView,
     PlanSectionView,
@@ -41,6 +42,8 @@ urlpatterns = [
     *object_urls(CapacityPlan, CapacityPlanListView, CapacityPlanView, edit_view=CapacityPlanEditView.as_view(), extra=[
         (f"<int:pk>/{action}/", CapacityPlanTransitionView.as_view(action=action), action)
         for action in workflow.TRANSITIONS
-    ] + part_urls() + [("<int:pk>/bom/fill/", PlanBOMFillView.as_view(), "bom_fill")]),
+    ] + part_urls() + [("<int:pk>/bom/fill/", PlanBOMFillView.as_view(), "bom_fill"),
+                       ("<int:pk>/items/<int:part_pk>/confirm-price/", PlanItemConfirmPriceView.as_view(),
+                        "item_confirm_price")]),
     path("capacity-plans/<int:pk>/analysis/", CapacityPlanAnalysisView.as_view(), name="capacityplan_analysis"),
 ]

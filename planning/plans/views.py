@@ -185,6 +185,7 @@ def section_context(plan, user):
         "summary_headers": SUMMARY_HEADERS,
         "bom": workflow.bill_of_materials(plan),
         "can_edit": plan.is_draft and user.has_perm("planning.change_capacityplan"),
+        "can_confirm": user.has_perm("planning.confirm_bom_price"),
     }
 
 
@@ -409,6 +410,31 @@ class PlanPartDeleteView(PlanPartView):
             name = str(obj)
             obj.delete()
         return self.done(plan, f"Deleted {self.part.label} {name}.")
+
+
+class PlanItemConfirmPriceView(ModelPermissionMixin, View):
+    """POST: confirm a line's estimated price (``bom.confirm_price``); the section is redrawn (htmx) or the plan
+    page shown with the answer."""
+
+    permission_action = "view"
+
+    def get_queryset(self):
+        return CapacityPlan.objects.all()
+
+    def post(self, request, pk, part_pk):
+        plan = get_object_or_404(CapacityPlan, pk=pk)
+        item = get_object_or_404(PlanItem, pk=part_pk, plan=plan)
+        try:
+            item = bom.confirm_price(item, request.user)  # PermissionDenied: a 403
+        except ValidationError as error:
+            message, level = " ".join(error.messages), messages.ERROR
+        else:
+            message, level = f"Confirmed the price of {item.what}: {item.unit_cost:,.2f} {item.currency}.", None
+        if request.htmx:
+            return render(request, "planning/plan_items.html", {**section_context(plan, request.user),
+                                                                   "notice": message})
+        messages.add_message(request, level or messages.SUCCESS, message)
+        return HttpResponseRedirect(f"{plan.get_absolute_url()}#bill-of-materials")
 
 
 # --- The analysis page -----------------------------------------------------------------------------------

@@ -126,13 +126,20 @@ TRANSITIONS = {"submit": submit, "approve": approve, "reject": reject, "reopen":
 
 
 def bill_of_materials(plan):
-    """The plan's items with their line totals, and the grand total per currency."""
-    lines, totals = [], defaultdict(int)
-    for item in plan.items.select_related("node_model", "gpu_model"):
+    """The plan's items with their line totals, the grand total per currency and how much of it is estimated
+    (lines whose price nobody confirmed yet)."""
+    lines, totals, estimated = [], defaultdict(int), defaultdict(int)
+    for item in plan.items.select_related("node_model", "gpu_model", "price_confirmed_by"):
         lines.append({
             "id": item.pk, "item": item.what, "node_model": item.node_model_id, "gpu_model": item.gpu_model_id,
-            "description": item.description, "quantity": item.quantity, "unit_cost": item.unit_cost,
-            "currency": item.currency, "total": item.total,
+            "description": item.description, "note": item.note, "quantity": item.quantity,
+            "unit_cost": item.unit_cost, "currency": item.currency, "total": item.total,
+            "price_estimated": item.price_estimated,
+            "price_confirmed_by": item.price_confirmed_by.username if item.price_confirmed_by else None,
+            "price_confirmed_at": item.price_confirmed_at,
         })
         totals[item.currency] += item.total
-    return {"lines": lines, "totals": dict(sorted(totals.items()))}
+        if item.price_estimated:
+            estimated[item.currency] += item.total
+    return {"lines": lines, "totals": dict(sorted(totals.items())),
+            "estimated": {currency: estimated.get(currency, 0) for currency in sorted(totals)}}

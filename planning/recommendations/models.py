@@ -92,3 +92,23 @@ class Recommendation(models.Model):
     @property
     def is_open(self):
         return self.status == self.Status.OPEN
+
+
+class RecommendationAction(models.Model):
+    """What someone did about a recommendation beyond accepting it (``planning.recommendations.actions``): mailed the
+    owning team, opened a ticket, proposed a move of its nodes. Kept so that the page says it was done, by whom."""
+
+    recommendation = models.ForeignKey(Recommendation, on_delete=models.CASCADE, related_name="actions")
+    action = models.CharField(max_length=30, help_text="The registered action's key, e.g. notify_team.")
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True,
+                             related_name="+")
+    username = models.CharField(max_length=150, help_text="Kept when the user is deleted.")
+    at = models.DateTimeField(default=timezone.now)
+    said = models.TextField(help_text="What was done, e.g. whom the mail went to.")
+    url = models.CharField(max_length=200, blank=True, help_text="The ticket or move it made, if any.")
+
+    class Meta:
+        ordering = ["recommendation", "at", "pk"]
+
+    def __str__(self):
+        return f"{self.action} on recommendation #{self.recommendation_id} by {self.username}"

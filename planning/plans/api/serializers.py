@@ -117,10 +117,13 @@ TOTAL_DIGITS, GRAND_TOTAL_DIGITS = 24, 28
 class PlanItemSerializer(PortalModelSerializer):
     total = serializers.DecimalField(max_digits=TOTAL_DIGITS, decimal_places=2, read_only=True,
                                      help_text="Quantity × unit cost.")
+    price_confirmed_by = serializers.SlugRelatedField(slug_field="username", read_only=True, allow_null=True)
 
     class Meta:
         model = PlanItem
-        fields = ["id", "node_model", "gpu_model", "description", "quantity", "unit_cost", "currency", "total"]
+        fields = ["id", "node_model", "gpu_model", "description", "note", "quantity", "unit_cost", "currency",
+                  "total", "price_estimated", "price_confirmed_by", "price_confirmed_at"]
+        read_only_fields = ["price_estimated", "price_confirmed_by", "price_confirmed_at"]
 
     def validate_currency(self, currency):
         return currency.upper()
@@ -242,20 +245,27 @@ class PlanEventSerializer(serializers.ModelSerializer):
 
 class BOMLineSerializer(serializers.Serializer):
     id = serializers.IntegerField()
-    item = serializers.CharField(help_text="The node model, GPU model or description.")
+    item = serializers.CharField(help_text="The item's name: its node model, GPU model or description.")
     node_model = serializers.IntegerField(allow_null=True)
     gpu_model = serializers.IntegerField(allow_null=True)
     description = serializers.CharField()
+    note = serializers.CharField(help_text="How the quantity and the price were derived.")
     quantity = serializers.IntegerField()
     unit_cost = serializers.DecimalField(max_digits=14, decimal_places=2)
     currency = serializers.CharField()
     total = serializers.DecimalField(max_digits=TOTAL_DIGITS, decimal_places=2)
+    price_estimated = serializers.BooleanField(help_text="The unit cost is an estimate nobody confirmed yet.")
+    price_confirmed_by = serializers.CharField(allow_null=True)
+    price_confirmed_at = serializers.DateTimeField(allow_null=True)
 
 
 class BillOfMaterialsSerializer(serializers.Serializer):
     lines = BOMLineSerializer(many=True)
     totals = serializers.DictField(child=serializers.DecimalField(max_digits=GRAND_TOTAL_DIGITS, decimal_places=2),
                                    help_text="Grand total per currency.")
+    estimated = serializers.DictField(
+        child=serializers.DecimalField(max_digits=GRAND_TOTAL_DIGITS, decimal_places=2),
+        help_text="Per currency, how much of the grand total is estimated prices nobody confirmed yet.")
 
 
 class BOMFillSerializer(serializers.Serializer):
