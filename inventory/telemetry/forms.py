@@ -6,7 +6,8 @@ from inventory.queries import chosen_site, filter_choices
 from portal.forms import Select
 
 from .models import TelemetrySource
-from .queries import DEFAULT_RANGE, FILTER_LOOKUPS, HEATMAP_BY, RANGES
+from .queries import DEFAULT_RANGE, FILTER_LOOKUPS, HEATMAP_BY
+from .ranges import UnknownParameter, range_key
 
 
 class TelemetrySourceForm(forms.ModelForm):
@@ -45,7 +46,14 @@ class UtilizationFilterForm(forms.Form):
     every request: its choices come from one query (``filter_choices``) and its selects are drawn in Python
     (``portal.forms.Select``). A site or GPU model is chosen by id (the filters look up by id)."""
 
-    range = forms.ChoiceField(choices=[(key, r.label) for key, r in RANGES.items()], required=False)
+    # A range button (``ranges.RANGE_BUTTONS``) or any key of ``ranges.get_range``; a month or dates instead.
+    range = forms.CharField(required=False, max_length=40)
+    month = forms.CharField(required=False, max_length=7, label="Month",
+                            widget=forms.TextInput(attrs={"type": "month", "placeholder": "YYYY-MM"}))
+    start = forms.CharField(required=False, max_length=10, label="From",
+                            widget=forms.TextInput(attrs={"type": "date", "placeholder": "YYYY-MM-DD"}))
+    end = forms.CharField(required=False, max_length=10, label="To",
+                          widget=forms.TextInput(attrs={"type": "date", "placeholder": "YYYY-MM-DD"}))
     site = forms.TypedChoiceField(coerce=int, empty_value=None, required=False, widget=Select)
     partition = forms.ChoiceField(required=False, widget=Select)
     gpu_model = forms.TypedChoiceField(coerce=int, empty_value=None, required=False, label="GPU model",
@@ -65,10 +73,24 @@ class UtilizationFilterForm(forms.Form):
         self.fields["gpu_model"].choices = [("", "All GPU models"), *offered["gpu_model"]]
         self.fields["team"].choices = [("", "All teams"), *((t, t) for t in offered["team"])]
 
+    def clean(self):
+        """One range key from the range, the month or the dates (``ranges.range_key``); a bad one is an error on the
+        field that named it."""
+        data = super().clean()
+        names = ("range", "month", "start", "end")
+        if any(name in self.errors for name in names):
+            return data
+        try:
+            data["range_key"] = range_key(*(data.get(name) for name in names))
+        except UnknownParameter as error:
+            self.add_error("month" if data.get("month") else "start" if data.get("start") or data.get("end")
+                           else "range", str(error))
+        return data
+
     def choices(self):
         """(range key, filters, heatmap rows) from the fields that are valid; defaults for the others, so a
         stale bookmark (a partition since renamed) still shows a dashboard."""
         self.is_valid()
         data = self.cleaned_data
         filters = {name: data[name] for name in FILTER_LOOKUPS if data.get(name)}
-        return data.get("range") or DEFAULT_RANGE, filters, data.get("heatmap") or "node"
+        return data.get("range_key") or DEFAULT_RANGE, filters, data.get("heatmap") or "node"

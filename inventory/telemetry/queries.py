@@ -3,10 +3,11 @@ the rollup tables, each a set-based aggregate (``values().annotate()``; ``usage`
 the ORM cannot write), so a figure costs the same few queries for ten GPUs or ten thousand.
 
 Ranges and tables
-    ``24h`` and ``7d`` read hourly rows, one bucket per hour; ``30d``, ``90d`` and ``1y`` read daily rows, one
-    bucket per day. The series and the groupings read the usage rows (``UsageHourly``, ``UsageDaily``: the GPU rows
-    summed per node and GPU model, a few rows per node), what is per GPU the GPU rows (``GPUHourly``,
-    ``GPUDaily``). Each range ends with the current hour or day, so its last bucket may still be filling.
+    ``24h`` and ``7d`` read hourly rows, one bucket per hour; ``30d``, ``90d``, ``1y`` and the calendar ranges
+    (``last_month``, a month, dates: ``ranges.py``) read daily rows, one bucket per day. The series and the
+    groupings read the usage rows (``UsageHourly``, ``UsageDaily``: the GPU rows summed per node and GPU model, a
+    few rows per node), what is per GPU the GPU rows (``GPUHourly``, ``GPUDaily``). Each rolling range ends with the
+    current hour or day, so its last bucket may still be filling; a calendar range at its last midnight.
 
 What the figures mean
     - *GPU-hours observed*: hours for which a GPU reported a utilization. An hourly row counts one hour,
@@ -30,93 +31,27 @@ Filters (``filters`` argument, a mapping; empty values are ignored)
     brings along only the hours and days rolled up since); what is per GPU, in the node it is in now.
 """
 
-from dataclasses import dataclass
-from datetime import timedelta
-
 from django.conf import settings
 from django.db import connections, router
-from django.db.models import Count, F, FloatField, Sum
 from django.utils import timezone
 
 from inventory.costs import gpu_hour_costs
 from inventory.models import GPU, SERVING_STATES, GPUModel, Node, Site
 
-from .models import GPUDaily, GPUHourly, SlurmJob, TelemetrySource, UsageDaily, UsageHourly
-from .rollups import day_start, floor_hour
-
-
-@dataclass(frozen=True)
-class Range:
-    key: str
-    label: str
-    periods: int  # buckets in the range, the current one included
-    daily: bool  # daily rows (GPUDaily, UsageDaily) rather than hourly rows (GPUHourly, UsageHourly)
-
-    @property
-    def model(self):
-        """The rows per GPU."""
-        return GPUDaily if self.daily else GPUHourly
-
-    def table(self, per_gpu):
-        """The rows read: per GPU, or (``per_gpu`` False) the fewest rows that hold what the groupings sum."""
-        if per_gpu:
-            return self.model
-        return UsageDaily if self.daily else UsageHourly
-
-    @property
-    def time_field(self):
-        return "day" if self.daily else "hour"
-
-    def buckets(self, now=None):
-        """The start of every bucket, oldest first: dates for daily ranges, aware datetimes for hourly."""
-        now = now or timezone.now()
-        if self.daily:
-            last, step = timezone.localdate(now), timedelta(days=1)
-        else:
-            last, step = floor_hour(now), timedelta(hours=1)
-        return [last - step * (self.periods - 1 - i) for i in range(self.periods)]
-
-    def start(self, now=None):
-        """The moment the range begins (its first bucket)."""
-        first = self.buckets(now)[0]
-        return day_start(first) if self.daily else first
-
-    def sums(self, per_gpu=True):
-        """The aggregates of the rows of ``table(per_gpu)``: ``gpu_hours`` (GPU-hours they cover), ``util_hours``
-        (utilization (%) × hours, summed; divided by ``gpu_hours`` it is the weighted mean) and ``gpus`` (GPUs, in
-        one bucket: a GPU has one row per bucket)."""
-        table = self.table(per_gpu)
-        if table is UsageDaily:
-            return {"gpu_hours": Sum("gpu_hours"), "util_hours": Sum("util_hours"), "gpus": Sum("gpus")}
-        if table is UsageHourly:  # a GPU counts one hour
-            return {"gpu_hours": Sum("gpus"), "util_hours": Sum("util_hours"), "gpus": Sum("gpus")}
-        if table is GPUDaily:
-            return {"gpu_hours": Sum("hours"), "gpus": Count("pk"),
-                    "util_hours": Sum(F("util_mean") * F("hours"), output_field=FloatField())}
-        return {"gpu_hours": Count("pk"), "util_hours": Sum("util_mean"), "gpus": Count("pk")}
-
-    def sums_sql(self, per_gpu=True):
-        """``sums`` as SQL over the rows of ``rollup_from`` (alias ``r``), for the hand-written reads."""
-        table = self.table(per_gpu)
-        if table is UsageDaily:
-            return {"gpu_hours": "SUM(r.gpu_hours)", "util_hours": "SUM(r.util_hours)", "gpus": "SUM(r.gpus)"}
-        if table is UsageHourly:
-            return {"gpu_hours": "SUM(r.gpus)", "util_hours": "SUM(r.util_hours)", "gpus": "SUM(r.gpus)"}
-        if table is GPUDaily:
-            return {"gpu_hours": "SUM(r.hours)", "gpus": "COUNT(*)", "util_hours": "SUM(r.util_mean * r.hours)"}
-        return {"gpu_hours": "COUNT(*)", "util_hours": "SUM(r.util_mean)", "gpus": "COUNT(*)"}
-
+from .models import SlurmJob, TelemetrySource, UsageDaily, UsageHourly
+from .ranges import (  # noqa: F401 (the ranges were defined here: read from here by many)
+    DEFAULT_RANGE,
+    RANGE_BUTTONS,
+    RANGES,
+    Range,
+    UnknownParameter,
+    calendar_month,
+    get_range,
+    last_closed_month,
+)
 
 USAGE_TABLES = (UsageHourly, UsageDaily)
 
-RANGES = {
-    "24h": Range("24h", "24 hours", 24, daily=False),
-    "7d": Range("7d", "7 days", 7 * 24, daily=False),
-    "30d": Range("30d", "30 days", 30, daily=True),
-    "90d": Range("90d", "90 days", 90, daily=True),
-    "1y": Range("1y", "1 year", 365, daily=True),
-}
-DEFAULT_RANGE = "7d"
 
 # Filter name -> lookup on a GPU (on a rollup row: through its ``gpu``).
 FILTER_LOOKUPS = {
@@ -146,29 +81,6 @@ USAGE_COLUMNS = {
 }
 PER_GPU_COLUMNS = {"gpu_id": ("k", "id"), "slot": ("k", "slot")}
 NODE_FIELDS = ("site", "partition", "team", "state")  # what a node's group tells besides its figures
-
-
-class UnknownParameter(ValueError):
-    """An unknown range, group_by or heatmap row kind; the message names the accepted values."""
-
-
-def get_range(range_key):
-    if range_key not in RANGES:
-        raise UnknownParameter(f"Unknown range '{range_key}'; use one of {', '.join(RANGES)}.")
-    return RANGES[range_key]
-
-
-def calendar_month(first_day):
-    """The calendar month that begins on ``first_day`` as ``(start, end)``, cut at the portal's local midnights
-    (``TIME_ZONE``) as the daily ranges cut days: the month ranges of ``/api/inventory/allocations/?month=`` and of
-    the monthly statements."""
-    following = (first_day.replace(day=1) + timedelta(days=32)).replace(day=1)
-    return day_start(first_day.replace(day=1)), day_start(following)
-
-
-def last_closed_month(now=None):
-    """The first day of the last month that has ended (in ``TIME_ZONE``)."""
-    return (timezone.localdate(now or timezone.now()).replace(day=1) - timedelta(days=1)).replace(day=1)
 
 
 def rollup_rows(range_key, filters=None, now=None, per_gpu=True):

@@ -8,7 +8,7 @@ from portal.api.serializers import COMMON, TIMESTAMPS, OutboundErrorsMixin, Port
 from portal.forms import parse_month
 
 from .. import queries as telemetry_queries
-from .. import slurm_figures
+from .. import ranges, slurm_figures
 from ..models import GPUHourly, SlurmJob, TelemetrySource, UnknownSeries
 from ..rollups import HEALTH_FIELDS
 
@@ -123,8 +123,16 @@ class UtilizationQuerySerializer(ReportQuerySerializer):
         choices=list(telemetry_queries.GROUPS), default="site", help_text="What one row of the answer is.",
         error_messages=choices_error("group_by", telemetry_queries.GROUPS),
     )
-    range = range_field("24h and 7d read hourly rollups, 30d, 90d and 1y daily rollups; each ends with the current "
-                        "hour or day.")
+    range = serializers.CharField(
+        default=telemetry_queries.DEFAULT_RANGE, max_length=40,
+        help_text="24h and 7d read hourly rollups, each ending with the current hour; 30d, 90d and 1y daily rollups, "
+        "each ending with the current day; last_month, a month (2026-11) or dates (2026-10-01..2026-10-15) whole "
+        "local days (TIME_ZONE), until now while they last.")
+    month = serializers.CharField(required=False, max_length=7, help_text="A calendar month, YYYY-MM, instead of "
+                                  "the range.")
+    start = serializers.CharField(required=False, max_length=10, help_text="With `end`: dates, YYYY-MM-DD (both "
+                                  "included), instead of the range.")
+    end = serializers.CharField(required=False, max_length=10, help_text="The last day of the dates, YYYY-MM-DD.")
     site = serializers.IntegerField(required=False, help_text="Only GPUs in nodes of this site (id).")
     partition = serializers.CharField(required=False, help_text="Only GPUs in nodes of this partition.")
     gpu_model = serializers.IntegerField(required=False, help_text="Only GPUs of this GPU model (id).")
@@ -136,6 +144,12 @@ class UtilizationQuerySerializer(ReportQuerySerializer):
         site, partition = data.get("site"), data.get("partition")
         if site and partition and partition not in (known := partitions(site)):
             raise serializers.ValidationError({"partition": [unknown_partition(site, partition, known)]})
+        month, start, end = (data.pop(name, None) for name in ("month", "start", "end"))
+        try:  # one range key from the range, the month or the dates (``ranges.range_key``)
+            data["range"] = ranges.range_key(data.get("range"), month, start, end)
+        except ranges.UnknownParameter as error:
+            raise serializers.ValidationError({"month" if month else "start" if start or end else "range":
+                                               [str(error)]}) from None
         return data
 
 
@@ -169,7 +183,7 @@ class UtilizationSerializer(serializers.Serializer):
     range = serializers.CharField()
     rollup = serializers.ChoiceField(choices=["hourly", "daily"], help_text="Which rollup table the range reads.")
     start = serializers.DateTimeField(help_text="Start of the range (its first hour or day).")
-    end = serializers.DateTimeField(help_text="When the figures were computed.")
+    end = serializers.DateTimeField(help_text="When the figures were computed; a calendar range's last midnight.")
     currency = serializers.CharField()
     idle_gpu_hour_cost = serializers.FloatField(help_text="The cost per idle GPU-hour of nodes without a cost from "
                                                 "their contracts.")

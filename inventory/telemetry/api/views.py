@@ -127,7 +127,7 @@ class UtilizationView(APIView):
             "range": range_key,
             "rollup": "daily" if span.daily else "hourly",
             "start": span.start(now),
-            "end": now,
+            "end": span.end(now),
             "currency": settings.COST_CURRENCY,
             "idle_gpu_hour_cost": settings.IDLE_GPU_HOUR_COST,
             "idle_cost_basis": telemetry_queries.idle_cost_basis(telemetry_queries.totals(groups)),

@@ -134,7 +134,8 @@ def test_utilization_lists_stale_sources(viewer_api, fleet, now):
 
 @pytest.mark.parametrize("params, field, message", [
     ({"group_by": "rack"}, "group_by", "Unknown group_by 'rack'; use one of site, partition, gpu_model, team, node."),
-    ({"range": "2w"}, "range", "Unknown range '2w'; use one of 24h, 7d, 30d, 90d, 1y."),
+    ({"range": "2w"}, "range", "Unknown range '2w'; use one of 24h, 7d, 30d, 90d, 1y, last_month, a month (YYYY-MM) "
+                               "or dates (YYYY-MM-DD..YYYY-MM-DD, at most 366 days)."),
     ({"site": "zurich"}, "site", "A valid integer is required."),
 ])
 def test_bad_parameters_are_400_with_a_clear_error(viewer_api, params, field, message):
@@ -166,8 +167,11 @@ def test_schema_documents_the_utilization_endpoint(viewer_api):
     operation = schema["paths"][UTILIZATION]["get"]
     parameters = {p["name"]: p["schema"] for p in operation["parameters"]}
     assert parameters["group_by"]["enum"] == ["site", "partition", "gpu_model", "team", "node"]
-    assert parameters["range"]["enum"] == ["24h", "7d", "30d", "90d", "1y"]
-    assert {"site", "partition", "gpu_model", "team"} <= set(parameters)
+    # A rolling range, last_month, a month or dates: a string whose description names them.
+    assert parameters["range"]["type"] == "string" and parameters["range"]["default"] == "7d"
+    described = next(p["description"] for p in operation["parameters"] if p["name"] == "range")
+    assert "last_month" in described and "2026-10-01..2026-10-15" in described
+    assert {"site", "partition", "gpu_model", "team", "month", "start", "end"} <= set(parameters)
     assert operation["responses"]["200"]["content"]["application/json"]["schema"]["$ref"].endswith("/Utilization")
     source = schema["components"]["schemas"]["TelemetrySource"]["properties"]
     assert "auth_token" not in source and source["stale_since"]["readOnly"] is True
