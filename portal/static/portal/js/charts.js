@@ -99,7 +99,7 @@
   function hbar(el, d) {
     var traces = d.series.filter(function (s) { return hasValues(s.values); }).map(function (s, i) {
       return { type: "bar", orientation: "h", name: s.name, y: d.labels, x: s.values,
-        marker: { color: BAR_COLOURS[i % BAR_COLOURS.length] },
+        marker: { color: s.colour || BAR_COLOURS[i % BAR_COLOURS.length] },  // a colour per cause where given
         hovertemplate: "%{y}: %{x:.1f}<extra>" + s.name + "</extra>" };
     });
     if (!traces.length) { empty(el); return; }
