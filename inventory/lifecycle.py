@@ -16,6 +16,8 @@ from django.db.models.functions import Coalesce
 from django.utils import timezone
 from simple_history.utils import bulk_update_with_history
 
+from portal import events
+
 from .models import LifecycleState as S
 from .models import StateTransition
 
@@ -96,6 +98,7 @@ def transition(obj, target, user=None, reason="", expected=None):
         obj._history_user = user
     obj.save(update_fields=["state", "updated"])
     record_transitions([obj], [previous], target, user, reason, timezone.now())
+    announce_degraded([obj], target, reason)
     return obj
 
 
@@ -124,7 +127,23 @@ def bulk_transition(queryset, target, user=None, reason=""):
             default_change_reason=reason[:HISTORY_REASON_LENGTH],
         )
         record_transitions(moved, previous, target, user, reason, now)
+        announce_degraded(moved, target, reason)
     return moved, refused
+
+
+def announce_degraded(objs, target, reason):
+    """Tell ``portal.events`` (``node.degraded``) of each node or GPU just moved to degraded, with its node's name and
+    owning team (subscribers are told once the move commits)."""
+    if target != S.DEGRADED:
+        return
+    now = timezone.now()
+    for obj in objs:
+        node = obj if obj._meta.model_name == "node" else obj.node
+        events.emit("node.degraded", {
+            "node_id": node.pk if node else None, "node": node.hostname if node else "no node",
+            "gpu_id": None if node is obj else obj.pk, "gpu": None if node is obj else obj.slot,
+            "team": node.owner_team_id if node else None, "reason": reason, "at": now,
+        })
 
 
 def state_since(model):

@@ -6,6 +6,7 @@ class SupportConfig(AppConfig):
     verbose_name = "Support"
 
     def ready(self):
+        from portal import events
         from portal.files import delete_file_with_row
         from portal.registry import (
             register_menu,
@@ -17,6 +18,8 @@ class SupportConfig(AppConfig):
 
         from . import policy  # noqa: F401  (registers the support rules)
         from .dashboard import asset_tickets_panel, sla_panel, support_tiles
+        from .eventrules import delivery as notification_rules
+        from .eventrules import policy as notification_policy  # noqa: F401  (registers the notification rules' rules)
         from .queries import SEARCH_LOOKS_AT, search
 
         delete_file_with_row(self.get_model("TicketAttachment"))
@@ -29,7 +32,9 @@ class SupportConfig(AppConfig):
             ("Tickets", "support:ticket_list", "support.view_support_pages"),  # researchers: theirs and their teams'
             ("Report a problem", "support:ticket_add", "support.open_ticket"),
             ("Support metrics", "support:metrics", "support.read_every_ticket"),
+            ("Notifications", "support:notificationrule_list", "support.read_rule"),  # one's own rules, teams'
         ])
+        events.subscribe(notification_rules.hear)  # business events reach the users and teams subscribed to them
 
         from inventory.goodput.hooks import register_ticket_finder
         from planning.recommendations import gather

@@ -258,3 +258,7 @@ class TicketAttachment(models.Model):
     @property
     def internal(self):
         return self.comment_id is not None and self.comment.internal
+
+
+# The notification rules' models (``support/eventrules``): Django loads an app's models from here.
+from .eventrules.models import NotificationEvent, NotificationRule  # noqa: E402, F401

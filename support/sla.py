@@ -8,6 +8,7 @@
 - ``pause`` / ``resume``: the clock stops while the ticket waits on the requester; resuming moves both due
   times later by the time paused.
 - ``state(ticket, now)``: ``met``, ``breached``, ``breaching soon``, ``paused`` or ``ok``, for lists and pages.
+- ``announce_breaches(now)``: the ``ticket.sla_breached`` business event for each clock that ran out lately.
 """
 
 from dataclasses import dataclass
@@ -20,6 +21,7 @@ from django.utils import timezone
 
 from planning.contracts import coverage
 from planning.models import Contract, SLATerm
+from portal import events
 
 OK, SOON, BREACHED, PAUSED, MET = "ok", "breaching soon", "breached", "paused", "met"
 
@@ -149,3 +151,29 @@ def remaining(ticket, now=None):
     """Time left on the running clock (negative when breached), or None."""
     due = next_due(ticket, now)
     return due - (now or timezone.now()) if due else None
+
+
+BREACH_LOOKBACK = timedelta(days=1)  # a clock that ran out longer ago than this is no news
+
+
+def announce_breaches(now=None, lookback=BREACH_LOOKBACK):
+    """Emit ``ticket.sla_breached`` for each open ticket whose running clock ran out within ``lookback`` (beat runs
+    this every few minutes: the same breach told again is the same event, which a subscriber records once).
+    Returns how many were told."""
+    from .models import Ticket
+
+    now = now or timezone.now()
+    since = now - lookback
+    told = 0
+    for ticket in Ticket.objects.due_before(now).select_related("team", "node"):
+        due = next_due(ticket, now)
+        if due is None or due <= since:
+            continue
+        events.emit("ticket.sla_breached", {
+            "ticket_id": ticket.pk, "title": ticket.title, "priority": ticket.get_priority_display(),
+            "clock": "response" if ticket.first_response_at is None else "resolution", "due": due,
+            "team": ticket.team.name if ticket.team_id else None, "requester_id": ticket.requester_id,
+            "node": ticket.node.hostname if ticket.node_id else None,
+        })
+        told += 1
+    return told

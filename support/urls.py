@@ -5,6 +5,7 @@ from django.urls import path
 from portal.generic import object_urls
 
 from . import views
+from .eventrules import urls as notification_urls
 from .models import Ticket
 
 app_name = "support"
@@ -21,4 +22,5 @@ urlpatterns = [
     ]),
     path("attachments/<int:pk>/", views.AttachmentDownloadView.as_view(), name="attachment_download"),
     path("metrics/", views.MetricsView.as_view(), name="metrics"),
+    *notification_urls.urlpatterns,
 ]

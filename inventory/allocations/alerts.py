@@ -8,6 +8,8 @@ from django.db import IntegrityError, transaction
 from django.template.loader import render_to_string
 from django.utils import timezone
 
+from portal import events
+
 from . import usage
 from .models import AllocationAlert, TeamAllocation
 
@@ -45,6 +47,10 @@ def send_alerts(now=None):
                                                        used_gpu_hours=row.used, recipients=", ".join(to))
         except IntegrityError:
             continue
+        events.emit("allocation.threshold", {  # the notification rules' event: once per allocation and level
+            "allocation_id": allocation.pk, "team": allocation.team.name, "scope": str(allocation.scope),
+            "level": row.level, "percent": row.percent, "used": round(row.used, 1), "budget": row.budget,
+        })
         if to:
             context = {"allocation": allocation, "figures": row, "level": row.level}
             send_mail(f"[Cluster Portal] {allocation.team}: {row.percent} % of its GPU-hour budget used",

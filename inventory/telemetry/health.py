@@ -19,6 +19,8 @@ from operator import attrgetter, itemgetter
 from django.db.models import Count, OuterRef, Q, Subquery
 from django.db.models.functions import Coalesce
 
+from portal import events as events_bus
+
 from . import remap, xid
 from .models import GPUHourly, HealthEvent, HealthReading, MigInstance, XidEvent, XidReading
 from .rollups import among, floor_hour
@@ -74,7 +76,27 @@ def save_xid_events(source, hours, samples, now):
         [XidEvent(gpu_id=gpu_id, source=source, ts=ts, hour=floor_hour(ts), code=code, kind=xid.kind_of(code))
          for gpu_id, ts, code in events], ignore_conflicts=True, batch_size=2000)
     XidReading.objects.bulk_create(last, update_conflicts=True, unique_fields=["gpu"], update_fields=["code", "ts"])
+    announce_xid_events(events)
     return events
+
+
+def announce_xid_events(events):
+    """Tell ``portal.events`` of each XID event (``gpu.xid``): the GPU, its node, the code, its class and meaning
+    (one query for all). A retried pull tells the same events again: a subscriber records each once."""
+    if not events:
+        return
+    from inventory.models import GPU  # inventory.models imports the telemetry models
+
+    gpus = {row["pk"]: row for row in GPU.objects.filter(pk__in={gpu_id for gpu_id, _, _ in events}).values(
+        "pk", "slot", "uuid", "node_id", "node__hostname", "node__site__name", "node__owner_team_id")}
+    for gpu_id, ts, code in events:
+        gpu = gpus.get(gpu_id, {})
+        events_bus.emit("gpu.xid", {
+            "gpu_id": gpu_id, "gpu": gpu.get("slot"), "uuid": gpu.get("uuid", ""), "node_id": gpu.get("node_id"),
+            "node": gpu.get("node__hostname") or "no node", "site": gpu.get("node__site__name"),
+            "team": gpu.get("node__owner_team_id"), "code": code, "class": xid.kind_of(code),
+            "meaning": xid.meaning(code), "at": ts,
+        })
 
 
 def _advance_quiet(stored, field, found):

@@ -24,6 +24,8 @@ from django.db import transaction
 from django.db.models import Count
 from django.utils import timezone
 
+from portal import events
+
 from . import allocation, allocation_rollup, health, slurm
 from .matching import GPUMatcher
 from .models import PullReport, SlurmJob, TelemetrySample, TelemetrySource, UnknownSeries
@@ -256,3 +258,6 @@ def record_failure(source, message, now):
         next_attempt_at=now + timedelta(seconds=backoff_seconds(failures, source.interval_seconds)),
     )
     log.warning("telemetry source %s failed (%d in a row): %s", source.name, failures, message)
+    if source.stale_since is None:  # it turns stale now: told once, not at each failure after
+        events.emit("source.stale", {"source_id": source.pk, "source": source.name, "kind": source.kind,
+                                     "since": now})

@@ -9,6 +9,7 @@ from django.db.models import Case, Count, IntegerField, When
 from django.utils import timezone
 
 from inventory.models import GPU, LifecycleState
+from portal import events
 
 from ..plans import bom, needs, workflow
 from ..plans.models import CapacityPlan
@@ -61,6 +62,11 @@ def write(findings, now, t=rules.THRESHOLDS):
     for rec in resolved:
         rec.status, rec.updated = R.Status.RESOLVED, now
     R.objects.bulk_create(created)
+    for rec in created:  # the notification rules' event (told once the analysis commits)
+        events.emit("recommendation.raised", {
+            "recommendation_id": rec.pk, "kind": rec.get_kind_display(), "severity": rec.get_severity_display(),
+            "title": rec.title, "partition": rec.partition, "site_id": rec.site_id,
+        })
     R.objects.bulk_update(updated, [*FINDING_FIELDS, "evidence", "detected_at", "updated"])
     R.objects.bulk_update(resolved, ["status", "updated"])
     return {"created": len(created), "updated": len(updated), "resolved": len(resolved), "skipped": skipped}
