@@ -4,7 +4,7 @@ import django_tables2 as tables
 from django.utils import timezone
 from django.utils.functional import cached_property
 
-from portal.tables import ColumnChoice, PortalTable, RelatedColumn, cell_html
+from portal.tables import ColumnChoice, PortalTable, RelatedColumn, SelectColumn, cell_html
 
 from .lifecycle import time_in_state
 from .models import (
@@ -31,15 +31,6 @@ class StateColumn(tables.Column):
 
     def value(self, record, value):
         return record.state
-
-
-class SelectColumn(tables.CheckBoxColumn):
-    def __init__(self, **kwargs):
-        super().__init__(accessor="pk", attrs={"input": {"name": "select"}}, **kwargs)
-
-    def render(self, value, bound_column, record):
-        # CheckBoxColumn's markup for these attributes, without its per-cell attribute machinery.
-        return cell_html('<input type="checkbox" name="select" value="{}" />', value)
 
 
 class GPUModelTable(ColumnChoice, tables.Table):
@@ -129,7 +120,7 @@ class TimeInStateColumn(tables.Column):
 
 
 class NodeTable(ColumnChoice, PortalTable):
-    select = SelectColumn()
+    select = SelectColumn(label=lambda record: record.hostname)
     hostname = tables.Column(linkify=True)
     state = StateColumn()
     in_state = TimeInStateColumn()
@@ -166,7 +157,7 @@ class NodeTable(ColumnChoice, PortalTable):
 
 
 class GPUTable(PortalTable):
-    select = SelectColumn()
+    select = SelectColumn(label=lambda record: GPUTable.render_gpu(None, record))
     gpu = tables.Column("GPU", accessor="pk", linkify=True, order_by=("node__hostname", "slot"))
     state = StateColumn()
     in_state = TimeInStateColumn()
