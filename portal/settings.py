@@ -347,6 +347,12 @@ CELERY_BEAT_SCHEDULE = {
     "webhook-requeue": {"task": "planning.webhooks.requeue_pending_webhooks", "schedule": 300.0},
     "recommendations": {"task": "planning.tasks.analyse_recommendations", "schedule": 24 * 3600.0},
     "support-fault-tickets": {"task": "support.tasks.open_fault_tickets", "schedule": 600.0},
+    # Notification rules (support/eventrules): SLA breaches told, then the digests (one message per subscriber).
+    "support-sla-breaches": {"task": "support.tasks.announce_sla_breaches", "schedule": 300.0},
+    "notification-digests-hourly": {"task": "support.eventrules.send_digests", "schedule": crontab(minute=2),
+                                    "args": ["hourly"]},
+    "notification-digests-daily": {"task": "support.eventrules.send_digests", "schedule": crontab(minute=7, hour=7),
+                                   "args": ["daily"]},
     # Interruptions of the jobs the Slurm pulls brought (every 10 minutes, over the last GOODPUT_LOOKBACK_HOURS).
     "goodput-interruptions": {"task": "inventory.tasks.record_interruptions", "schedule": 600.0},
     # The last month's statements, issued and e-mailed on the first of each month (TIME_ZONE), after midnight's pulls.
