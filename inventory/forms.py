@@ -10,7 +10,7 @@ from django.core.exceptions import ValidationError
 from portal.forms import DateInput
 from portal.imports import ImportForm, NamedChoiceField
 
-from . import lifecycle
+from . import lifecycle, power
 from .models import (
     GPU,
     Fabric,
@@ -143,6 +143,10 @@ class SiteImportForm(ImportForm):
         fields = ["name", "location", "power_capacity_kw", "cooling_capacity_kw", "pue", "energy_price_per_kwh",
                   "rack_cost_per_month", "description"]
 
+    @classmethod
+    def warnings(cls, valid):
+        return power.overcommitted(sites=[form.instance for form in valid])  # a capacity lowered under the draw
+
 
 class RackImportForm(ImportForm):
     site = by_name(Site.objects.all())
@@ -150,6 +154,10 @@ class RackImportForm(ImportForm):
     class Meta:
         model = Rack
         fields = ["site", "name", "height_u", "power_budget_kw"]
+
+    @classmethod
+    def warnings(cls, valid):
+        return power.overcommitted(racks=[form.instance for form in valid])
 
 
 class NodeImportForm(LifecycleImportMixin, ImportForm):
@@ -197,6 +205,11 @@ class NodeImportForm(LifecycleImportMixin, ImportForm):
             else:
                 placed.setdefault(node.rack_id, []).append((node, form.row_number))
         return problems
+
+    @classmethod
+    def warnings(cls, valid):
+        """Sites and racks the file's nodes would put over their power, racks over their height."""
+        return power.overcommitted(nodes=[form.instance for form in valid])
 
     def clean(self):
         cleaned = super().clean()

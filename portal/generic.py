@@ -5,6 +5,7 @@ related objects to show. Edit and delete views take the model's form or queryset
 ``object_urls`` registers the whole set of pages for a model in one line.
 """
 
+import math
 from collections import defaultdict
 from dataclasses import dataclass
 from typing import Any
@@ -15,10 +16,10 @@ from django.contrib import messages
 from django.contrib.auth.mixins import PermissionRequiredMixin
 from django.core import signing
 from django.db import connection, transaction
-from django.db.models import BooleanField, ProtectedError
-from django.http import Http404, HttpResponseRedirect
+from django.db.models import BooleanField, FloatField, ProtectedError
+from django.http import Http404, HttpResponse, HttpResponseRedirect
 from django.shortcuts import get_object_or_404, render
-from django.urls import path, reverse
+from django.urls import path, resolve, reverse
 from django.utils.functional import cached_property
 from django.utils.http import urlencode
 from django.utils.module_loading import import_string
@@ -33,7 +34,8 @@ from . import history, locking
 from .exports import EXPORT_PARAM, SafeTableExport, export_links, refuse_format
 from .filters import BoundedPaginator
 from .forms import required_id
-from .imports import decode, read_csv, run_import
+from .import_help import column_help, header_aliases
+from .imports import decode, read_csv, run_import, template_csv
 from .models import ImportJob
 from .tables import ColumnChoice, saved_columns
 from .tasks import enqueue, run_import_job
@@ -212,9 +214,18 @@ def object_fields(obj, hidden):
             rows.append((field.verbose_name, getattr(obj, f"get_{field.name}_display")(), None))
         elif isinstance(field, BooleanField):
             rows.append((field.verbose_name, "yes" if getattr(obj, field.name) else "no", None))
+        elif isinstance(field, FloatField) and getattr(obj, field.name) is not None:
+            rows.append((field.verbose_name, float_text(getattr(obj, field.name)), None))
         else:
             rows.append((field.verbose_name, getattr(obj, field.name), None))
     return rows
+
+
+def float_text(value):
+    """A float as people write it: "1,000" for 1000.0, "0.25", at most 4 decimals (a budget is not "1000.0")."""
+    if math.isfinite(value) and value == int(value):
+        return f"{int(value):,}"
+    return f"{value:,.4f}".rstrip("0").rstrip(".")
 
 
 def history_rows(obj):
@@ -493,17 +504,31 @@ class ObjectImportView(ModelPermissionMixin, View):
     def importer_path(cls):
         return f"{cls.__module__}.{cls.__qualname__}"
 
+    @classmethod
+    def list_table_class(cls):
+        """The table the model's list exports: a file may name the columns by its headers."""
+        return getattr(resolve(reverse(url_name(cls.model, "list"))).func.view_class, "table_class", None)
+
     def render(self, request, form, result=None, status=200):
+        aliases, skipped = header_aliases(self.form_class, self.list_table_class())
         context = {
             "opts": self.model._meta,
             "form": form,
             "result": result,
-            "columns": [(name, f.required, f.help_text) for name, f in self.form_class.base_fields.items()],
+            "columns": column_help(self.form_class),
+            "export_headers": sorted({header for header, name in aliases.items() if header != name.lower()}),
             "list_url": reverse(url_name(self.model, "list")),
+            "template_url": f"{request.path}?template=csv",
         }
         return render(request, self.template_name, context, status=status)
 
     def get(self, request):
+        if request.GET.get("template") == "csv":  # the columns and an example row that imports cleanly
+            response = HttpResponse(template_csv(self.form_class, self.match_on),
+                                    content_type="text/csv; charset=utf-8")
+            name = self.model._meta.verbose_name_plural.replace(" ", "-")
+            response["Content-Disposition"] = f'attachment; filename="{name}-template.csv"'
+            return response
         return self.render(request, ImportUploadForm())
 
     def post(self, request):
@@ -519,7 +544,8 @@ class ObjectImportView(ModelPermissionMixin, View):
         rows = len(read_csv(text)[1])
         if rows > settings.IMPORT_BACKGROUND_ROWS:
             return self.start_job(request, text, rows, commit)
-        result = run_import(text, self.form_class, self.match_on, commit=commit, user=request.user)
+        result = run_import(text, self.form_class, self.match_on, commit=commit, user=request.user,
+                            table_class=self.list_table_class())
         if result.committed:
             messages.success(
                 request, f"Imported {result.created + result.updated} {self.model._meta.verbose_name_plural}: "

@@ -8,6 +8,12 @@ resolves the names the rows use (``NamedChoiceField``), and uniqueness (fields a
 the file and against the database) is one query per key instead of one per row. New rows are then written
 with ``bulk_create`` and changed ones with ``bulk_update``, each with their change records in bulk.
 
+What the page tells beyond the errors (``portal.import_help``): a column may be named by the list's export header
+(an exported file imports back; the columns an export has that are worked out are skipped), an unknown choice or
+name is reported with the values the column takes, the first rows are shown as they will be stored, the form's
+``warnings`` (a rack or site over its power) are shown before the confirmation, and ``template_csv`` is a file
+whose example row imports cleanly.
+
 ``run_import`` writes either in one transaction (small files, in the request) or in batches of
 ``batch_rows`` that each commit (large files, in a Celery task: ``portal.tasks.run_import_job``), so an
 import never holds the database (SQLite's one write lock) for long. A batched import that fails midway
@@ -15,8 +21,6 @@ deletes the rows it created and restores the ones it changed before it reports t
 """
 
 import copy
-import csv
-import io
 import time
 from dataclasses import dataclass, field
 from datetime import timedelta
@@ -26,11 +30,10 @@ from django.core.exceptions import NON_FIELD_ERRORS, ValidationError
 from django.db import DatabaseError, DataError, IntegrityError, connection, models, transaction
 
 from . import history
+from .csvread import NUL_MESSAGE, NUL_STAND_IN, decode, has_nul, read_csv  # noqa: F401 (read from here too)
+from .exports import delimited
+from .import_help import PREVIEW_ROWS, AllowedCache, example_values, header_aliases, preview_cells, rename_columns
 
-# Python's csv refuses fields over 131,072 characters with an error that names no field; read up to the
-# upload limit and refuse long fields ourselves, as a row error that names the row and the column.
-FIELD_MAX_CHARS = 131_072
-csv.field_size_limit(max(csv.field_size_limit(), 16 * 1024 * 1024))
 QUERY_CHUNK = 2000  # names per ``__in`` query (SQLite limits the parameters of one statement)
 ERRORS_KEPT = 1000  # errors a background import stores for its page
 
@@ -81,6 +84,12 @@ class ImportForm(forms.ModelForm):
     @classmethod
     def check_rows(cls, valid):
         """Checks across rows no single row can make: ``[(form, field, message)]``. None by default."""
+        return []
+
+    @classmethod
+    def warnings(cls, valid):
+        """What the valid rows would do that is allowed but likely wrong (a site over its power): messages shown
+        before the confirmation. None by default."""
         return []
 
     def validate_unique(self):
@@ -141,6 +150,7 @@ class RowResult:
     action: str = ""  # "create" or "update"
     name: str = ""
     errors: list = field(default_factory=list)
+    cells: list = None  # the first rows': [(value as stored, value before or None)] (``preview_cells``)
 
 
 @dataclass
@@ -150,82 +160,9 @@ class ImportResult:
     committed: bool = False
     created: int = 0
     updated: int = 0
-
-
-# --- Reading ------------------------------------------------------------------------------------
-
-
-# PostgreSQL text holds no NUL, and a large file's text waits in the database for its background run (an
-# ``ImportJob``: saving it was a DataError). An uploaded file's NULs are kept as this noncharacter, which no text file
-# has either: ``read_csv`` reports a line with one as with a NUL, whether the file is checked in the request or later.
-NUL_STAND_IN = "\uffff"
-
-
-def has_nul(text):
-    return "\0" in text or NUL_STAND_IN in text
-
-
-def decode(data):
-    """The text of an uploaded file (UTF-8, a BOM tolerated, NULs as ``NUL_STAND_IN``); ``ValueError`` saying where it
-    is not UTF-8."""
-    try:
-        return data.decode("utf-8-sig").replace("\0", NUL_STAND_IN)
-    except UnicodeDecodeError as error:
-        line = data[:error.start].count(b"\n") + 1
-        raise ValueError(
-            f"The file is not UTF-8 text (byte 0x{data[error.start]:02X} on line {line}); "
-            "save it as CSV UTF-8 and try again."
-        ) from error
-
-
-def read_csv(text):
-    """``(columns, rows, errors)``: the header's trimmed names, ``(row number, {column: trimmed value})`` for
-    each non-blank row (the header is row 1), and a "row N: ..." error for each row that cannot be read.
-    Line ends may be CRLF, LF or CR alone (old Mac files); a UTF-8 BOM is tolerated."""
-    reader = csv.reader(io.StringIO(text.lstrip("\ufeff"), newline=""))  # newline="": any line end
-    try:
-        header = next(reader, [])
-    except csv.Error as error:
-        return [], [], [f"row 1: {unreadable(error)}"]
-    if any(has_nul(name) for name in header):
-        return [], [], [f"row 1: {NUL_MESSAGE}"]
-    columns = [name.strip() for name in header]
-    rows, errors, number = [], [], 1
-    while True:
-        number += 1
-        try:
-            record = next(reader)
-        except StopIteration:
-            break
-        except csv.Error as error:
-            errors.append(f"row {number}: {unreadable(error)}")
-            continue
-        if not any(value.strip() for value in record):
-            continue
-        if any(has_nul(value) for value in record):  # Python's csv reads it; no database stores it
-            errors.append(f"row {number}: {NUL_MESSAGE}")
-            continue
-        if any(value.strip() for value in record[len(columns):]):
-            errors.append(f"row {number}: {len(record)} values for {len(columns)} columns.")
-            continue
-        data = {}
-        for column, value in zip(columns, record, strict=False):
-            if len(value) > FIELD_MAX_CHARS:
-                errors.append(f"row {number}, {column}: the value is {len(value):,} characters long; "
-                              f"at most {FIELD_MAX_CHARS:,} are read.")
-            elif column:
-                data[column] = value.strip()
-        rows.append((number, data))
-    return columns, rows, errors
-
-
-NUL_MESSAGE = "the line contains a NUL character (a binary file, or not saved as text CSV)."
-
-
-def unreadable(error):
-    if "NUL" in str(error):
-        return NUL_MESSAGE
-    return f"cannot be read as CSV ({error})."
+    columns: list = field(default_factory=list)  # the preview's columns (the form's fields)
+    skipped: list = field(default_factory=list)  # exported columns the import does not take, as the file names them
+    warnings: list = field(default_factory=list)
 
 
 # --- Checking -------------------------------------------------------------------------------------
@@ -307,9 +244,17 @@ def check_unique(model, valid):
     return problems
 
 
-def row_errors(number, form):
-    return [f"row {number}{'' if name == NON_FIELD_ERRORS else f', {name}'}: {message}"
-            for name, messages in form.errors.items() for message in messages]
+def row_errors(number, form, allowed=None):
+    """"row N, field: message" for each error of the row's form; an unknown choice or name with the values the
+    column takes (``allowed``: an ``AllowedCache``)."""
+    found = []
+    for name, errors in form.errors.as_data().items():
+        for error in errors:
+            for message in error.messages:
+                if error.code == "invalid_choice" and allowed is not None and name in form.fields:
+                    message = allowed.message(name, form.fields[name], error, message)
+                found.append(f"row {number}{'' if name == NON_FIELD_ERRORS else f', {name}'}: {message}")
+    return found
 
 
 # --- Writing --------------------------------------------------------------------------------------
@@ -402,16 +347,20 @@ def update_fields(model, valid):
 # --- The import -----------------------------------------------------------------------------------
 
 
-def run_import(text, form_class, match_on, *, commit, user=None, batch_rows=None, progress=None):
+def run_import(text, form_class, match_on, *, commit, user=None, batch_rows=None, progress=None, table_class=None):
     """Check every row (and with ``commit`` write them all); write nothing unless every row is valid.
 
     ``batch_rows``: write in batches of this many rows, each committed (the caller is not in a transaction);
     without it everything is written in one transaction. ``progress(phase, rows done)`` is told how far the
-    checks ("checking") and the writes ("writing") are."""
+    checks ("checking") and the writes ("writing") are. ``table_class``: the list's table, whose export headers
+    the file may use."""
     model = form_class._meta.model
     progress = progress or (lambda phase, done: None)
-    result = ImportResult()
+    result = ImportResult(columns=list(form_class.base_fields))
     columns, rows, read_errors = read_csv(text)
+    columns, rows, result.skipped, header_errors = rename_columns(columns, rows, *header_aliases(form_class,
+                                                                                                 table_class))
+    result.errors += header_errors
     known_columns = set(form_class.base_fields)
     required = {name for name, f in form_class.base_fields.items() if f.required}
     if not columns:
@@ -432,7 +381,7 @@ def run_import(text, form_class, match_on, *, commit, user=None, batch_rows=None
     existing = match_existing(model, match_on, rows)
     known = form_class.prefetch(rows)
     form_class = sharing_fields(form_class)
-    valid, by_number = [], {}
+    valid, by_number, allowed = [], {}, AllowedCache()
     for count, (number, data) in enumerate(rows, start=1):
         row = RowResult(line=number)
         instance = existing.get(number)
@@ -442,9 +391,13 @@ def run_import(text, form_class, match_on, *, commit, user=None, batch_rows=None
         form.row_number, form.before = number, before
         if form.is_valid():
             valid.append(form)
+            if count <= PREVIEW_ROWS:
+                row.cells = preview_cells(form, result.columns)
         else:
-            row.errors += row_errors(number, form)
-        row.name = data.get(columns[0], "")
+            row.errors += row_errors(number, form, allowed)
+            if count <= PREVIEW_ROWS:  # as the file has them
+                row.cells = [(data.get(name, ""), None) for name in result.columns]
+        row.name = " / ".join(data.get(column, "") for column in match_on.values()) or data.get(columns[0], "")
         result.rows.append(row)
         by_number[number] = row
         if count % 500 == 0:
@@ -455,6 +408,7 @@ def run_import(text, form_class, match_on, *, commit, user=None, batch_rows=None
     for row in result.rows:
         result.errors += row.errors
     result.errors.sort(key=error_order)
+    result.warnings = form_class.warnings(valid) if valid else []
     result.created = sum(1 for row in result.rows if row.action == "create" and not row.errors)
     result.updated = sum(1 for row in result.rows if row.action == "update" and not row.errors)
     if not commit or result.errors:
@@ -478,6 +432,22 @@ def run_import(text, form_class, match_on, *, commit, user=None, batch_rows=None
             return result
     result.committed = True
     return result
+
+
+def template_csv(form_class, match_on):
+    """A template file: the columns the import takes and an example row (``example_values``) checked as a preview
+    is, its optional values that do not pass left blank; the header alone where no row would pass."""
+    row = example_values(form_class)
+    while True:
+        text = delimited([list(row), list(row.values())], ",")
+        errors = run_import(text, form_class, match_on, commit=False).errors
+        if not errors:
+            return text
+        bad = {error.split(", ", 1)[1].split(":", 1)[0] for error in errors if error.startswith("row 2, ")}
+        blank = [name for name in bad if name in row and row[name] and not form_class.base_fields[name].required]
+        if not blank:
+            return delimited([list(row)], ",")
+        row.update(dict.fromkeys(blank, ""))
 
 
 def error_order(message):
@@ -568,7 +538,7 @@ def run_job(job, batch_rows):
             raise TakenOver(f"import #{job.pk}: run {job.attempts} was taken over")
 
     result = run_import(job.text, view.form_class, view.match_on, commit=job.commit, user=job.user,
-                        batch_rows=batch_rows, progress=progress)
+                        batch_rows=batch_rows, progress=progress, table_class=view.list_table_class())
     errors = result.errors[:ERRORS_KEPT]
     if earlier and not result.committed and job.commit:
         errors.append(f"An earlier run of this import, stopped when its worker died, had written at least {earlier} "

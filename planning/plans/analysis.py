@@ -20,10 +20,11 @@ import math
 from dataclasses import dataclass, field, replace
 
 from django.conf import settings
-from django.db.models import Count, Q, Sum
+from django.db.models import Count, Q
 from django.utils import timezone
 
 from inventory.models import LifecycleState, Node, NodeModel, Site
+from inventory.power import power_headroom_kw  # the site's power left: read by the import's warnings too
 
 from ..contracts.costs import rental_rate
 from ..procurement.models import OrderLine
@@ -159,15 +160,6 @@ def rental_rate_for(plan, today):
     if not rate:  # a rate of 0 is a rate nobody set: renting is not free
         return None, "unknown: set the rental cost on the plan or a rental contract's rate"
     return rate, f"the active rental contracts ({len(contracts)})" if contracts else "the portal's default"
-
-
-def power_headroom_kw(site):
-    """The site's power capacity less the maximum draw of its nodes that are not retired; None if unknown."""
-    if site is None or not site.power_capacity_kw:
-        return None
-    drawn = (Node.objects.filter(site=site).exclude(state=LifecycleState.RETIRED)
-             .aggregate(w=Sum("node_model__max_power_w"))["w"] or 0)
-    return float(site.power_capacity_kw) - drawn / 1000
 
 
 def assumptions_for(plan, today):
