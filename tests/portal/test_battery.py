@@ -22,9 +22,10 @@ from inventory.statements.models import RateCard, Statement
 from inventory.telemetry.models import GPUHourly, SlurmJob, TelemetrySource, UnknownSeries
 from planning.models import CapacityPlan, Contract, Delivery, PurchaseOrder, Recommendation, Webhook, WebhookDelivery
 from portal.generic import VERSION_FIELD
-from support.models import Ticket, TicketComment
+from support.models import NotificationRule, Ticket, TicketComment
 from tests import factories as f
 from tests.helpers.allocations import make_allocation_requests, make_allocations, make_slurm_syncs
+from tests.helpers.eventrules import make_rules
 from tests.helpers.statements import make_rate_cards, make_statements
 
 APPS = ("inventory", "planning", "support")
@@ -89,6 +90,7 @@ MAKERS = {
     TeamAllocation: make_allocations,
     AllocationRequest: make_allocation_requests,
     SlurmSync: make_slurm_syncs,
+    NotificationRule: make_rules,
 }
 
 # Model fields that hold a secret: never in an API answer, and their value nowhere in its body.
