@@ -8,7 +8,7 @@ from rest_framework.exceptions import ValidationError
 from rest_framework.permissions import SAFE_METHODS, BasePermission
 from rest_framework.response import Response
 
-from portal.api.viewsets import PortalModelViewSet
+from portal.api.viewsets import PortalModelViewSet, changes_object
 
 from .. import delivery
 from ..filters import NotificationRuleFilterSet
@@ -48,6 +48,7 @@ class NotificationRuleViewSet(PortalModelViewSet):
                    responses={200: OpenApiResponse(description="What was sent"),
                               400: OpenApiResponse(description="Nowhere to send it")})
     @action(detail=True, methods=["post"], filter_backends=[])
+    @changes_object  # changes nothing, but with an If-Match it tests the rule as the client last read it
     def test(self, request, pk=None, **kwargs):
         rule = self.get_object()
         try:
