@@ -269,6 +269,6 @@ def sync_context(sync, user):
         "drift": [Drift.from_dict(found) for found in sync.drift] if sync else [],
         "applied": sync.applied.all() if sync else [],
         "may_apply": user.has_perm("inventory.apply_slurm_sync"),
-        "recent": SlurmSync.objects.order_by("-created", "-pk")[:20],
+        "recent": SlurmSync.objects.exclude(pk=sync.pk if sync else None).order_by("-created", "-pk")[:20],
         "cluster": settings.SLURM_CLUSTER,
     }

@@ -98,3 +98,18 @@ def test_the_team_page_shows_its_allocations_to_those_who_may_read_them(site):
     assert "40.0 (10.0 %)" in page  # job 7: 4 GPUs × 10 h of 400
     other = logged_in(site["stranger"]).get(reverse("inventory:team", args=["vision"])).content.decode()
     assert 'id="team-allocations"' not in other
+
+
+def test_figures_read_as_people_write_them(site):
+    # Found by the browser journey of issue 36: the budget read "1000.0" and the sync page listed the look it showed
+    # among its "earlier looks".
+    from inventory.models import SlurmSync
+
+    allocation = TeamAllocation.objects.create(team=site["vision"], start=site["today"], end=site["today"],
+                                               gpu_hours=20000, max_gpus=8)
+    page = logged_in(site["ann"]).get(allocation.get_absolute_url()).content.decode()
+    assert "<td>20,000</td>" in page and "<td>20000.0</td>" not in page
+    older, latest = (SlurmSync.objects.create(cluster="c", changes=[]) for _ in range(2))
+    page = logged_in(site["ann"]).get(latest.get_absolute_url()).content.decode()
+    earlier = page[page.index("Earlier looks"):]
+    assert f'href="{older.get_absolute_url()}"' in earlier and f'href="{latest.get_absolute_url()}"' not in earlier

@@ -75,6 +75,7 @@ def test_statement_page(fleet, manager_client):
     assert amounts == sorted(amounts, reverse=True)
     speech = manager_client.get(f"/inventory/statements/{fleet['speech_statement'].pk}/").content.decode()
     assert "job 4 double counted" in speech and "2026-09" in speech
+    assert fleet["speech_statement"].credit == 0 and "−0.00" not in speech  # no credit is no minus
 
 
 def test_list_filters_and_issues(fleet, client):
