@@ -9,6 +9,7 @@ None (a gap on the chart), never 0; a badge is raised only on figures that were 
 The row-remap gauges read 1 now (``HealthReading``, one more query) raise "row remap failed" / "pending" badges.
 """
 
+import re
 from collections import defaultdict
 from dataclasses import dataclass
 from datetime import date, timedelta
@@ -19,8 +20,8 @@ from django.utils import timezone
 
 from portal.forms import OutOfCalendar, parse_day
 
-from . import remap
-from .charts import time_labels
+from . import remap, xid
+from .charts import time_label, time_labels
 from .models import GPUDaily, GPUHourly, HealthEvent, HealthReading, XidEvent
 from .queries import get_range, rollup_rows
 from .rollups import day_start, floor_hour
@@ -43,6 +44,13 @@ COUNTS = {"ecc_sbe_errors", "ecc_dbe_errors", "xid_errors", "nvlink_errors", "pc
 # Metrics a GPU may have no sensor for (GDDR boards have no memory-temperature sensor) → what it lacks.
 SENSORS = {"memory_temp_max_c": "memory-temperature sensor"}
 DEFAULT_METRIC = "gpu_temp_max_c"
+# Fixed y ranges per metric, so that a flat line reads flat (a steady 36 °C is not noise): (low, high), "tdp" the
+# GPU model's TDP. A reading above the top raises it (never clipped); counts run from 0 to their highest (at least 1).
+AXES = {"util_mean": (0, 100), "gpu_temp_max_c": (20, 100), "memory_temp_max_c": (20, 110),
+        "power_mean_w": (0, "tdp"), "sm_clock_mean_mhz": (0, 2200)}
+POWER_CEILING_W = 1000  # the power axis's top where the GPU model's TDP is unknown
+# Badge severity → rank: the health table sorts a GPU by its worst badge.
+SEVERITY = {"bad": 3, "warn": 2, "ok": 1, "muted": 0}
 RANGES = {"24h": ("24 hours", timedelta(hours=24)), "7d": ("7 days", timedelta(days=7)),
           "30d": ("30 days", timedelta(days=30))}
 DEFAULT_RANGE = "7d"
@@ -215,14 +223,138 @@ def health_events(gpu_id, limit=20):
     return list(HealthEvent.objects.filter(gpu_id=gpu_id)[:limit])
 
 
-def series_chart(chosen, metric, lines):
-    """JSON for charts.js' time series: ``lines`` are ``(name, values)``."""
+def axis_range(metric, lines, tdp_w=None):
+    """The y range of ``metric``'s chart: ``AXES`` (power up to ``tdp_w``), raised to the highest of ``lines``'
+    values where one is above it; counts from 0 to their highest (at least 1)."""
+    top = max((v for _, values in lines for v in values if v is not None), default=None)
+    if metric in COUNTS:
+        return [0, max(1, top or 0)]
+    low, high = AXES.get(metric, (0, None))
+    if high == "tdp":
+        high = tdp_w or POWER_CEILING_W
+    if high is None:
+        return None
+    return [low, high if top is None or top <= high else round(top * 1.05)]
+
+
+def series_chart(chosen, metric, lines, tdp_w=None, events=()):
+    """JSON for charts.js' time series: ``lines`` are ``(name, values)``, on the metric's fixed axis
+    (``axis_range``); ``events`` (``markers``) are drawn as marked lines with their code."""
     return {
         "x": time_labels(chosen.buckets),
         "series": [{"name": name, "y": values} for name, values in lines],
-        "x_title": "", "y_title": METRICS[metric][1], "y_range": [0, 100] if metric == "util_mean" else None,
-        "legend": False, "counts": metric in COUNTS,
+        "x_title": "", "y_title": METRICS[metric][1], "y_range": axis_range(metric, lines, tdp_w),
+        "legend": False, "counts": metric in COUNTS, "events": list(events),
     }
+
+
+def markers(gpu_ids, chosen):
+    """GPU id → the events to mark on its charts over ``chosen``, oldest first: hardware XID events (ECC ones
+    called so) and row-remap events, each ``{"x": its bucket as the chart labels it, "label": "XID 79", "kind":
+    "xid" | "ecc" | "remap", "meaning", "at": its time}``. Two queries."""
+    first, last = bounds(chosen)
+    if chosen.daily:
+        first, last = day_start(first), day_start(last + timedelta(days=1))
+    found = defaultdict(list)
+
+    def bucket(ts):
+        return timezone.localdate(ts) if chosen.daily else floor_hour(ts)
+
+    for gpu_id, ts, code in (XidEvent.objects.filter(gpu_id__in=gpu_ids, ts__gte=first, ts__lt=last,
+                                                     kind=XidEvent.Kind.HARDWARE)
+                             .order_by("ts").values_list("gpu_id", "ts", "code")):
+        found[gpu_id].append({"x": time_label(bucket(ts)), "label": f"XID {code}", "code": code,
+                              "kind": "ecc" if code in xid.ECC_CODES else "xid", "meaning": xid.meaning(code),
+                              "at": time_label(ts)})
+    for gpu_id, ts, kind in (HealthEvent.objects.filter(gpu_id__in=gpu_ids, ts__gte=first, ts__lt=last)
+                             .order_by("ts").values_list("gpu_id", "ts", "kind")):
+        found[gpu_id].append({"x": time_label(bucket(ts)), "label": remap.BADGES[kind][0], "code": None,
+                              "kind": "remap", "meaning": remap.meaning(kind), "at": time_label(ts)})
+    for events in found.values():
+        events.sort(key=lambda event: event["at"])
+    return found
+
+
+def worst(gpu_badges):
+    """``(rank, bad badges)`` of a GPU's badges: what sorts the health table worst first."""
+    ranks = [SEVERITY[badge.severity] for badge in gpu_badges]
+    return max(ranks, default=0), ranks.count(SEVERITY["bad"])
+
+
+# The health table's columns: key → (header, the figure over the range from a GPU's values).
+TABLE_FIGURES = {
+    "gpu_temp_max_c": ("GPU °C (max)", lambda v: highest(v["gpu_temp_max_c"])),
+    "memory_temp_max_c": ("Memory °C (max)", lambda v: highest(v["memory_temp_max_c"])),
+    "ecc_dbe_errors": ("ECC double-bit", lambda v: total(v["ecc_dbe_errors"])),
+    "ecc_sbe_errors": ("ECC single-bit", lambda v: total(v["ecc_sbe_errors"])),
+    "xid_errors": ("XID events", lambda v: total(v["xid_errors"])),
+    "nvlink_errors": ("NVLink errors", lambda v: total(v["nvlink_errors"])),
+    "pcie_replays": ("PCIe replays", lambda v: total(v["pcie_replays"])),
+    "remapped_rows": ("Remapped rows", lambda v: highest(v["remapped_rows"])),
+}
+TABLE_HEADERS = [("name", "GPU"), ("worst", "Health"), *((key, header) for key, (header, _) in TABLE_FIGURES.items())]
+TABLE_SORTS = tuple(key for key, _ in TABLE_HEADERS)
+
+
+def table(gpus, figures, sort="-worst"):
+    """The health table of a node's GPUs: one row per GPU (``gpus``: dicts with pk, name, url, badges) with its
+    worst badge and the figures of ``TABLE_FIGURES`` over the range, sorted by ``sort`` (a key of ``TABLE_SORTS``,
+    "-" for highest first; GPUs without the figure last either way). Returns ``(rows, sort)``: an unknown sort gives
+    the default, worst first."""
+    key = sort.lstrip("-")
+    if key not in TABLE_SORTS:
+        sort, key = "-worst", "worst"
+    rows = [{**gpu, "worst": worst(gpu["badges"]),
+             "figures": {name: figure(figures[gpu["pk"]]) for name, (_, figure) in TABLE_FIGURES.items()}}
+            for gpu in gpus]
+    descending = sort.startswith("-")
+
+    def value(row):
+        if key == "worst":
+            return row["worst"]
+        return row["name"] if key == "name" else row["figures"][key]
+
+    present = sorted((row for row in rows if value(row) is not None), key=value, reverse=descending)
+    return present + [row for row in rows if value(row) is None], sort
+
+
+def fault(obj):
+    """What took a node or GPU out of service (degraded or in repair), and the event its reason names:
+    ``{"state", "since", "reason", "event"}``, the reason from its latest move to degraded or in repair that names
+    an XID (else the latest such move), the event the hardware XID of that code on the node's GPU the reason names
+    ("XID 79: GPU 3 fell off the bus"), or on any of its GPUs, or on the GPU itself, nearest in time within a day
+    (None if none is recorded). None for an object in service. Two queries."""
+    from inventory.models import GPU, LifecycleState
+
+    out = (LifecycleState.DEGRADED, LifecycleState.IN_REPAIR)
+    if obj.state not in out:
+        return None
+    moves = list(obj.transitions.filter(to_state__in=out).order_by("-created", "-pk")[:FAULT_MOVES])
+    if not moves:
+        return None
+    move = next((m for m in moves if xid.named_code(m.reason) is not None), moves[0])
+    code = xid.named_code(move.reason)
+    found = {"state": obj.get_state_display(), "since": move.created, "reason": move.reason, "event": None,
+             "to_state": move.get_to_state_display()}
+    if code is None:
+        return found
+    if isinstance(obj, GPU):
+        events = XidEvent.objects.filter(gpu=obj)
+    else:
+        events = XidEvent.objects.filter(gpu__node=obj)
+        slot = GPU_NAMED.search(move.reason)
+        if slot:
+            events = events.filter(gpu__slot=int(slot.group(1)))
+    window = (move.created - FAULT_WINDOW, move.created + FAULT_WINDOW)
+    nearest = sorted(events.filter(code=code, ts__range=window).select_related("gpu")[:FAULT_MOVES],
+                     key=lambda event: abs(event.ts - move.created))
+    found["event"] = nearest[0] if nearest else None
+    return found
+
+
+FAULT_MOVES = 10  # the latest moves out of service read for the reason that names the fault
+FAULT_WINDOW = timedelta(days=1)  # how far from the move its event may be
+GPU_NAMED = re.compile(r"\bGPU (\d+)\b")  # "XID 79: GPU 3 fell off the bus": the node's GPU in slot 3
 
 
 # --- the fault's own metric on a telemetry ticket (support reads these) ----------------------------------

@@ -177,9 +177,6 @@ def fleet():
     return gpus
 
 
-FAULT_REASON = re.compile(r"\bXID (\d+)\b")
-
-
 def gpu_history():
     """``(silent_from, faults)`` by GPU id, from the GPUs' lifecycle records (one query): when each GPU last moved
     to a silent state, and the XID its last move to degraded names ("XID 79: GPU fell off the bus"). A GPU in
@@ -189,6 +186,8 @@ def gpu_history():
 
     from inventory.models import GPU, StateTransition
 
+    from . import xid as catalogue  # this module has its own xid()
+
     silent_from, faults = {}, {}
     records = (StateTransition.objects.filter(content_type=ContentType.objects.get_for_model(GPU),
                                               to_state__in=[*SILENT_GPUS, "degraded"])
@@ -197,8 +196,8 @@ def gpu_history():
     for gpu_id, state, reason, created in records:
         if state in SILENT_GPUS:
             silent_from[gpu_id] = created.timestamp()
-        elif found := FAULT_REASON.search(reason):
-            faults[gpu_id] = (int(found.group(1)), created.timestamp())
+        elif (code := catalogue.named_code(reason)) is not None:
+            faults[gpu_id] = (code, created.timestamp())
     return silent_from, faults
 
 

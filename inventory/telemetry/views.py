@@ -4,6 +4,7 @@ dashboard, and the GPU charts of a node's page."""
 from django.conf import settings
 from django.contrib import messages
 from django.core.exceptions import PermissionDenied
+from django.db.models import F
 from django.http import Http404, HttpResponseRedirect
 from django.shortcuts import get_object_or_404, render
 from django.urls import reverse
@@ -235,15 +236,20 @@ class GPUHealthMixin:
         if metric not in gpu_health.METRICS:
             error, metric = f"Unknown metric '{metric}'.", gpu_health.DEFAULT_METRIC
         gpus = self.health_gpus()
-        figures = gpu_health.figures([gpu["pk"] for gpu in gpus], chosen)
-        remap_on = gpu_health.remap_states([gpu["pk"] for gpu in gpus])
+        gpu_ids = [gpu["pk"] for gpu in gpus]
+        figures = gpu_health.figures(gpu_ids, chosen)
+        remap_on = gpu_health.remap_states(gpu_ids)
+        markers = gpu_health.markers(gpu_ids, chosen)
         for gpu in gpus:
             gpu["badges"] = gpu_health.badges(figures[gpu["pk"]], remap_on.get(gpu["pk"], ()))
+            gpu["markers"] = markers.get(gpu["pk"], [])
+        rows, sort = gpu_health.table(gpus, figures, params.get("health_sort", "-worst"))
         context["health"] = {
             "span": chosen, "error": error, "metric": metric, "metrics": gpu_health.METRICS, "gpus": gpus,
             "ranges": gpu_health.RANGES, "charts": self.health_charts(gpus, figures, chosen, metric),
             "has_data": any(badge.key != "no-data" for gpu in gpus for badge in gpu["badges"]),
-            "events": self.health_events(),
+            "events": self.health_events(), "fault": gpu_health.fault(self.object),
+            "table": rows, "sort": sort, "headers": gpu_health.TABLE_HEADERS,
         }
         return context
 
@@ -254,23 +260,25 @@ class GPUHealthMixin:
 class NodeHealthMixin(GPUHealthMixin):
     def health_gpus(self):
         return [{**gpu, "name": f"gpu{gpu['slot']}", "url": reverse("inventory:gpu_detail", args=[gpu["pk"]])}
-                for gpu in self.object.gpus.order_by("slot").values("pk", "slot")]
+                for gpu in self.object.gpus.order_by("slot").values("pk", "slot", tdp_w=F("gpu_model__tdp_w"))]
 
     def health_charts(self, gpus, figures, chosen, metric):
         return [{"id": f"health-{gpu['name']}", "title": gpu["name"], "url": gpu["url"], "badges": gpu["badges"],
-                 "data": gpu_health.series_chart(chosen, metric, [(gpu["name"], figures[gpu["pk"]][metric])]),
+                 "data": gpu_health.series_chart(chosen, metric, [(gpu["name"], figures[gpu["pk"]][metric])],
+                                                 gpu["tdp_w"], gpu["markers"]),
                  "no_sensor": gpu_health.no_sensor(figures[gpu["pk"]], metric)}
                 for gpu in gpus]
 
 
 class GPUOwnHealthMixin(GPUHealthMixin):
     def health_gpus(self):
-        return [{"pk": self.object.pk, "name": str(self.object), "url": ""}]
+        return [{"pk": self.object.pk, "name": str(self.object), "url": "", "tdp_w": self.object.gpu_model.tdp_w}]
 
     def health_charts(self, gpus, figures, chosen, metric):
-        values = figures[self.object.pk]
+        values, gpu = figures[self.object.pk], gpus[0]
         return [{"id": f"health-{name}", "title": f"{title} ({unit})", "url": "",
-                 "data": gpu_health.series_chart(chosen, name, [(title, values[name])]),
+                 "data": gpu_health.series_chart(chosen, name, [(title, values[name])], gpu["tdp_w"],
+                                                 gpu["markers"]),
                  "no_sensor": gpu_health.no_sensor(values, name)}
                 for name, (title, unit) in gpu_health.METRICS.items()]
 

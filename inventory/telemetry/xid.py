@@ -13,6 +13,7 @@ job's problem and do neither; codes the catalogue here does not know are shown a
 nothing on their own.
 """
 
+import re
 from datetime import datetime
 from typing import NamedTuple
 
@@ -61,6 +62,15 @@ def kind_of(code):
 
 def meaning(code):
     return CATALOGUE.get(code, (UNCLASSIFIED, "not in the portal's XID catalogue"))[1]
+
+
+NAMED = re.compile(r"\bXID (\d+)\b")  # how a lifecycle reason names the fault: "XID 79: GPU 3 fell off the bus"
+
+
+def named_code(text):
+    """The XID code ``text`` names ("XID 79: ..." → 79), None if none."""
+    found = NAMED.search(text or "")
+    return int(found.group(1)) if found else None
 
 
 def describe(code):

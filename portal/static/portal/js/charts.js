@@ -76,6 +76,19 @@
       extra.annotations = [{ x: last, y: 1, xref: "x", yref: "paper", text: "stale source", showarrow: false,
         xanchor: "right", yanchor: "bottom", font: { color: "#c05621", size: 11 } }];
     }
+    if (d.events && d.events.length) {
+      // Faults (XID, ECC, row remap) as marked lines with their code; the meaning on hover and listed under the chart.
+      var colour = function (e) { return e.kind === "remap" ? "#8a5a00" : "#c53030"; };
+      extra.shapes = (extra.shapes || []).concat(d.events.map(function (e) {
+        return { type: "line", xref: "x", yref: "paper", x0: e.x, x1: e.x, y0: 0, y1: 1,
+          line: { width: 1.5, dash: "dot", color: colour(e) } };
+      }));
+      extra.annotations = (extra.annotations || []).concat(d.events.map(function (e) {
+        return { x: e.x, y: 1, xref: "x", yref: "paper", text: e.label, hovertext: e.label + ": " + e.meaning +
+          " (" + e.at + ")", showarrow: false, xanchor: "left", yanchor: "top", bgcolor: "rgba(255,255,255,0.85)",
+          font: { size: 10, color: colour(e) } };
+      }));
+    }
     Plotly.newPlot(el, traces, layout(el, extra), CONFIG);
   }
 
