@@ -200,6 +200,7 @@ def seed_every_model(user, team):
     import job and token). Files go to MEDIA_ROOT: point it at a temporary folder."""
     from inventory.telemetry.models import NodeHourly, TelemetrySource
     from portal.models import APIToken, ImportJob
+    from support.models import NotificationRule
     from tests import factories as f
 
     site, node_model, gpu_model = f.make_site(), f.make_node_model(gpu_slots=4), f.make_gpu_model()
@@ -233,5 +234,6 @@ def seed_every_model(user, team):
     f.TicketCommentFactory(ticket=ticket)
     f.TicketAttachmentFactory(ticket=ticket)
     f.make_ticket(storage_system=storage)
+    NotificationRule.objects.create(name="sweep", owner=user, events=["gpu.xid"])
     ImportJob.objects.create(importer="inventory.views.SiteImportView", user=user, text="name\nx\n", total=1)
     APIToken.issue(user, "sweep")
