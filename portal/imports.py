@@ -32,7 +32,15 @@ from django.db import DatabaseError, DataError, IntegrityError, connection, mode
 from . import history
 from .csvread import NUL_MESSAGE, NUL_STAND_IN, decode, has_nul, read_csv  # noqa: F401 (read from here too)
 from .exports import delimited
-from .import_help import PREVIEW_ROWS, AllowedCache, example_values, header_aliases, preview_cells, rename_columns
+from .import_help import (
+    EXAMPLE_PREFIX,
+    PREVIEW_ROWS,
+    AllowedCache,
+    example_values,
+    header_aliases,
+    preview_cells,
+    rename_columns,
+)
 
 QUERY_CHUNK = 2000  # names per ``__in`` query (SQLite limits the parameters of one statement)
 ERRORS_KEPT = 1000  # errors a background import stores for its page
@@ -444,7 +452,9 @@ def template_csv(form_class, match_on):
         if not errors:
             return text
         bad = {error.split(", ", 1)[1].split(":", 1)[0] for error in errors if error.startswith("row 2, ")}
-        blank = [name for name in bad if name in row and row[name] and not form_class.base_fields[name].required]
+        optional = [name for name, value in row.items() if value and not form_class.base_fields[name].required
+                    and not value.startswith(EXAMPLE_PREFIX)]  # a name made up for the example is its key
+        blank = [name for name in optional if name in bad] or optional  # else what the error's field depends on
         if not blank:
             return delimited([list(row)], ",")
         row.update(dict.fromkeys(blank, ""))
