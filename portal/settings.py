@@ -479,6 +479,10 @@ DJANGO_TABLES2_TEMPLATE = "portal/table.html"
 DJANGO_TABLES2_TABLE_ATTRS = {"class": "table"}
 DJANGO_TABLES2_PAGE_RANGE = 7
 EMAIL_BACKEND = os.environ.get("EMAIL_BACKEND", "django.core.mail.backends.console.EmailBackend")
+# Where the file-based backend (the demo's: make demo) writes each message; the folder is made at start-up.
+EMAIL_FILE_PATH = Path(os.environ.get("EMAIL_FILE_PATH", VAR_DIR / "mail"))
+if EMAIL_BACKEND == "django.core.mail.backends.filebased.EmailBackend":
+    VAR_FOLDERS.append(EMAIL_FILE_PATH)
 EMAIL_TIMEOUT = int(os.environ.get("EMAIL_TIMEOUT", "10"))  # seconds; Django's default (None) waits forever on SMTP
 DEFAULT_FROM_EMAIL = os.environ.get("DEFAULT_FROM_EMAIL", "cluster-portal@localhost")
 # Where people reach the portal: mails link to pages under it (a mail has no request to take the host from).
