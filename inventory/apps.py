@@ -7,6 +7,7 @@ class InventoryConfig(AppConfig):
 
     def ready(self):
         from portal.registry import (
+            register_decisions,
             register_menu,
             register_object_panel,
             register_panel,
@@ -17,15 +18,26 @@ class InventoryConfig(AppConfig):
         from . import policy  # noqa: F401  (registers the inventory's rules)
         from .allocations import policy as allocation_policy  # noqa: F401  (the allocations' rules)
         from .allocations.dashboard import allocation_tiles
-        from .dashboard import capacity_object_panel, fleet_panel, fleet_tiles, least_used_panel, utilization_tiles
+        from .dashboard import (
+            allocation_decisions,
+            capacity_object_panel,
+            fleet_panel,
+            fleet_tiles,
+            health_tiles,
+            least_used_panel,
+            utilization_tiles,
+        )
+        from .partitionmoves import policy as partitionmove_policy  # noqa: F401  (the moves' rules)
         from .queries import SEARCH_LOOKS_AT, search
         from .statements import policy as statement_policy  # noqa: F401  (the statements' rules)
         from .telemetry import allocation_rollup
 
         allocation_rollup.connect()
+        register_tiles(health_tiles, order=5)  # broken hardware first (issue 37)
         register_tiles(utilization_tiles, order=10)
         register_tiles(fleet_tiles, order=20)
         register_tiles(allocation_tiles, order=25)
+        register_decisions(allocation_decisions, order=20)
         register_panel("inventory/panels/least_used.html", least_used_panel, order=10)
         register_panel("inventory/panels/fleet.html", fleet_panel, order=90, wide=True)  # under the story
         register_search_provider(search, looks_at=SEARCH_LOOKS_AT)
@@ -40,6 +52,7 @@ class InventoryConfig(AppConfig):
             ("Switches", "inventory:switch_list", "inventory.view_switch"),
             ("Fabric attachments", "inventory:fabricattachment_list", "inventory.view_fabricattachment"),
             ("Storage", "inventory:storagesystem_list", "inventory.view_storagesystem"),
+            ("Partition moves", "inventory:partitionmove_list", "inventory.view_partitionmove"),
         ])
         register_menu("Telemetry", order=20, items=[
             ("Utilization", "inventory:utilization", "inventory.read_telemetry"),

@@ -453,6 +453,7 @@ from .allocations.models import (  # noqa: E402,F401
     TeamAllocation,
 )
 from .goodput.models import Interruption  # noqa: E402,F401
+from .partitionmoves.models import PartitionMove  # noqa: E402,F401
 from .statements.models import Adjustment, ClosedMonth, Rate, RateCard, Statement, StatementLine  # noqa: E402,F401
 from .teams.models import Team, TeamMember  # noqa: E402,F401
 from .telemetry.models import (  # noqa: E402,F401

@@ -6,6 +6,7 @@ from . import forms, views
 from .allocations import urls as allocations_urls
 from .goodput import views as goodput_views
 from .models import GPU, Fabric, FabricAttachment, GPUModel, Node, NodeModel, Rack, Site, StorageSystem, Switch
+from .partitionmoves import urls as partitionmoves_urls
 from .statements import urls as statements_urls
 from .teams import urls as teams_urls
 from .telemetry import forms as telemetry_forms
@@ -49,5 +50,6 @@ urlpatterns = [
     # Teams (issue 36): by name, not "<model>_list" and an id.
     *teams_urls.urlpatterns,
     *allocations_urls.urlpatterns,
+    *partitionmoves_urls.urlpatterns,
     *statements_urls.urlpatterns,
 ]

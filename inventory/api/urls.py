@@ -12,6 +12,7 @@ from portal.api.routers import PortalRouter
 
 from ..allocations.api import views as allocation_views
 from ..goodput.api import views as goodput_views
+from ..partitionmoves.api import views as partitionmove_views
 from ..statements.api import views as statements_views
 from ..teams.api import views as teams_views
 from ..telemetry.api import views as telemetry_views
@@ -39,6 +40,7 @@ router.register("teams", teams_views.TeamViewSet)
 router.register("team-allocations", allocation_views.TeamAllocationViewSet)
 router.register("allocation-requests", allocation_views.AllocationRequestViewSet)
 router.register("slurm-syncs", allocation_views.SlurmSyncViewSet)
+router.register("partition-moves", partitionmove_views.PartitionMoveViewSet)
 
 urlpatterns = [
     *router.urls,

@@ -17,7 +17,7 @@ from django.test.utils import ContextList
 from django.urls import NoReverseMatch, get_resolver, resolve, reverse
 
 from inventory.goodput.models import Interruption
-from inventory.models import AllocationRequest, SlurmSync, Team, TeamAllocation
+from inventory.models import AllocationRequest, PartitionMove, SlurmSync, Team, TeamAllocation
 from inventory.statements.models import RateCard, Statement
 from inventory.telemetry.models import GPUHourly, SlurmJob, TelemetrySource, UnknownSeries
 from planning.models import CapacityPlan, Contract, Delivery, PurchaseOrder, Recommendation, Webhook, WebhookDelivery
@@ -26,6 +26,7 @@ from support.models import NotificationRule, Ticket, TicketComment
 from tests import factories as f
 from tests.helpers.allocations import make_allocation_requests, make_allocations, make_slurm_syncs
 from tests.helpers.eventrules import make_rules
+from tests.helpers.partitionmoves import make_partition_moves
 from tests.helpers.statements import make_rate_cards, make_statements
 
 APPS = ("inventory", "planning", "support")
@@ -90,6 +91,7 @@ MAKERS = {
     TeamAllocation: make_allocations,
     AllocationRequest: make_allocation_requests,
     SlurmSync: make_slurm_syncs,
+    PartitionMove: make_partition_moves,
     NotificationRule: make_rules,
 }
 
