@@ -1,6 +1,7 @@
 """The interruptions page's filters: the API's (``api.views.InterruptionFilterSet``), with labels and selects."""
 
 import django_filters
+from django import forms
 
 from inventory.models import GPUModel, Node, Site
 from inventory.queries import fleet_gpu_models
@@ -19,4 +20,5 @@ class InterruptionPageFilterSet(InterruptionFilterSet):
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
         self.filters["gpu_model"].queryset = fleet_gpu_models()
-        self.filters["range"].label = "Ended in the last"
+        self.filters["range"].label = "Ended in"
+        self.filters["range"].extra["widget"] = forms.TextInput(attrs={"placeholder": "7d, last_month, 2026-11, …"})

@@ -7,6 +7,8 @@ from inventory.telemetry.models import SlurmJob
 from inventory.telemetry.queries import DEFAULT_RANGE
 from portal.forms import Select
 
+from .queries import MONTH
+
 # The groupings of ``queries.goodput_by`` (the utilization report's), team first: the default.
 GROUP_LABELS = {
     "team": "team (Slurm account)",
@@ -30,6 +32,9 @@ class GoodputFilterForm(UtilizationFilterForm):
         widget=Select,
     )
 
+    by = forms.ChoiceField(choices=[("", "all of the range"), (MONTH, "month by month")], required=False,
+                           label="Split", widget=Select)
+
     owner_teams = False  # its teams are the jobs' Slurm accounts, read below
 
     def __init__(self, *args, **kwargs):
@@ -38,6 +43,17 @@ class GoodputFilterForm(UtilizationFilterForm):
         accounts = SlurmJob.objects.exclude(account="").order_by("account").values_list("account", flat=True)
         self.fields["team"].label = "Team (Slurm account)"
         self.fields["team"].choices = [("", "All teams"), *((a, a) for a in accounts.distinct())]
+
+    def clean(self):
+        data = super().clean()
+        if data.get("by") == MONTH and data.get("group_by") == MONTH:
+            self.add_error("by", "Months are split by month already: group by team, partition, site, GPU model or "
+                           "node to split them.")
+        return data
+
+    def split(self):
+        """``month`` to split each group month by month (``queries.goodput_by_month_of``), else None."""
+        return self.cleaned_data.get("by") or None
 
     def choices(self):
         """(range key, filters, group_by); an invalid field falls back to its default, as on utilization."""

@@ -16,7 +16,7 @@ Ranges, groups and filters are the utilization report's (``inventory.telemetry.q
   *grouped* by site (its queue wait, a figure of the whole job, counts when it touched the site). Jobs on hosts the
   inventory does not know have no site, node or model.
 
-What the figures mean (per group, over the range from its start until now)
+What the figures mean (per group, over the range: from its start until now, or a calendar range's last midnight)
     - ``allocated_gpu_hours``: allocated GPUs × the part of the jobs' runs inside the range, clipped per node to its
       GPUs (``inventory.telemetry.allocation``: the same figure as ``/api/inventory/allocations/``), read from the
       rollup kept at pull time (``allocation_rollup``).
@@ -58,7 +58,7 @@ from django.db.models import (
     Value,
     When,
 )
-from django.db.models.functions import Cast, Coalesce, Greatest, Least, NullIf, TruncMonth
+from django.db.models.functions import Cast, Coalesce, Floor, Greatest, Least, NullIf, TruncMonth
 from django.utils import timezone
 
 from inventory import lifecycle
@@ -67,6 +67,7 @@ from inventory.models import GPU, GPUModel, LifecycleState, Node, Site
 from inventory.telemetry import allocation, allocation_rollup, jobstats
 from inventory.telemetry.models import SlurmJob, SlurmJobNode
 from inventory.telemetry.queries import GROUPS, NONE_LABEL, UnknownParameter, get_range, idle_cost_basis
+from inventory.telemetry.ranges import calendar_month
 
 from . import attribution
 from .models import Interruption
@@ -189,10 +190,11 @@ class Regrouper:
         return {key: found.get(key) or (key if table is None and key else NONE_LABEL) for key in keys}
 
 
-def allocated(group_by, start, now, filters):
-    """{team or partition (node id for the node groups): allocated GPU-hours}, from the rollup kept at pull time
-    (``allocation_rollup.allocated``: the figure of ``allocation.clipped_gpu_time``, on the filters' nodes only)."""
-    totals = allocation_rollup.allocated(start, now, now, ALLOCATION_BY[group_by], **allocation_scope(filters))
+def allocated(group_by, start, end, now, filters):
+    """{team or partition (node id for the node groups): allocated GPU-hours} in [start, end], from the rollup kept
+    at pull time (``allocation_rollup.allocated``: the figure of ``allocation.clipped_gpu_time``, on the filters'
+    nodes only)."""
+    totals = allocation_rollup.allocated(start, end, now, ALLOCATION_BY[group_by], **allocation_scope(filters))
     return {key: row["gpu_hours"] for key, row in totals.items()}
 
 
@@ -202,10 +204,11 @@ def allocation_scope(filters):
     return {"account": filters.get("team"), "partition": filters.get("partition"), "nodes": matching_nodes(filters)}
 
 
-def queue_wait_sums(group_by, start, now, filters):
+def queue_wait_sums(group_by, start, end, filters, now=None):
     """{group key (node id for node groups): (GPUs × queue wait, GPUs × run) in hours} of the jobs that started in
-    [start, now] (one query)."""
-    started = jobs(filters).filter(start_time__gte=start, start_time__lte=now)
+    [start, end], their run inside it (running jobs until ``now``; one query)."""
+    now = now or end
+    started = jobs(filters).filter(start_time__gte=start, start_time__lte=end)
     if group_by == MONTH:  # keyed by the first moment of the month the job started in (UTC)
         rows, key, prefix, gpus = started, TruncMonth("start_time", tzinfo=UTC), "", "gpus"
     elif group_by in JOB_FIELDS:
@@ -213,7 +216,7 @@ def queue_wait_sums(group_by, start, now, filters):
     else:
         rows, key, prefix, gpus = SlurmJobNode.objects.filter(job__in=started), "node_id", "job__", "gpus"
     wait = ExpressionWrapper(Cast(gpus, IntegerField()) * jobstats_wait(prefix), output_field=DurationField())
-    run = allocation.gpu_time_in_window(start, now, now, prefix, gpus)
+    run = allocation.gpu_time_in_window(start, end, now, prefix, gpus)
     return {group: (allocation.hours(waited), allocation.hours(ran)) for group, waited, ran in (
         rows.values_list(key).annotate(waited=Sum(wait), ran=Sum(run)).order_by())}
 
@@ -242,11 +245,11 @@ def hours_after(moment):
     return Hours(ExpressionWrapper(F("ended_at") - Value(moment), output_field=DurationField()))
 
 
-def lost_run(begin, end=None):
-    """An interruption's lost work (GPU-hours since its last checkpoint) inside [begin, end] (``end`` None: until it
-    ended), as an expression: the lost run is its last lost / GPUs hours. Without GPUs it cannot be placed in time:
-    all of it (``end`` None), else none."""
-    lost, gpus = Coalesce(F("lost_run_gpu_hours"), Value(0.0)), F("gpus")
+def lost_run(begin, end=None, lost=None):
+    """An interruption's lost work (GPU-hours since its last checkpoint; ``lost``: an expression of it, the recorded
+    estimate by default) inside [begin, end] (``end`` None: until it ended), as an expression: the lost run is its
+    last lost / GPUs hours. Without GPUs it cannot be placed in time: all of it (``end`` None), else none."""
+    lost, gpus = lost or Coalesce(F("lost_run_gpu_hours"), Value(0.0)), F("gpus")
     ran = Least(lost / NullIf(gpus, Value(0)), hours_after(begin))
     if end is not None:
         ran = ran - Greatest(hours_after(end), Value(0.0))
@@ -255,6 +258,42 @@ def lost_run(begin, end=None):
 
 
 LOST_WAIT = Coalesce(F("lost_wait_gpu_hours"), Value(0.0))  # an interruption's restart wait × GPUs
+# The infrastructure's reasons that are a GPU's fault (an XID, ECC errors); the others are nodes' (NODE_FAIL,
+# BOOT_FAIL, a move to degraded).
+GPU_FAULTS = (attribution.XID_79, attribution.ECC, attribution.XID, attribution.ECC_COUNTER)
+
+
+def since_checkpoint():
+    """The user's and the scheduler's interruptions record no estimate: GPUs × their run since the last checkpoint at
+    the default interval (``attribution.since_checkpoint``: run mod interval), as an expression."""
+    interval = settings.GOODPUT_CHECKPOINT_MINUTES / 60
+    run = Greatest(Hours(ExpressionWrapper(F("ended_at") - F("started_at"), output_field=DurationField())),
+                   Value(0.0))
+    if interval <= 0:
+        return run * F("gpus")
+    return (run - Value(interval) * Floor(run / Value(interval))) * F("gpus")
+
+
+def of_cause(expression, cause=None, reasons=None):
+    """``expression`` for the interruptions of ``cause`` (and of ``reasons``), 0 for the others."""
+    condition = {"cause": cause} if cause else {"reason__in": reasons}
+    return Case(When(**condition, then=expression), default=Value(0.0), output_field=FloatField())
+
+
+def run_values(begin, end=None):
+    """What ``piece_sums`` sums of every interruption, its lost work inside [begin, end]: the infrastructure's
+    (``run``; priced), of it that of GPU faults (``gpu_run``), and the work the scheduler's (``preempted``) and the
+    user's (``user``) interruptions lost since their last checkpoint."""
+    return {"run": of_cause(lost_run(begin, end), attribution.INFRASTRUCTURE),
+            "gpu_run": of_cause(lost_run(begin, end), reasons=GPU_FAULTS),
+            "preempted": of_cause(lost_run(begin, end, since_checkpoint()), attribution.SCHEDULER),
+            "user": of_cause(lost_run(begin, end, since_checkpoint()), attribution.USER)}
+
+
+# The restart waits (counted where the interruption ended): the infrastructure's (priced), of them the GPU faults'.
+WAIT_VALUES = {"wait": of_cause(LOST_WAIT, attribution.INFRASTRUCTURE), "gpu_wait": of_cause(LOST_WAIT,
+                                                                                            reasons=GPU_FAULTS)}
+RUNS = ("run", "gpu_run", "preempted", "user")  # the names of ``run_values``, in its order
 
 
 # An infrastructure interruption (``i``) split over its job's nodes (``a``) by the GPUs the job held on each, or one
@@ -292,9 +331,11 @@ def piece_sums(rows, values, key=None):
         return cursor.fetchall()
 
 
-def add_lost(group, run, wait, cost):
+def add_lost(group, run, wait, cost, **others):
     """Adds lost work and restart wait (null: none) priced at ``cost`` (None: at ``IDLE_GPU_HOUR_COST``) to a
-    group's sums."""
+    group's sums, and the ``UNPRICED`` sums as they are."""
+    for name, value in others.items():
+        group[f"lost_{name}"] += value or 0.0
     run, wait = run or 0.0, wait or 0.0
     group["lost_run"] += run
     group["lost_wait"] += wait
@@ -312,22 +353,18 @@ def cause_counts(rows, key):
     return found
 
 
-def infrastructure_of(found, rows):
-    """The infrastructure's interruptions of ``rows``, or None when ``found`` (``cause_counts``) counts none."""
-    if any(group[attribution.INFRASTRUCTURE] for group in found.values()):
-        return rows.filter(cause=attribution.INFRASTRUCTURE)
-    return None
-
-
 def interruption_sums(rows, key, start):
-    """``{group: {cause: interruptions, "lost_run", "lost_wait", "lost_cost", "lost_at_default"}}`` of the
-    interruptions ``rows``, grouped by their field ``key`` (``node_id``: the node of the fault for the counts, of
-    each piece for the lost GPU-hours), their lost work inside [start, their end]. Two queries and the costs'."""
+    """``{group: {cause: interruptions, "lost_run", "lost_wait", "lost_cost", "lost_at_default", "lost_gpu_fault",
+    "lost_preempted", "lost_user"}}`` of the interruptions ``rows``, grouped by their field ``key`` (``node_id``: the
+    node of the fault for the counts, of each piece for the lost GPU-hours), their lost work inside [start, their
+    end]. Two queries and the costs'."""
     found = cause_counts(rows, F(key))
-    if (infrastructure := infrastructure_of(found, rows)) is not None:
+    if found:
         by = None if key == "node_id" else F(key)
-        for group, cost, run, wait in piece_sums(infrastructure, {"run": lost_run(start), "wait": LOST_WAIT}, by):
-            add_lost(found[group], run, wait, cost)
+        for group, cost, run, gpu_run, preempted, user, wait, gpu_wait in piece_sums(
+                rows, {**run_values(start), **WAIT_VALUES}, by):
+            add_lost(found[group], run, wait, cost, gpu_run=gpu_run, gpu_wait=gpu_wait, preempted=preempted,
+                     user=user)
     return found
 
 
@@ -337,16 +374,20 @@ def interruption_sums_by_month(rows, windows):
     found = {label: defaultdict(float) for label in windows}
     for month, counts in cause_counts(rows, TruncMonth("ended_at", tzinfo=UTC)).items():
         found[month_label(month)].update(counts)
-    if (infrastructure := infrastructure_of(found, rows)) is not None:
+    if any(group for group in found.values()):
         # Which month it ended in: the last window that begins before its end.
         ended_in = Case(*(When(ended_at__gte=begin, then=Value(index))
                           for index, (begin, _) in reversed(list(enumerate(windows.values())))),
                         output_field=IntegerField())
-        runs = {f"run{index}": lost_run(begin, end) for index, (begin, end) in enumerate(windows.values())}
+        runs = {f"{name}{index}": value for index, (begin, end) in enumerate(windows.values())
+                for name, value in run_values(begin, end).items()}
         groups = list(found.values())
-        for ended, cost, *sums, wait in piece_sums(infrastructure, {**runs, "wait": LOST_WAIT}, ended_in):
-            for index, run in enumerate(sums):
-                add_lost(groups[index], run, wait if index == ended else 0.0, cost)
+        for ended, cost, *sums, wait, gpu_wait in piece_sums(rows, {**runs, **WAIT_VALUES}, ended_in):
+            for index, group in enumerate(groups):  # a month's sums, in the order of ``runs``
+                run, gpu_run, preempted, user = sums[index * len(RUNS):(index + 1) * len(RUNS)]
+                waits = (wait, gpu_wait) if index == ended else (0.0, 0.0)  # counted in the month it ended
+                add_lost(group, run, waits[0], cost, gpu_run=gpu_run, gpu_wait=waits[1], preempted=preempted,
+                         user=user)
     return found
 
 
@@ -356,17 +397,26 @@ def goodput_by(group_by, range_key, filters=None, now=None, gpus=None, job_hours
     over ``range_key``: ``[{"key", "name", "allocated_gpu_hours", "interruptions", "user_interruptions",
     "scheduler_interruptions", "interruptions_per_1000_gpu_days", "mtbi_hours", "expected_restarts",
     "lost_gpu_hours", "lost_run_gpu_hours", "lost_wait_gpu_hours", "lost_cost", "lost_gpu_hours_at_default_cost",
-    "queue_wait_share", "goodput_ratio"}]``, most lost GPU-hours first. ``gpus``: the N of the MTBI
-    (``settings.GOODPUT_MTBI_GPUS``). About ten queries whatever the fleet and its interruptions."""
+    "queue_wait_share", "goodput_ratio", and the losses by cause: "lost_gpu_fault_gpu_hours",
+    "lost_node_fault_gpu_hours", "lost_preemption_gpu_hours", "lost_user_gpu_hours", "queue_wait_gpu_hours"}]``, most
+    lost GPU-hours first. ``gpus``: the N of the MTBI (``settings.GOODPUT_MTBI_GPUS``). About ten queries whatever
+    the fleet and its interruptions."""
+    check_group(group_by)
+    now = now or timezone.now()
+    span = get_range(range_key)
+    return goodput_between(group_by, span.start(now), span.end(now), filters, now, gpus, job_hours)
+
+
+def goodput_between(group_by, start, end, filters=None, now=None, gpus=None, job_hours=24.0):
+    """``goodput_by`` over [start, end] (jobs still running count until ``now``)."""
     check_group(group_by)
     now = now or timezone.now()
     gpus = gpus or settings.GOODPUT_MTBI_GPUS
-    start = get_range(range_key).start(now)
     if group_by == MONTH:
-        return goodput_by_month(start, now, filters, gpus, job_hours)
+        return goodput_by_month(start, end, now, filters, gpus, job_hours)
     node_group = group_by in NODE_GROUPS
-    allocated_hours = allocated(group_by, start, now, filters)
-    waits = queue_wait_sums(group_by, start, now, filters)
+    allocated_hours = allocated(group_by, start, end, now, filters)
+    waits = queue_wait_sums(group_by, start, end, filters, now)
     selected = matching_nodes(filters)
     if node_group and selected is not None:  # a job's other nodes, outside the filters, are no group of theirs
         kept = set(selected.values_list("pk", flat=True))
@@ -374,7 +424,7 @@ def goodput_by(group_by, range_key, filters=None, now=None, gpus=None, job_hours
         waits = {key: value for key, value in waits.items() if key in kept}
     else:
         kept = None
-    sums = interruption_sums(interruptions(filters, start, now), "node_id" if node_group else JOB_FIELDS[group_by],
+    sums = interruption_sums(interruptions(filters, start, end), "node_id" if node_group else JOB_FIELDS[group_by],
                              start)
     if kept is not None:
         sums = {key: value for key, value in sums.items() if key in kept}
@@ -400,18 +450,48 @@ def goodput_by(group_by, range_key, filters=None, now=None, gpus=None, job_hours
     return result
 
 
-def goodput_by_month(start, now, filters, gpus, job_hours):
+def goodput_by_month(start, end, now, filters, gpus, job_hours):
     """``goodput_by`` per calendar month (module docstring), oldest first, every month of the range shown. A fixed
     number of queries whatever the fleet: each month's allocation and lost GPU-hours are sums of the same scan."""
-    windows = months(start, now)
+    windows = months(start, end)
     allocated_hours = allocation_rollup.allocated_in_windows(windows, now, **allocation_scope(filters))
-    groups = interruption_sums_by_month(interruptions(filters, start, now), windows)
+    groups = interruption_sums_by_month(interruptions(filters, start, end), windows)
     for label, gpu_hours in allocated_hours.items():
         groups[label]["allocated"] = gpu_hours
-    for month, (waited, ran) in queue_wait_sums(MONTH, start, now, filters).items():
+    for month, (waited, ran) in queue_wait_sums(MONTH, start, end, filters, now).items():
         groups[month_label(month)]["waited"] += waited
         groups[month_label(month)]["ran"] += ran
     return [figures(label, label, group, gpus, job_hours) for label, group in groups.items()]
+
+
+TICK = timedelta(microseconds=1)  # a month's part ends at a midnight: its last day is the day before
+
+
+def local_months(start, end):
+    """``{"2026-11": (begin, finish)}``: the calendar months from ``start``'s to ``end``'s, oldest first, cut at the
+    local midnights of the calendar ranges (``calendar_month``: a month's range, ``?range=2026-11``), each clipped to
+    [start, end]."""
+    day, found = timezone.localdate(start).replace(day=1), {}
+    while (month := calendar_month(day))[0] < end:
+        found[f"{day:%Y-%m}"] = (max(month[0], start), min(month[1], end))
+        day = timezone.localdate(month[1])
+    return found
+
+
+def goodput_by_month_of(group_by, range_key, filters=None, now=None, gpus=None, job_hours=24.0):
+    """``goodput_by`` split by calendar month (``local_months``): one row per group and month (``month``:
+    "2026-11"), oldest month first, in each most lost GPU-hours first. Each month's rows are ``goodput_between``
+    over its part of the range: for a whole month, the rows of ``goodput_by(group_by, "2026-11")``. About ten
+    queries a month."""
+    check_group(group_by)
+    if group_by == MONTH:
+        raise UnknownParameter("Months are split by month already: group by team, partition, site, GPU model or "
+                               "node.")
+    now = now or timezone.now()
+    span = get_range(range_key)
+    return [{**row, "month": label, "range": f"{timezone.localdate(begin)}..{timezone.localdate(finish - TICK)}"}
+            for label, (begin, finish) in local_months(span.start(now), span.end(now)).items()
+            for row in goodput_between(group_by, begin, finish, filters, now, gpus, job_hours)]
 
 
 def figures(key, name, group, gpus, job_hours):
@@ -420,6 +500,7 @@ def figures(key, name, group, gpus, job_hours):
     lost = group["lost_run"] + group["lost_wait"]
     mtbi = attribution.mtbi_hours(allocated_hours, count, gpus)
     waited_and_ran = group["waited"] + group["ran"]
+    gpu_fault = group["lost_gpu_run"] + group["lost_gpu_wait"]
     return {
         "key": key, "name": name,
         "allocated_gpu_hours": round(allocated_hours, 2),
@@ -435,6 +516,14 @@ def figures(key, name, group, gpus, job_hours):
         "lost_cost": round(group["lost_cost"], 2),
         "lost_gpu_hours_at_default_cost": round(group["lost_at_default"], 2),
         "queue_wait_share": rounded(group["waited"] / waited_and_ran if waited_and_ran else None, 4),
+        # The losses by cause (the loss chart): the infrastructure's split into GPU faults (XID, ECC) and the
+        # nodes' (failures, degraded); the work the scheduler's and the user's interruptions lost since their last
+        # checkpoint; GPUs × the queue wait of the jobs that started (time lost to the team, not to the fleet).
+        "lost_gpu_fault_gpu_hours": round(gpu_fault, 2),
+        "lost_node_fault_gpu_hours": round(max(lost - gpu_fault, 0.0), 2),
+        "lost_preemption_gpu_hours": round(group["lost_preempted"], 2),
+        "lost_user_gpu_hours": round(group["lost_user"], 2),
+        "queue_wait_gpu_hours": round(group["waited"], 2),
         "goodput_ratio": rounded(attribution.goodput_ratio(allocated_hours, group["lost_run"]), 4),
     }
 

@@ -42,6 +42,19 @@ CSV_COLUMNS = [
     ("lost_wait_gpu_hours", "lost_wait_gpu_hours"),
     ("lost_cost", "lost_cost"),
     ("queue_wait_share", "queue_wait_share"),
+    ("lost_gpu_fault_gpu_hours", "lost_gpu_fault_gpu_hours"),
+    ("lost_node_fault_gpu_hours", "lost_node_fault_gpu_hours"),
+    ("lost_preemption_gpu_hours", "lost_preemption_gpu_hours"),
+    ("lost_user_gpu_hours", "lost_user_gpu_hours"),
+    ("queue_wait_gpu_hours", "queue_wait_gpu_hours"),
+]
+# The loss chart's parts, each a figure of ``queries.goodput_by``: (name, figure, colour).
+LOSSES = [
+    ("GPU faults (XID, ECC)", "lost_gpu_fault_gpu_hours", "#d64545"),
+    ("node failures, degraded", "lost_node_fault_gpu_hours", "#f29b4b"),
+    ("preemption, requeue", "lost_preemption_gpu_hours", "#9f7aea"),
+    ("user failures", "lost_user_gpu_hours", "#2f6fdb"),
+    ("queue wait (GPUs × wait)", "queue_wait_gpu_hours", "#9aa5b1"),
 ]
 JOB_HOURS = 24.0  # the job whose expected restarts the table gives
 
@@ -54,8 +67,9 @@ class TelemetryPermissionMixin(PermissionRequiredMixin):
 
 
 class GoodputView(TelemetryPermissionMixin, View):
-    """Goodput per team, partition, site, GPU model or node for a range and filters: the table, two charts and the
-    CSV of the table (``?format=csv``). The form redraws the ``#dashboard`` fragment through htmx."""
+    """Goodput per team, partition, site, GPU model, node or month for a range and filters, or each group month by
+    month (``by=month``): the table, the chart of the losses by cause and the CSV of the table (``?format=csv``).
+    The form redraws the ``#dashboard`` fragment through htmx."""
 
     template_name = "inventory/goodput/dashboard.html"
     fragment_template_name = "inventory/goodput/dashboard_body.html"
@@ -63,19 +77,23 @@ class GoodputView(TelemetryPermissionMixin, View):
     def get(self, request):
         form = GoodputFilterForm(request.GET)
         range_key, filters, group_by = form.choices()
+        by = form.split()
         now = timezone.now()
         gpus = settings.GOODPUT_MTBI_GPUS
-        groups = queries.goodput_by(group_by, range_key, filters, now=now, gpus=gpus, job_hours=JOB_HOURS)
+        compute = queries.goodput_by_month_of if by else queries.goodput_by
+        groups = compute(group_by, range_key, filters, now=now, gpus=gpus, job_hours=JOB_HOURS)
         if request.GET.get("format") == "csv":
-            return csv_response(groups, group_by, range_key)
+            return csv_response(groups, group_by, range_key, by)
         query = request.GET.copy()
         query.pop("format", None)
         context = {
             "form": form,
-            "ranges": telemetry_queries.RANGES,
+            "ranges": telemetry_queries.RANGE_BUTTONS,
             "range_key": range_key,
+            "span": telemetry_queries.get_range(range_key),
             "group_by": group_by,
-            "group_label": GROUP_LABELS[group_by],
+            "by": by,
+            "group_label": GROUP_LABELS[group_by] + (" and month" if by else ""),
             "groups": [with_links(g, group_by, range_key, filters) for g in groups],
             "gpus": gpus,
             "job_hours": JOB_HOURS,
@@ -86,7 +104,8 @@ class GoodputView(TelemetryPermissionMixin, View):
             "stale_sources": [
                 source for source in telemetry_queries.stale_sources() if source.kind == TelemetrySource.Kind.SLURM
             ],
-            "chart_data": charts(groups),
+            "chart_data": charts(groups, by),
+            "range_fields": [form[name] for name in ("month", "start", "end", "by")],  # their errors, redrawn
             "csv_url": f"?{urlencode({**query.dict(), 'format': 'csv'})}",
             "interruptions_url": interruptions_url(range_key=range_key, **filters),
         }
@@ -121,7 +140,7 @@ def with_links(group, group_by, range_key, filters):
     filters by each grouping, under the same name) and, for a team, to its page."""
     link = None
     if group["key"] not in (None, "") and group["interruptions"]:
-        link = interruptions_url(range_key, **{**filters, group_by: group["key"]})
+        link = interruptions_url(group.get("range", range_key), **{**filters, group_by: group["key"]})
     return {
         **group,
         "goodput_pct": percent(group["goodput_ratio"]),
@@ -131,43 +150,32 @@ def with_links(group, group_by, range_key, filters):
     }
 
 
-def charts(groups):
-    """The chart data: goodput ratio per group (%) and lost GPU-hours split run-loss / restart wait."""
-    labels = [str(g["name"]) for g in groups]
+def charts(groups, by=None):
+    """The chart of the losses: GPU-hours lost per group (and month) stacked by cause (``LOSSES``), the table's
+    figures. A ratio near 100 % hid them; a cause without a loss anywhere is left out."""
+    labels = [f"{g['name']} · {g['month']}" if by else str(g["name"]) for g in groups]
+    series = [{"name": name, "values": [g[figure] for g in groups], "colour": colour}
+              for name, figure, colour in LOSSES if any(g[figure] for g in groups)]
     return {
-        "chart-goodput-ratio": {
+        "chart-losses": {
             "labels": labels,
-            "x_title": "goodput ratio (%)",
-            "x_range": [0, 100],
-            "series": [
-                {
-                    "name": "goodput",
-                    "values": [
-                        None if g["goodput_ratio"] is None else round(g["goodput_ratio"] * 100, 2) for g in groups
-                    ],
-                }
-            ],
-        },
-        "chart-lost": {
-            "labels": labels,
-            "x_title": "lost GPU-hours (estimate)",
+            "x_title": "GPU-hours lost (estimate)",
             "barmode": "stack",
-            "series": [
-                {"name": "work since the last checkpoint", "values": [g["lost_run_gpu_hours"] for g in groups]},
-                {"name": "restart wait", "values": [g["lost_wait_gpu_hours"] for g in groups]},
-            ],
+            "series": series,
         },
     }
 
 
-def csv_response(groups, group_by, range_key):
+def csv_response(groups, group_by, range_key, by=None):
     """The table as CSV, written by ``portal.exports.delimited`` (formula-like names neutralised)."""
+    first = ["month"] if by else []
     rows = [
-        [group_by, *(header for header, _ in CSV_COLUMNS)],
-        *([g["name"], *(g[field] for _, field in CSV_COLUMNS)] for g in groups),
+        [*first, group_by, *(header for header, _ in CSV_COLUMNS)],
+        *([*([g["month"]] if by else []), g["name"], *(g[field] for _, field in CSV_COLUMNS)] for g in groups),
     ]
     response = HttpResponse(delimited(rows, ","), content_type="text/csv; charset=utf-8")
-    response["Content-Disposition"] = f'attachment; filename="goodput-by-{group_by}-{range_key}.csv"'
+    split = "-by-month" if by else ""
+    response["Content-Disposition"] = f'attachment; filename="goodput-by-{group_by}{split}-{range_key}.csv"'
     return response
 
 

@@ -7,7 +7,7 @@ from inventory.telemetry.api.serializers import StaleSourceSerializer, Utilizati
 from portal.api.rows import reads
 
 from ..models import Interruption
-from ..queries import GOODPUT_GROUPS
+from ..queries import GOODPUT_GROUPS, MONTH
 
 
 class GoodputQuerySerializer(UtilizationQuerySerializer):
@@ -19,6 +19,10 @@ class GoodputQuerySerializer(UtilizationQuerySerializer):
         help_text='What one row of the answer is; `month`: a calendar month of the range (UTC), oldest first, '
                   'named "2026-11".')
 
+    by = serializers.ChoiceField(
+        choices=[MONTH], required=False, error_messages=choices_error("by", [MONTH]),
+        help_text="`month`: each group month by month, one row per group and calendar month (local midnights, "
+        "as `range=2026-11`), oldest month first; e.g. `group_by=team&by=month` for team × month.")
     team = serializers.CharField(required=False, help_text="Only jobs of this Slurm account (team).")
     partition = serializers.CharField(required=False, help_text="Only jobs of this Slurm partition.")
     site = serializers.IntegerField(required=False, help_text="Only jobs that ran on nodes of this site (id).")
@@ -31,11 +35,21 @@ class GoodputQuerySerializer(UtilizationQuerySerializer):
                                        help_text="Length of the job whose expected restarts are given (hours).")
 
 
+    def validate(self, data):
+        data = super().validate(data)
+        if data.get("by") == MONTH and data.get("group_by") == MONTH:
+            raise serializers.ValidationError({"by": ["Months are split by month already: group by team, partition, "
+                                                      "site, GPU model or node to split them."]})
+        return data
+
+
 class GoodputGroupSerializer(serializers.Serializer):
     id = serializers.IntegerField(allow_null=True, help_text="Site, GPU model or node id; null for partition, "
                                   "team and month, and for jobs on no known node.")
     name = serializers.CharField(help_text='The group\'s name ("2026-11" for a month); "(none)" for jobs without '
                                  "one.")
+    month = serializers.CharField(required=False, help_text='With `by=month`: the calendar month of the row, '
+                                  '"2026-11".')
     allocated_gpu_hours = serializers.FloatField(help_text="Allocated GPUs × the hours of the jobs' runs in the "
                                                  "range, clipped per node to its GPUs.")
     interruptions = serializers.IntegerField(help_text="Infrastructure interruptions that ended in the range.")
@@ -58,13 +72,24 @@ class GoodputGroupSerializer(serializers.Serializer):
                                               "jobs that started in the range (0–1).")
     goodput_ratio = serializers.FloatField(allow_null=True, help_text="(allocated − lost work) / allocated (0–1); "
                                            "null without allocation.")
+    lost_gpu_fault_gpu_hours = serializers.FloatField(help_text="Of lost_gpu_hours, those of GPU faults (XID, ECC).")
+    lost_node_fault_gpu_hours = serializers.FloatField(help_text="Of lost_gpu_hours, the others (node failures, "
+                                                       "degraded).")
+    lost_preemption_gpu_hours = serializers.FloatField(
+        help_text="Estimate: GPUs × the run since the last checkpoint of the jobs preempted or requeued (default "
+        "checkpoint interval), in range.")
+    lost_user_gpu_hours = serializers.FloatField(help_text="The same for the jobs the user's failures ended.")
+    queue_wait_gpu_hours = serializers.FloatField(help_text="GPUs × queue wait of the jobs that started in the "
+                                                  "range (the team's time, not the fleet's).")
 
 
 class GoodputSerializer(serializers.Serializer):
     group_by = serializers.CharField()
+    by = serializers.CharField(allow_null=True, help_text="`month` when each group is split by month.")
     range = serializers.CharField()
     start = serializers.DateTimeField(help_text="Start of the range (its first hour or day).")
-    end = serializers.DateTimeField(help_text="When the figures were computed; running jobs count until then.")
+    end = serializers.DateTimeField(help_text="End of the range: when the figures were computed (running jobs count "
+                                    "until then), or a calendar range's last midnight.")
     gpus = serializers.IntegerField(help_text="N of the MTBI.")
     job_hours = serializers.FloatField()
     currency = serializers.CharField()

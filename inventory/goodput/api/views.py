@@ -4,6 +4,7 @@
 from datetime import UTC, datetime, time
 
 import django_filters
+from django import forms
 from django.conf import settings
 from django.utils import timezone
 from drf_spectacular.utils import OpenApiResponse, extend_schema
@@ -12,6 +13,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from inventory.telemetry import queries as telemetry_queries
+from inventory.telemetry import ranges
 from inventory.telemetry.api.views import ID_GROUPS, CanViewTelemetry
 from inventory.telemetry.models import TelemetrySource
 from portal.api.viewsets import ValuesList
@@ -57,11 +59,13 @@ class GoodputView(APIView):
         data = params.validated_data
         now = timezone.now()
         gpus = data.get("gpus") or settings.GOODPUT_MTBI_GPUS
-        groups = queries.goodput_by(data["group_by"], data["range"], params.filters(), now=now, gpus=gpus,
-                                    job_hours=data["job_hours"])
+        compute = queries.goodput_by_month_of if data.get("by") else queries.goodput_by
+        groups = compute(data["group_by"], data["range"], params.filters(), now=now, gpus=gpus,
+                         job_hours=data["job_hours"])
+        span = telemetry_queries.get_range(data["range"])
         answer = {
-            "group_by": data["group_by"], "range": data["range"],
-            "start": telemetry_queries.get_range(data["range"]).start(now), "end": now,
+            "group_by": data["group_by"], "by": data.get("by"), "range": data["range"],
+            "start": span.start(now), "end": span.end(now),
             "gpus": gpus, "job_hours": data["job_hours"],
             "currency": settings.COST_CURRENCY, "idle_gpu_hour_cost": settings.IDLE_GPU_HOUR_COST,
             "cost_basis": queries.cost_basis(groups), "assumptions": assumptions(),
@@ -70,6 +74,23 @@ class GoodputView(APIView):
                               if source.kind == TelemetrySource.Kind.SLURM],
         }
         return Response(api.GoodputSerializer(answer, context={"request": request}).data)
+
+
+class RangeField(forms.CharField):
+    """Any range of the goodput report (``ranges.get_range``): a rolling one, last_month, a month or dates."""
+
+    def clean(self, value):
+        value = super().clean(value)
+        if value:
+            try:
+                ranges.get_range(value)
+            except ranges.UnknownParameter as error:
+                raise forms.ValidationError(str(error), code="invalid") from None
+        return value
+
+
+class RangeFilter(django_filters.CharFilter):
+    field_class = RangeField
 
 
 class InterruptionFilterSet(django_filters.FilterSet):
@@ -83,8 +104,7 @@ class InterruptionFilterSet(django_filters.FilterSet):
     node = django_filters.NumberFilter(field_name="node")
     site = django_filters.NumberFilter(method="by_nodes")
     gpu_model = django_filters.NumberFilter(method="by_nodes")
-    range = django_filters.ChoiceFilter(choices=[(key, r.label) for key, r in telemetry_queries.RANGES.items()],
-                                        method="in_range")
+    range = RangeFilter(method="in_range", max_length=40, help_text=f"Ended in the range: {ranges.KEYS_HELP}.")
     month = MonthFilter(method="in_month", label="Ended in month (UTC)")
 
     class Meta:
@@ -95,7 +115,8 @@ class InterruptionFilterSet(django_filters.FilterSet):
         return rows.filter(node__in=queries.matching_nodes({name: value}))
 
     def in_range(self, rows, name, value):
-        return rows.filter(ended_at__gte=telemetry_queries.get_range(value).start(timezone.now()))
+        span, now = ranges.get_range(value), timezone.now()
+        return rows.filter(ended_at__gte=span.start(now), ended_at__lte=span.end(now))
 
     def in_month(self, rows, name, value):
         begin = datetime.combine(value, time(), UTC)

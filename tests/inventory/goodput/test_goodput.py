@@ -122,6 +122,9 @@ def test_goodput_by_team_by_hand(fleet, now):
         "expected_restarts": 2.9538, "lost_gpu_hours": 22.0, "lost_run_gpu_hours": 6.0, "lost_wait_gpu_hours": 16.0,
         "lost_cost": 44.0, "lost_gpu_hours_at_default_cost": 22.0, "queue_wait_share": 0.1096,
         "goodput_ratio": 0.9538,
+        # The losses by cause: J2's XID 79 (10) a GPU fault, J1's NODE_FAIL (12) a node's; 16 GPU-h queued.
+        "lost_gpu_fault_gpu_hours": 10.0, "lost_node_fault_gpu_hours": 12.0, "lost_preemption_gpu_hours": 0.0,
+        "lost_user_gpu_hours": 0.0, "queue_wait_gpu_hours": 16.0,
     }
     assert (speech["allocated_gpu_hours"], speech["interruptions"], speech["user_interruptions"],
             speech["interruptions_per_1000_gpu_days"], speech["mtbi_hours"], speech["goodput_ratio"],
