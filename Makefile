@@ -1,5 +1,5 @@
 # Two commands do all the set-up on a fresh machine with Python 3.11:
-#   make demo   the portal with a demo fleet, a Celery worker and beat, on http://127.0.0.1:8000 (PORT=, SIM_PORT=)
+#   make demo   the portal with a demo fleet, a Celery worker and beat, on http://127.0.0.1:8000 (PORT=, SIM_PORT=, VAR_DIR=)
 #   make test   every test, against a throwaway PostgreSQL the run starts itself
 PYTHON ?= python3.11
 VENV := .venv
@@ -11,6 +11,18 @@ SIM_PORT ?= 9400
 DEMO_OUTBOUND := OUTBOUND_ALLOWED_NETWORKS=127.0.0.1/32
 # The demo's Slurm accounting is simulated (inventory/teams/slurm_simulator.py): the allocations' sync runs against it.
 DEMO_SLURM := SLURM_SYNC_BACKEND=simulator SLURM_CLUSTER=demo
+# Where the demo keeps its database, broker queue and mail (VAR_DIR=/tmp/demo2 runs a second, separate demo).
+VAR_DIR ?= $(or $(PORTAL_VAR_DIR),var)
+# The address links in mails and webhooks point at: the port the demo serves on.
+PORTAL_URL ?= http://127.0.0.1:$(PORT)
+# The demo's settings, the same for every process it runs: mail goes to files (one per message) under
+# $(VAR_DIR)/mail/, not into the terminal; WARNING and above is logged (LOG_LEVEL=INFO for more); the filesystem
+# broker's URL names a host, or kombu warns that it has none on every connection.
+LOG_LEVEL ?= WARNING
+CELERY_BROKER_URL ?= filesystem://localhost/
+DEMO_ENV = DEBUG=1 PORTAL_VAR_DIR=$(abspath $(VAR_DIR)) PORTAL_URL=$(PORTAL_URL) LOG_LEVEL=$(LOG_LEVEL) \
+	EMAIL_BACKEND=django.core.mail.backends.filebased.EmailBackend EMAIL_FILE_PATH=$(abspath $(VAR_DIR))/mail \
+	CELERY_BROKER_URL=$(CELERY_BROKER_URL) $(DEMO_OUTBOUND) $(DEMO_SLURM)
 
 .PHONY: demo test install install-test lint run-worker clean loadtest
 
@@ -34,18 +46,16 @@ install: $(VENV)/.installed
 install-test: $(VENV)/.installed-test
 
 demo: install
-	@echo "Migrating the database (var/portal.sqlite3) …"
-	@DEBUG=1 $(BIN)/python manage.py migrate --noinput -v 0
-	@DEBUG=1 $(DEMO_OUTBOUND) $(DEMO_SLURM) $(BIN)/python manage.py seed_demo --simulator-port $(SIM_PORT)
+	@echo "Migrating the database ($(VAR_DIR)/portal.sqlite3) …"
+	@$(DEMO_ENV) $(BIN)/python manage.py migrate --noinput -v 0
+	@$(DEMO_ENV) $(BIN)/python manage.py seed_demo --simulator-port $(SIM_PORT)
 	@echo ""
-	@echo "Open the portal at http://127.0.0.1:$(PORT)/ and log in with one of the demo logins above."
+	@echo "Open the portal at $(PORTAL_URL)/ and log in with one of the demo logins above."
+	@echo "The portal's mail is written to $(VAR_DIR)/mail/ (a file per message), not sent."
 	@echo "A Celery worker with beat and the telemetry simulator (port $(SIM_PORT)) run alongside."
 	@echo "Ctrl-C stops everything."
 	@echo ""
-	@trap 'kill 0' INT TERM EXIT; \
-	DEBUG=1 $(BIN)/python manage.py simulate_telemetry --port $(SIM_PORT) & \
-	DEBUG=1 $(DEMO_OUTBOUND) $(DEMO_SLURM) $(BIN)/celery -A portal worker --beat --loglevel=WARNING --concurrency=2 & \
-	DEBUG=1 $(DEMO_OUTBOUND) $(DEMO_SLURM) $(BIN)/python manage.py runserver 127.0.0.1:$(PORT)
+	@exec env $(DEMO_ENV) BIN=$(BIN) tools/demo.sh $(PORT) $(SIM_PORT)  # exec: Ctrl-C reaches its trap
 
 test: install-test
 	$(BIN)/ruff check .
