@@ -57,6 +57,7 @@ post_migrate.connect(restore_catalog, dispatch_uid="tests-restore-catalog")
 
 def pytest_configure(config):
     config.addinivalue_line("markers", "slurm: against a real one-machine Slurm cluster (the slurm_cluster fixture)")
+    config.addinivalue_line("markers", "slow: a minute or more, e.g. make demo for real (-m 'not slow' skips them)")
 
 
 @pytest.fixture(scope="session")
