@@ -15,6 +15,7 @@ urlpatterns = [
     *object_urls(Ticket, views.TicketListView, views.TicketView, add_view=views.TicketCreateView.as_view(),
                  edit_view=views.TicketEditView.as_view(), extra=[
         ("<int:pk>/status/", views.TicketStatusView.as_view(), "status"),
+        ("<int:pk>/assign-to-me/", views.TicketAssignToMeView.as_view(), "assign_to_me"),
         ("<int:pk>/comments/", views.TicketCommentView.as_view(), "comment"),
         ("<int:pk>/inline/", views.TicketInlineView.as_view(), "inline"),
         ("<int:pk>/swap/", views.TicketSwapView.as_view(), "swap"),

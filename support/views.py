@@ -135,6 +135,7 @@ class TicketView(TicketAccessMixin, ObjectView):
             returnable=faults.returnable_asset(ticket) if user.has_perm("support.work_tickets") else None,
             swap_form=SwapForm(ticket=ticket) if user.has_perm("support.rma_swap", ticket) else None,
             can_edit=user.has_perm("support.edit_ticket", ticket),
+            can_take=ticket.assignee_id != user.pk and user.has_perm("support.edit_ticket", ticket),
         )
         return context
 
@@ -277,6 +278,25 @@ class TicketStatusView(TicketActionView):
             if asset is not None:
                 messages.info(request, f"{asset} is still {asset.get_state_display().lower()}: return it to service "
                                        "from this page once it is fixed.")
+        return self.redirect(ticket)
+
+
+class TicketAssignToMeView(TicketActionView):
+    """"Assign to me": support staff take a ticket in one click, through the workflow's ``assign`` (the same rule
+    as choosing an assignee: ``support.edit_ticket``; first response, history and notices as any assignment)."""
+
+    permission_required = "support.edit_ticket"
+
+    def post(self, request, pk):
+        ticket = self.get_ticket(pk)
+        if not request.user.has_perm("support.edit_ticket", ticket):
+            raise PermissionDenied
+        try:
+            workflow.assign(ticket, request.user, request.user)
+        except ValidationError as error:
+            messages.error(request, " ".join(error.messages))
+        else:
+            messages.success(request, f"Ticket #{ticket.pk} is assigned to you.")
         return self.redirect(ticket)
 
 

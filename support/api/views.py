@@ -38,6 +38,8 @@ class TicketPermission(RolePermission):
         if request.method == "POST":
             if getattr(view, "action", None) == "transition":
                 return user.has_perm("support.change_status")
+            if getattr(view, "action", None) == "assign_to_me":  # as choosing an assignee (a PATCH): staff who edit
+                return user.has_perm("support.edit_ticket")
             return user.has_perm(f"support.add_{view.queryset.model._meta.model_name}")
         return super().has_permission(request, view)
 
@@ -89,6 +91,20 @@ class TicketViewSet(PortalModelViewSet):
             workflow.change_status(ticket, data["status"], request.user, data["note"], expected=data["from_status"])
         except workflow.StaleStatus as stale:
             raise Conflict(stale.message_dict["status"][0], status=stale.current) from stale
+        except DjangoValidationError as error:
+            return Response(error.message_dict, status=status.HTTP_400_BAD_REQUEST)
+        return Response(self.get_serializer(self.get_queryset().get(pk=ticket.pk)).data)
+
+    @extend_schema(summary="Assign the ticket to yourself", request=None,
+                   responses={200: api.TicketSerializer,
+                              400: OpenApiResponse(description="Not allowed; `assignee` says why.")})
+    @action(detail=True, methods=["post"], url_path="assign-to-me")
+    @changes_object
+    def assign_to_me(self, request, pk=None, format=None):
+        ticket = self.get_object()
+        self.require(request, "support.edit_ticket", ticket)
+        try:
+            workflow.assign(ticket, request.user, request.user)  # the page's "Assign to me" calls the same
         except DjangoValidationError as error:
             return Response(error.message_dict, status=status.HTTP_400_BAD_REQUEST)
         return Response(self.get_serializer(self.get_queryset().get(pk=ticket.pk)).data)
