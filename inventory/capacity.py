@@ -28,7 +28,7 @@ from dataclasses import dataclass, fields
 from datetime import date
 
 from django.db import connections
-from django.db.models import F
+from django.db.models import F, Q
 from django.utils import timezone
 
 from .models import GPU, LifecycleState
@@ -163,6 +163,27 @@ def _counted(gpus, columns, day):
     # SQLite answers a date as text.
     return [(*row[:-2], row[-2] if not isinstance(row[-2], str) else date.fromisoformat(row[-2]), row[-1])
             for row in rows]
+
+
+STATES = {**Capacity.LABELS, "retired": "retired"}  # a GPU list's filter by capacity state (``state_q``)
+
+
+def state_q(state):
+    """A ``Q`` on GPU of those whose capacity state is ``state``: ``capacity_state`` as a filter, so that a list
+    opened from a count shows exactly the GPUs counted (the home page's "GPUs degraded / in repair")."""
+    retired = Q(state=L.RETIRED) | Q(node__state=L.RETIRED)
+    out = ~retired & (Q(state__in=OUT_OF_SERVICE) | Q(node__state__in=OUT_OF_SERVICE))
+    rest = ~retired & ~(Q(state__in=OUT_OF_SERVICE) | Q(node__state__in=OUT_OF_SERVICE))
+    spare_or_ordered = Q(node__isnull=True)
+    found = {
+        "retired": retired,
+        "out_of_service": out,
+        "ordered": rest & ((spare_or_ordered & Q(state=L.ORDERED)) | Q(node__state=L.ORDERED)),
+        "spare": rest & spare_or_ordered & ~Q(state=L.ORDERED),
+        "burn_in": rest & Q(node__state__in=ARRIVING),
+        "in_service": rest & Q(node__isnull=False) & ~Q(node__state__in=[L.ORDERED, *ARRIVING]),
+    }
+    return found[state]
 
 
 def count_each(groups, day=None, **scope):

@@ -5,13 +5,16 @@ tiles (fleet, last 7 days of utilization), the least-used nodes and the fleet pa
 import json
 
 from django.conf import settings
+from django.db.models import Count
 from django.urls import reverse
 from django.utils.http import urlencode
 
-from portal.registry import Tile
+from portal.registry import Decision, Tile
 
 from . import capacity, queries
-from .telemetry import summary
+from .allocations.models import AllocationRequest, SlurmSync
+from .allocations.policy import awaiting_decision
+from .telemetry import recent_faults, summary
 from .telemetry.queries import idle_cost_basis
 
 VIEW_TELEMETRY = "inventory.read_telemetry"
@@ -64,6 +67,35 @@ def fleet_tiles(request):
         Tile("stuck", "nodes stuck delivered / in burn-in", str(stuck),
              _url("inventory:node_list", state=list(queries.WAITING_STATES), in_state_days=days),
              note=f"for more than {days} days", warn=bool(stuck)),
+    ]
+
+
+def health_tiles(request):
+    """Broken hardware first (issue 37): GPUs out of service (degraded or in repair: the capacity model's count, the
+    GPU tile's), hardware XID events and ECC errors of the last 24 hours, GPUs whose row remap failed; each links to
+    the GPU list filtered to exactly the GPUs it counts."""
+    if not request.user.has_perm("inventory.view_gpu"):
+        return None
+    out = _capacity(request)[None].out_of_service
+    found, window = recent_faults.counts(), str(recent_faults.HOURS)
+    tiles = [Tile("gpus-out", "GPUs degraded / in repair", f"{out:,}",
+                  _url("inventory:gpu_list", capacity="out_of_service"), note="the GPU or its node", warn=bool(out))]
+    if not request.user.has_perm(VIEW_TELEMETRY):
+        return tiles
+    xid_note = f"on {found['xid_gpus']} GPU{'s' if found['xid_gpus'] != 1 else ''}"
+    if found["ecc_xid_events"]:
+        xid_note += f", {found['ecc_xid_events']} of them ECC"
+    ecc_note = f"on {found['ecc_gpus']} GPU{'s' if found['ecc_gpus'] != 1 else ''}"
+    if found["ecc_double_bit"]:
+        ecc_note += f", {found['ecc_double_bit']:,} uncorrectable"
+    return tiles + [
+        Tile("xid-24h", "hardware XID events, 24 h", f"{found['xid_events']:,}",
+             _url("inventory:gpu_list", xid_hours=window), note=xid_note, warn=bool(found["xid_events"])),
+        Tile("ecc-24h", "ECC errors, 24 h", f"{found['ecc_errors']:,}", _url("inventory:gpu_list", ecc_hours=window),
+             note=ecc_note, warn=bool(found["ecc_double_bit"])),
+        Tile("remap-failed", "GPUs with a failed row remap", str(found["remap_failed"]),
+             _url("inventory:gpu_list", row_remap_failed="true"), note="replace them (RMA)",
+             warn=bool(found["remap_failed"])),
     ]
 
 
@@ -148,3 +180,27 @@ def capacity_object_panel(request, obj):
     scope = {"site_id": obj.pk} if obj._meta.model_name == "site" else {"gpu_model_id": obj.pk}
     query = {"site": obj.pk} if "site_id" in scope else {"gpu_model": obj.pk}
     return {"capacity": capacity.count(**scope), "api_url": _url("inventory-api:capacity", **query)}
+
+
+def allocation_decisions(request):
+    """The home page's "awaiting your decision", the allocations' part: the requests (new, change, renewal) this
+    manager may decide (``allocations.policy.awaiting_decision``: the decision rule as a query), and the looks at
+    Slurm whose changes wait to be applied (the latest proposal of each cluster). None for a user who may do
+    neither."""
+    user = request.user
+    lines = []
+    if user.has_perm("inventory.decide_allocation_request"):
+        kinds = dict(awaiting_decision(AllocationRequest.objects.all(), user).order_by()
+                     .values_list("kind").annotate(n=Count("pk")))
+        labels = dict(AllocationRequest.Kind.choices)
+        note = ", ".join(f"{n} {labels[kind].lower()}" for kind, n in sorted(kinds.items()))
+        lines.append(Decision("allocation-requests", sum(kinds.values()), "allocation and change requests to decide",
+                              _url("inventory:allocationrequest_list", awaiting_me="true"), note=note))
+    if user.has_perm("inventory.apply_slurm_sync"):
+        looks = list(SlurmSync.objects.filter(status=SlurmSync.Status.PROPOSED).only("pk", "cluster", "changes"))
+        changes = sum(len(look.changes) for look in looks)
+        url = looks[0].get_absolute_url() if len(looks) == 1 else reverse("inventory:slurmsync_latest")
+        lines.append(Decision("slurm-sync", len(looks), "Slurm syncs with changes to apply", url,
+                              note=f"{changes} change{'s' if changes != 1 else ''} to Slurm's associations"
+                              if looks else ""))
+    return lines if lines else None

@@ -11,6 +11,7 @@ from portal.db import without_timestamps
 from portal.filters import STATE_WIDGET, SearchFilterSet, yes_no_filter
 from portal.forms import Select
 
+from . import capacity
 from .models import (
     GPU,
     Fabric,
@@ -25,6 +26,7 @@ from .models import (
     Switch,
 )
 from .queries import chosen_site, fleet_gpu_models, in_state_longer_than, partitions, unknown_partition
+from .telemetry import recent_faults
 
 
 class GPUModelFilterSet(SearchFilterSet):
@@ -146,10 +148,31 @@ class GPUFilterSet(SearchFilterSet):
     node = node_id_filter()
     hostname = django_filters.CharFilter(field_name="node__hostname", lookup_expr="iexact", label="Node hostname")
     spare = yes_no_filter(field_name="node", lookup_expr="isnull", label="Spare (no node)")
+    # What the home page's health tiles count (issue 37): their links list exactly those GPUs.
+    capacity = django_filters.ChoiceFilter(choices=list(capacity.STATES.items()), method="in_capacity_state",
+                                           label="Capacity state")
+    xid_hours = django_filters.ChoiceFilter(choices=list(recent_faults.WINDOWS.items()), method="with_xid",
+                                            label="Hardware XID event in the")
+    ecc_hours = django_filters.ChoiceFilter(choices=list(recent_faults.WINDOWS.items()), method="with_ecc",
+                                            label="ECC errors in the")
+    row_remap_failed = django_filters.BooleanFilter(method="with_remap_failed", label="Row remap failed")
 
     class Meta:
         model = GPU
         fields = ["node", "gpu_model", "state", "site"]
+
+    def in_capacity_state(self, queryset, name, value):
+        return queryset.filter(capacity.state_q(value))
+
+    def with_xid(self, queryset, name, value):
+        return queryset.filter(pk__in=recent_faults.gpu_ids(recent_faults.xid_events(int(value))))
+
+    def with_ecc(self, queryset, name, value):
+        return queryset.filter(pk__in=recent_faults.gpu_ids(recent_faults.ecc_hours(int(value))))
+
+    def with_remap_failed(self, queryset, name, value):
+        failed = recent_faults.gpu_ids(recent_faults.remap_failed())
+        return queryset.filter(pk__in=failed) if value else queryset.exclude(pk__in=failed)
 
     @property
     def form(self):

@@ -12,6 +12,7 @@ class PlanningConfig(AppConfig):
         from portal import events
         from portal.files import delete_file_with_row
         from portal.registry import (
+            register_decisions,
             register_menu,
             register_panel,
             register_search_provider,
@@ -22,7 +23,7 @@ class PlanningConfig(AppConfig):
         from . import policy  # noqa: F401  (registers planning's rules)
         from .contracts.costs import node_gpu_hour_costs
         from .contracts.coverage import rented_nodes
-        from .dashboard import contract_tiles, recommendations_panel, renewals_panel
+        from .dashboard import contract_tiles, planning_decisions, recommendations_panel, renewals_panel
         from .goodput import checkpoint_minutes
         from .plans import tasks as plans_tasks  # noqa: F401  (a plan's changes queue its summary's refresh)
         from .queries import SEARCH_LOOKS_AT, search
@@ -46,6 +47,7 @@ class PlanningConfig(AppConfig):
         ])
         delete_file_with_row(self.get_model("ContractDocument"))
         register_tiles(contract_tiles, order=30)
+        register_decisions(planning_decisions, order=10)
         register_panel("planning/panels/renewals.html", renewals_panel, order=20)
         register_panel("planning/panels/recommendations.html", recommendations_panel, order=30)
         register_warmup("planning.plans.forecast.preload")  # a web server loads the forecasting libraries as it boots

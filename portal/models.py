@@ -105,6 +105,32 @@ class WorkerHeartbeat(models.Model):
         return f"{self.worker} @ {self.last_seen:%Y-%m-%d %H:%M}"
 
 
+class PageVisit(models.Model):
+    """When a user last opened a list whose news the home page counts ("recommendations new since your last
+    visit"): one row per user and page, moved on at each visit."""
+
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+")
+    page = models.CharField(max_length=50)
+    at = models.DateTimeField()
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["user", "page"], name="page_visit_once_per_user")]
+
+    def __str__(self):
+        return f"{self.user} on {self.page} at {self.at:%Y-%m-%d %H:%M}"
+
+    @classmethod
+    def record(cls, user, page):
+        """``user`` opens ``page`` now (nothing for an anonymous user)."""
+        if user.is_authenticated:
+            cls.objects.update_or_create(user=user, page=page, defaults={"at": timezone.now()})
+
+    @classmethod
+    def last(cls, user, page):
+        """When ``user`` last opened ``page``; None if never."""
+        return cls.objects.filter(user=user, page=page).values_list("at", flat=True).first()
+
+
 class IdempotentRequest(models.Model):
     """The first answer to a write sent with an ``Idempotency-Key``: a repeat gets the same answer."""
 

@@ -1,5 +1,5 @@
-"""What apps plug into the portal's frames: menu sections, home dashboard tiles and panels, panels on other apps'
-object pages, global search providers and warm-up hooks.
+"""What apps plug into the portal's frames: menu sections, home dashboard tiles and panels, the lines of its
+"awaiting your decision", panels on other apps' object pages, global search providers and warm-up hooks.
 
 ``portal`` imports no app: each app registers its parts in its ``AppConfig.ready()``, and the home page, the
 search page and ``portal.wsgi`` go through what is registered. Registering the same function twice is harmless.
@@ -102,6 +102,44 @@ def register_tiles(context, order):
 def tiles(request):
     """[Tile] of every app that ``request.user`` may see, in order."""
     return [tile for group in _tiles for tile in (group.context(request) or [])]
+
+
+@dataclass(frozen=True)
+class Decision:
+    """One line of the home page's "awaiting your decision": what waits for this user, linked to the page where it
+    is decided (a submitted plan, an allocation request, changes to apply to Slurm...)."""
+
+    key: str  # the line's HTML id: decision-<key>
+    count: int
+    text: str  # what waits, e.g. "capacity plans submitted for your approval"
+    url: str
+    note: str = ""
+
+
+@dataclass(frozen=True)
+class Decisions:
+    context: Callable  # (request) -> [Decision] (count 0 for nothing waiting), or None when the user decides none
+    order: int  # lower first
+
+
+_decisions = []
+
+
+def register_decisions(context, order):
+    """What an app asks a user to decide, for the home page's "awaiting your decision"."""
+    if all(group.context is not context for group in _decisions):
+        _decisions.append(Decisions(context, order))
+        _decisions.sort(key=lambda group: group.order)
+    return context
+
+
+def decisions(request):
+    """[Decision] with something waiting for ``request.user``, in order; None when the user may decide none of the
+    kinds registered (the home page then shows no such tile)."""
+    found = [group.context(request) for group in _decisions]
+    if all(lines is None for lines in found):
+        return None
+    return [line for lines in found for line in (lines or []) if line.count]
 
 
 @dataclass(frozen=True)

@@ -2,6 +2,7 @@ import logging
 import socket
 
 from celery import shared_task
+from celery.signals import worker_ready
 from django.utils import timezone
 
 from .models import WorkerHeartbeat
@@ -15,6 +16,17 @@ def record_heartbeat():
     WorkerHeartbeat.objects.update_or_create(
         worker=socket.gethostname(), defaults={"last_seen": timezone.now()}
     )
+
+
+@worker_ready.connect
+def report_at_start(**kwargs):
+    """A worker reports as soon as it is ready, not only at beat's first heartbeat a minute later: the home page's
+    badge says a worker runs from the first second (issue 37), never "no background worker has reported yet"
+    while one does. A database that is not there yet is logged, and the worker starts all the same."""
+    try:
+        record_heartbeat()
+    except Exception as error:  # the worker must not fail to start for its badge
+        log.warning("Could not record the worker's start: %s", error)
 
 
 def enqueue(task, *args):

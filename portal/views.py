@@ -16,11 +16,15 @@ from .forms import TokenForm
 from .models import APIToken, TablePreference, WorkerHeartbeat
 from .tables import TABLES_WITH_CHOICE, ChangeTable, saved_columns
 
+# A worker reports as it starts (``portal.tasks.report_at_start``), then every minute (beat): older is stale.
+HEARTBEAT_STALE = timedelta(minutes=3)
+
 
 class HomeView(View):
     """The dashboard: the tiles and panels that apps register (``portal.registry``) and the user may see, e.g.
     utilization against its target, idle cost, SLA breaches, spend, then the least-used nodes, recommendations,
-    tickets breaching their SLA, renewal alerts; the fleet by state and site under them."""
+    tickets breaching their SLA, renewal alerts; the fleet by state and site under them. Above them, what awaits the
+    user's decision (``registry.decisions``: plans, requests, Slurm syncs, new recommendations)."""
 
     def get(self, request):
         tiles = registry.tiles(request)
@@ -30,7 +34,8 @@ class HomeView(View):
         heartbeat = WorkerHeartbeat.objects.order_by("-last_seen").first()
         return render(request, "portal/home.html", {
             "tiles": tiles, "panels": panels, "wide_panels": wide_panels, "heartbeat": heartbeat,
-            "heartbeat_stale": heartbeat is None or timezone.now() - heartbeat.last_seen > timedelta(minutes=3),
+            "heartbeat_stale": heartbeat is None or timezone.now() - heartbeat.last_seen > HEARTBEAT_STALE,
+            "decisions": registry.decisions(request),
         })
 
 

@@ -23,6 +23,7 @@ from portal.policy import has_model_perm
 from portal.roles import RESEARCHER
 
 from ..policy import manages_team, reads_whole_fleet
+from .models import AllocationRequest
 
 
 def visible(queryset, user):
@@ -32,6 +33,16 @@ def visible(queryset, user):
     if reads_whole_fleet(user):
         return queryset
     return queryset.filter(Q(team__in=user.teams.all()))
+
+
+def awaiting_decision(queryset, user):
+    """The requests of ``queryset`` that ``user`` may decide now: ``inventory.decide_allocation_request`` as a query
+    (pending, asked by someone else, not yet approved by this manager), for the home page's "awaiting your
+    decision" and the request list's filter alike."""
+    if not approves_allocations(user):
+        return queryset.none()
+    return (queryset.filter(status=AllocationRequest.Status.PENDING).exclude(requested_by=user)
+            .exclude(approvals__user=user))
 
 
 def may_act_on_requests(user):

@@ -13,7 +13,9 @@ from django.views.generic import DetailView
 from inventory import capacity
 from portal.exports import export_links
 from portal.generic import ModelPermissionMixin, ObjectListView, active_filters
+from portal.models import PageVisit
 
+from ..dashboard import RECOMMENDATIONS_VISIT
 from . import store
 from .filters import RecommendationFilterSet
 from .models import Recommendation
@@ -57,6 +59,7 @@ class RecommendationListView(ObjectListView):
                        export_links=export_links(self.request),
                        active_filters=active_filters(context.get("filter")),
                        can_run=self.request.user.has_perm("planning.add_recommendation"))
+        PageVisit.record(self.request.user, RECOMMENDATIONS_VISIT)  # the home page counts what is new since
         return context
 
 
