@@ -80,6 +80,10 @@ class NotificationRule(PortalModel):
         labels = dict(EventKind.choices)
         return [labels.get(event, event) for event in self.events or []]
 
+    def xid_class_labels(self):
+        labels = dict(XID_CLASSES)
+        return [labels.get(value, value) for value in self.xid_classes or []]
+
     @property
     def subscriber(self):
         return self.team or self.owner

@@ -51,7 +51,7 @@ class NotificationRuleListView(ObjectListView):
 class NotificationRuleView(ObjectView):
     queryset = RULES
     template_name = "support/eventrules/rule_detail.html"
-    hidden_fields = ("id", "created", "updated", "events")  # shown in words above
+    hidden_fields = ("id", "created", "updated", "events", "xid_classes")  # in words below them
 
     def get_permission_required(self):
         return ["support.read_rule"]
