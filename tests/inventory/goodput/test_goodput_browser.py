@@ -1,5 +1,5 @@
 """Goodput in a real browser at 1280×800 (issue 20): a small fleet with a NODE_FAIL and a job killed by an XID 79
-(``tests.helpers.goodput``), the dashboard's figures worked out by hand and its two charts drawn, then an
+(``tests.helpers.goodput``), the dashboard's figures worked out by hand and its chart drawn, then an
 interruption's links (fault, node, ticket), with no sideways scrolling."""
 
 import re
@@ -37,7 +37,7 @@ def test_goodput_dashboard_and_an_interruptions_links(browser_page, monkeypatch)
     for figure in ("95.4 %", "130.0", "369.2", "8.1 h", "(6.0 + 16.0)"):
         expect(vision).to_contain_text(figure)
     expect(page.locator("#estimate-note")).to_contain_text("checkpoints every 60 min")
-    expect(page.locator("#dashboard .js-plotly-plot")).to_have_count(2)  # goodput ratio, lost GPU-hours
+    expect(page.locator("#dashboard .js-plotly-plot")).to_have_count(1)  # the losses by cause (issue 37)
     assert_no_horizontal_overflow(page)
     session.screenshot("goodput-dashboard", docs=True)
 

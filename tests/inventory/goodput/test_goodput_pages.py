@@ -44,7 +44,7 @@ def test_dashboard_shows_the_figures_worked_out_by_hand(viewer_client, fleet):
     speech = row_of(page, "speech")
     assert "100.0 %" in speech and "(2, 0)" in speech  # two of the user's, none of the infrastructure's
     assert "Estimate." in page and "checkpoints every 60 min" in page and "at most 24 h" in page
-    assert "Lost cost: " in page and "chart-goodput-ratio" in page and "chart-lost" in page
+    assert "Lost cost: " in page and "chart-losses" in page and "chart-goodput-ratio" not in page
     assert 'src="/static/plotly/plotly.min.js"' in page
 
 
