@@ -97,8 +97,7 @@ class TicketTable(tables.Table):
         return format_html('<span title="{} due">{}</span>', what, due.strftime("%Y-%m-%d %H:%M"))
 
     def value_next_due(self, record):
-        due = sla.next_due(record) if record.is_open else None
-        return due.strftime("%Y-%m-%d %H:%M") if due else ""
+        return sla.next_due(record) if record.is_open else None  # the export writes it in ISO 8601
 
     def render_asset(self, record):
         return str(record.asset) if record.asset else "—"
