@@ -20,3 +20,6 @@ rules.add_perm("planning.decide_plan", decides_plan)  # approve or reject a subm
 
 # Confirm an estimated price of a bill of materials: those who edit plans, and procurement (who holds the quotes).
 rules.add_perm("planning.confirm_bom_price", changes_plans | has_model_perm("planning.add_purchaseorder"))
+
+# Act on a recommendation (notify the owning team, open a ticket): those who decide recommendations.
+rules.add_perm("planning.act_on_recommendation", has_model_perm("planning.change_recommendation"))

@@ -43,5 +43,9 @@ class SupportConfig(AppConfig):
 
         register_ticket_finder(interruption_tickets)  # the interruptions list links each fault's ticket
 
+        from .advice import register as register_advice
+
+        register_advice()  # "Open a ticket" on a reclaim recommendation
+
         if hardware_ticket_days not in gather.FAULT_DAY_SOURCES:
             gather.FAULT_DAY_SOURCES.append(hardware_ticket_days)

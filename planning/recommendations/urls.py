@@ -1,8 +1,14 @@
-"""Recommendation pages: list, run the analysis, detail, accept and dismiss."""
+"""Recommendation pages: list, run the analysis, detail, accept and dismiss, and the actions beyond them."""
 
 from django.urls import path
 
-from .views import RecommendationDecisionView, RecommendationListView, RecommendationRunView, RecommendationView
+from .views import (
+    RecommendationActionView,
+    RecommendationDecisionView,
+    RecommendationListView,
+    RecommendationRunView,
+    RecommendationView,
+)
 
 urlpatterns = [
     path("recommendations/", RecommendationListView.as_view(), name="recommendation_list"),
@@ -12,4 +18,5 @@ urlpatterns = [
          name="recommendation_accept"),
     path("recommendations/<int:pk>/dismiss/", RecommendationDecisionView.as_view(decision="dismiss"),
          name="recommendation_dismiss"),
+    path("recommendations/<int:pk>/act/<slug:key>/", RecommendationActionView.as_view(), name="recommendation_act"),
 ]

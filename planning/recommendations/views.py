@@ -7,16 +7,18 @@ from django.core.exceptions import ValidationError
 from django.http import HttpResponseRedirect, QueryDict
 from django.shortcuts import get_object_or_404
 from django.urls import reverse
+from django.utils.http import urlencode
 from django.views import View
 from django.views.generic import DetailView
 
 from inventory import capacity
+from inventory.models import PartitionMove
 from portal.exports import export_links
 from portal.generic import ModelPermissionMixin, ObjectListView, active_filters
 from portal.models import PageVisit
 
 from ..dashboard import RECOMMENDATIONS_VISIT
-from . import store
+from . import actions, store
 from .filters import RecommendationFilterSet
 from .models import Recommendation
 from .tables import RecommendationTable
@@ -88,8 +90,42 @@ class RecommendationView(ModelPermissionMixin, DetailView):
             makes_bom=rec.kind in (R.Kind.CAPACITY, R.Kind.AGEING) and rec.node_model_id and rec.node_count,
             # The partition's GPUs now, as the home page, a plan and the API count them (the evidence is as detected).
             capacity_now=capacity.count(partition=rec.partition) if rec.partition else None,
+            # Beyond accepting: the registered actions (notify the owning team, open a ticket) and a move.
+            advice_actions=actions.offered(rec, self.request.user),
+            actions_done=rec.actions.all(),
+            moves=PartitionMove.objects.filter(recommendation=rec.pk).order_by("pk"),
+            move_url=move_url(rec) if self.request.user.has_perm("inventory.propose_partition_move") else None,
         )
         return context
+
+
+def move_url(rec):
+    """The partition move form pre-filled with a reclaim recommendation's nodes; None for other kinds."""
+    if not actions.is_reclaim(rec):
+        return None
+    rows = actions.reclaim_rows(rec)
+    query = {"nodes": ",".join(row["hostname"] for row in rows), "recommendation": rec.pk,
+             "reason": f"Recommendation #{rec.pk}: {rec.title}. "
+                       + "; ".join(f"{row['hostname']} idle {row['idle_days']} days, {row['idle_gpu_hours']:,.0f} "
+                                   "idle GPU-hours" for row in rows) + "."}
+    return f"{reverse('inventory:partitionmove_add')}?{urlencode(query)}"
+
+
+class RecommendationActionView(ModelPermissionMixin, View):
+    """POST: run a registered action (``actions.perform``) and say what it did."""
+
+    def get_queryset(self):
+        return Recommendation.objects.all()
+
+    def post(self, request, pk, key):
+        rec = get_object_or_404(Recommendation, pk=pk)
+        try:
+            done = actions.perform(key, rec, request.user)  # PermissionDenied: a 403
+        except ValidationError as error:
+            messages.error(request, " ".join(error.messages))
+        else:
+            messages.success(request, done.said)
+        return HttpResponseRedirect(f"{rec.get_absolute_url()}#advice-actions")
 
 
 class RecommendationDecisionView(ModelPermissionMixin, View):
