@@ -55,7 +55,7 @@ stop() {
 
 start "$bin/python" manage.py simulate_telemetry --port "$sim_port"
 simulator=$!
-start "$bin/celery" -A portal worker --beat --loglevel=WARNING --concurrency=2
+start "$bin/celery" -A portal --quiet worker --beat --loglevel=WARNING --concurrency=2  # --quiet: no banner
 worker=$!
 start "$bin/python" manage.py runserver "127.0.0.1:$port"
 web=$!
