@@ -56,6 +56,9 @@ def test_an_xid_79_mails_the_subscribed_user_once_with_node_gpu_code_and_meaning
     notice = NotificationEvent.objects.get()
     assert (notice.status, notice.event, notice.payload["code"]) == ("sent", "gpu.xid", 79)
 
+    with django_capture_on_commit_callbacks(execute=False) as rolled_back:  # told, then the pull rolls back
+        read_xid(fleet["other_gpu"], 48)
+    assert len(rolled_back) == 1 and len(mailoutbox) == 1  # recorded only once the emitter commits
     with django_capture_on_commit_callbacks(execute=True):  # the same reading again (a retried pull): no new event
         assert read_xid(fleet["gpu"], 79, ts=found[0][1]) == []
         events.emit("gpu.xid", notice.payload)  # and the same event told twice: recorded once
@@ -103,9 +106,10 @@ def test_a_daily_digest_sends_one_mail_with_both_events_and_a_retry_sends_nothin
     assert len(mailoutbox) == 1
 
 
-def test_a_failed_digest_is_sent_by_the_next_run(fleet, mailoutbox, monkeypatch):
+def test_a_failed_digest_is_sent_by_the_next_run(fleet, mailoutbox, monkeypatch, django_capture_on_commit_callbacks):
     rule("daily", owner=fleet["rita"], digest="daily")
-    read_xid(fleet["gpu"], 79)
+    with django_capture_on_commit_callbacks(execute=True):
+        read_xid(fleet["gpu"], 79)
 
     def refuse(*args):
         raise OSError("mail server down")
