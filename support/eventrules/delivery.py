@@ -1,5 +1,5 @@
 """From a business event to the people subscribed to it: ``hear`` (subscribed to ``portal.events`` by the support
-app) records one ``NotificationEvent`` per rule the event matches; a rule that tells at once has its event sent by
+app) has ``record`` write one ``NotificationEvent`` per rule the event matches once the emitter commits; a rule that tells at once has its event sent by
 ``tasks.deliver_event`` once the emitter's transaction commits, a digest rule's events wait for
 ``send_digests`` (hourly or daily), which sends one message per subscriber with every event since its last one.
 
