@@ -244,8 +244,8 @@ class Seeder:
 
     @contextmanager
     def step(self, what):
-        """``Seeding <what> … 12.3 s``, once the step is done: a whole line, which what the step itself prints (the
-        console e-mail of the renewal alerts, log lines) cannot cut in two."""
+        """``Seeding <what> … 12.3 s``, once the step is done: a whole line, which what the step itself prints (log
+        lines; the renewal alert's mail where the console backend is in use, not in make demo) cannot cut in two."""
         started = time.monotonic()
         yield
         self.report(f"Seeding {what} … {time.monotonic() - started:.1f} s")
@@ -325,7 +325,8 @@ def seed_demo(report=None, simulator_port=SIMULATOR_PORT):
         analyze(Node, GPU, GPUHourly, NodeHourly, GPUDaily, SlurmJob, SlurmJobNode)  # the analyses below read them
     seed_other_apps(seeder, users)
     with seeder.step(f"statements: {statements_demo.SEEDS}"):
-        seeder.report(statements_demo.seed(seeder, {user.username: user for user in User.objects.all()}))
+        issued = statements_demo.seed(seeder, {user.username: user for user in User.objects.all()})
+    seeder.report(f"  {issued}")  # under its step's line, not above it
     with seeder.step(f"allocations: {allocations_demo.SEEDS}"):  # after support's researcher, who asks for one
         allocations_demo.seed(seeder, {user.username: user for user in User.objects.all()})
     return summary(seeder, backfilled)

@@ -40,6 +40,6 @@ def seed(seeder, users):
     statements = list(closed.statements.all())
     total = sum(statement.gpu_hours for statement in statements)
     start, end = calendar_month(month)
-    return (f"{month:%Y-%m}: {len(statements)} statements, {total} GPU-hours, {sum(s.total for s in statements)} "
-            f"{card.currency}; the fleet's allocated GPU-hours {closed.fleet_gpu_hours:.4f} ({start:%Y-%m-%d} to "
-            f"{end:%Y-%m-%d})")
+    return (f"{month:%Y-%m}: {len(statements)} statements, {total:,.2f} GPU-hours, "
+            f"{sum(s.total for s in statements):,.2f} {card.currency}; the fleet's allocated GPU-hours "
+            f"{closed.fleet_gpu_hours:,.2f} ({start:%Y-%m-%d} to {end:%Y-%m-%d})")
