@@ -1,7 +1,7 @@
 """From a business event to the people subscribed to it: ``hear`` (subscribed to ``portal.events`` by the support
-app) has ``record`` write one ``NotificationEvent`` per rule the event matches once the emitter commits; a rule that tells at once has its event sent by
-``tasks.deliver_event`` once the emitter's transaction commits, a digest rule's events wait for
-``send_digests`` (hourly or daily), which sends one message per subscriber with every event since its last one.
+app) has ``record`` write one ``NotificationEvent`` per rule the event matches once the emitter commits; a rule that
+tells at once has its event sent by ``tasks.deliver_event`` then, a digest rule's events wait for ``send_digests``
+(hourly or daily), which sends one message per subscriber with every event since its last one.
 
 Each event is sent at most once: a rule records an event once (unique per rule and key, so an event emitted again
 is not recorded again), and a sender first claims what it sends (pending → sending, a conditional UPDATE), so a
