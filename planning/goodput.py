@@ -152,6 +152,12 @@ def jobs_of(workload):
 # --- Time to result ------------------------------------------------------------------------------------------
 
 
+def jobs_since_start(workload, now):
+    """The ``Q`` of the jobs its time to result counts: ``jobs_of`` submitted from its start month until ``now``."""
+    since = timezone.make_aware(datetime.combine(workload.start.replace(day=1), time.min))
+    return jobs_of(workload) & Q(submit_time__gte=since, submit_time__lte=now)
+
+
 @dataclass
 class TimeToResult:
     """What a workload's jobs (its account's, its job name pattern's) since its start show: ``jobs``, first submit,
@@ -212,9 +218,8 @@ def time_to_result(workloads, estimates=None, now=None):
         return {}
     aggregates, any_of = {}, Q()
     for w in named:
-        since = timezone.make_aware(datetime.combine(w.start.replace(day=1), time.min))
         any_of |= jobs_of(w)
-        mine = jobs_of(w) & Q(submit_time__gte=since, submit_time__lte=now)
+        mine = jobs_since_start(w, now)
         aggregates |= {f"jobs_{w.pk}": Count("job_id", filter=mine, distinct=True),
                        f"first_{w.pk}": Min("submit_time", filter=mine), f"last_{w.pk}": Max("end_time", filter=mine),
                        f"running_{w.pk}": Count("job_id", filter=mine & Q(end_time__isnull=True), distinct=True)}
