@@ -89,7 +89,10 @@ class PartitionMoveAddView(ModelPermissionMixin, View):
 
 
 class PartitionMoveDecisionView(ModelPermissionMixin, View):
-    """POST ``action`` (approve, reject, withdraw) and ``comment``: ``workflow``'s answer as a message."""
+    """POST ``action`` (approve, reject, withdraw) and ``comment``: ``workflow``'s answer as a message. Those who
+    may never decide one (without ``change_partitionmove``) get a 403 before the lookup."""
+
+    permission_action = "change"
 
     def get_queryset(self):
         return PartitionMove.objects.all()

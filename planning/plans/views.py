@@ -16,7 +16,7 @@ from typing import Any
 
 from django.conf import settings
 from django.contrib import messages
-from django.core.exceptions import ValidationError
+from django.core.exceptions import PermissionDenied, ValidationError
 from django.db import transaction
 from django.db.models import Count
 from django.http import HttpResponseRedirect
@@ -422,6 +422,8 @@ class PlanItemConfirmPriceView(ModelPermissionMixin, View):
         return CapacityPlan.objects.all()
 
     def post(self, request, pk, part_pk):
+        if not request.user.has_perm("planning.confirm_bom_price"):  # before the lookup: a 403, never a 404
+            raise PermissionDenied("Only those who edit plans, or procurement, confirm a price.")
         plan = get_object_or_404(CapacityPlan, pk=pk)
         item = get_object_or_404(PlanItem, pk=part_pk, plan=plan)
         try:

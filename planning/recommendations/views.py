@@ -114,6 +114,8 @@ def move_url(rec):
 class RecommendationActionView(ModelPermissionMixin, View):
     """POST: run a registered action (``actions.perform``) and say what it did."""
 
+    permission_action = "change"  # those who decide recommendations act on them
+
     def get_queryset(self):
         return Recommendation.objects.all()
 

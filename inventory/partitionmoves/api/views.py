@@ -35,11 +35,6 @@ class PartitionMoveViewSet(OptimisticLocking, mixins.CreateModelMixin, viewsets.
     permission_classes = [RolePermission]
     filterset_fields = ["status", "from_partition", "to_partition", "recommendation"]
 
-    def get_permissions(self):
-        if self.action in ("approve", "reject", "withdraw"):
-            return []  # who may decide depends on the move: ``workflow`` checks it on the locked row
-        return super().get_permissions()
-
     def create(self, request, *args, **kwargs):
         body = self.get_serializer(data=request.data)
         body.is_valid(raise_exception=True)
@@ -53,8 +48,8 @@ class PartitionMoveViewSet(OptimisticLocking, mixins.CreateModelMixin, viewsets.
                         status=status.HTTP_201_CREATED)
 
     def decide(self, request, service):
-        if not request.user.is_authenticated:
-            raise PermissionDenied("Log in.")
+        # The role's permission (a POST: add) is checked before the lookup; who may decide this move, by
+        # ``workflow`` on its locked row.
         body = api.DecisionSerializer(data=request.data)
         body.is_valid(raise_exception=True)
         try:
