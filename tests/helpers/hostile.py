@@ -29,10 +29,13 @@ HOSTILE = {
     "fraction": "1.5",
     "list": "[]",
     "digit not ASCII": "\u00b2",  # "²".isdigit() is true; int() and PostgreSQL refuse it
+    # Calendar ranges (``range=2026-11``, ``range=2026-10-01..2026-10-15``): a month 13, dates the wrong way round.
+    "month 13": "2026-13",
+    "dates reversed": "2026-11-30..2026-11-01",
 }
 # Looked at first when a view reads more parameters than the sweep sends.
 WELL_KNOWN = ("month", "start", "end", "range", "days", "page", "per_page", "cursor", "ordering", "sort", "q",
-              "group_by", "job", "format")
+              "group_by", "by", "job", "format")
 PAIRS = (("start", "end"), ("since", "until"))  # read together: each gets the value at once too
 SHARED_CODE = ("portal.generic", "portal.api.")  # what every model's pages and API are built on
 SKIPPED_NAMESPACES = {"admin"}  # Django's admin: Django's own parsing (the NUL check covers it all the same)
