@@ -43,7 +43,10 @@ def test_debug_is_off_unless_asked_for(tmp_path):
                          env={**clean, "DJANGO_SETTINGS_MODULE": "portal.settings", "SECRET_KEY": "s" * 50,
                               "PORTAL_VAR_DIR": str(tmp_path)})
     assert out.stdout.strip() == "False", out.stderr
-    assert "DEBUG=1" in (ROOT / "Makefile").read_text().split("\ndemo:")[1].split("\n\n")[0]  # the demo asks
+    makefile = (ROOT / "Makefile").read_text()  # the demo asks, in the settings every demo process gets
+    assert "DEBUG=1" in makefile.split("\nDEMO_ENV = ")[1].split("\n\n")[0]
+    assert all("$(DEMO_ENV)" in line for line in makefile.split("\ndemo:")[1].split("\n\n")[0].splitlines()
+               if "manage.py" in line or "demo.sh" in line)
 
 
 def test_embedded_defaults_need_no_server(tmp_path):
