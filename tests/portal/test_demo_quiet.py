@@ -24,9 +24,10 @@ pytestmark = pytest.mark.slow  # a minute or more: migrating an empty database a
 START_SECONDS = 420  # migrate, seed and start on a loaded 2-core machine
 STOP_SECONDS = 5
 SEPARATOR = "-" * 79  # Django's file-based backend writes it after each message
-# What the test run sets for itself and a demo must not inherit (its database is the demo's SQLite file).
+# What the test run sets for itself and a demo must not inherit (its database is the demo's SQLite file), nor the
+# flags of a make that runs the tests (make test).
 NOT_INHERITED = {"DJANGO_SETTINGS_MODULE", "DATABASE_URL", "CELERY_BROKER_URL", "EMAIL_BACKEND", "EMAIL_FILE_PATH",
-                 "PORTAL_URL", "PORTAL_VAR_DIR", "LOG_LEVEL", "MEDIA_ROOT"}
+                 "PORTAL_URL", "PORTAL_VAR_DIR", "LOG_LEVEL", "MEDIA_ROOT", "MAKEFLAGS", "MAKELEVEL", "MFLAGS"}
 
 
 def answers(url):
