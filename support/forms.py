@@ -1,6 +1,7 @@
 """Ticket forms: a simple one for researchers, a full one for support staff; comments, attachments, status
 changes and the RMA swap."""
 
+import re
 from pathlib import Path
 
 from django import forms
@@ -9,9 +10,11 @@ from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Permission
 from django.db.models import Q
 from django.template.defaultfilters import filesizeformat
+from django.urls import reverse_lazy
 
 from inventory.models import GPU, LifecycleState, Node, Team
 from portal import files
+from portal.forms import object_id
 
 from .models import Ticket, TicketAttachment
 
@@ -71,11 +74,89 @@ class AttachmentField(forms.FileField):
         return upload
 
 
+# --- The ticket's node and GPU: choices searched as one types -------------------------------------------------------
+
+PICKER_LIMIT = 20  # rows a picker answers; the person types on to narrow them
+
+
+def node_choices():
+    """The nodes a ticket may name (not retired): the form's choices and what its picker searches."""
+    return Node.objects.exclude(state=LifecycleState.RETIRED).order_by("hostname")
+
+
+def gpu_choices():
+    """The GPUs a ticket may name (not retired), by node and slot."""
+    return GPU.objects.exclude(state=LifecycleState.RETIRED).select_related("node").order_by("node__hostname", "slot")
+
+
+def search_nodes(term):
+    term = term.strip()
+    found = node_choices()
+    if term:
+        found = found.filter(Q(hostname__icontains=term) | Q(serial__icontains=term) | Q(asset_tag__icontains=term))
+    return found
+
+
+GPU_NAME = re.compile(r"(?P<host>[^/]*?)/?gpu(?P<slot>[0-9]{1,3})", re.IGNORECASE)
+
+
+def search_gpus(term, node=None):
+    """GPUs by their node's hostname, ``hostname/gpuN`` (as they are named), serial or UUID; on ``node`` only when
+    given (the node the form has chosen)."""
+    term, found = term.strip(), gpu_choices()
+    if node is not None:
+        found = found.filter(node_id=node)
+    named = GPU_NAME.fullmatch(term)
+    if named:  # "gpu3", "a100-001/gpu3": the slot, and the hostname when given
+        found = found.filter(slot=int(named["slot"]))
+        return found.filter(node__hostname__icontains=named["host"]) if named["host"] else found
+    if term:
+        found = found.filter(Q(node__hostname__icontains=term) | Q(serial__icontains=term) | Q(uuid__icontains=term))
+    return found
+
+
+# kind -> (the permission to read them, the search, a row's second line)
+PICKERS = {
+    "nodes": ("inventory.view_node", search_nodes, lambda node: node.get_state_display()),
+    "gpus": ("inventory.view_gpu", search_gpus, lambda gpu: gpu.get_state_display()),
+}
+
+
+def picker_rows(kind, term, limit=PICKER_LIMIT, **filters):
+    """``(rows, more)``: the first ``limit`` matches as ``{"id", "text", "detail"}`` (the text as the select names
+    them), and whether there are more."""
+    _, search, detail = PICKERS[kind]
+    found = list(search(term, **filters)[:limit + 1])
+    return [{"id": obj.pk, "text": str(obj), "detail": detail(obj)} for obj in found[:limit]], len(found) > limit
+
+
+class PickerSelect(forms.Select):
+    """A select holding only its chosen option, which ``portal/js/picker.js`` turns into a box that searches
+    ``url`` as one types (a GPU select held 337 options); the field still checks the id against its queryset.
+    ``narrow_by``: another field whose value narrows the search (a GPU on the chosen node)."""
+
+    def __init__(self, url, narrow_by=None, attrs=None):
+        super().__init__(attrs={**(attrs or {}), "data-picker": url, **({"data-picker-narrow": narrow_by}
+                                                                          if narrow_by else {})})
+
+    def optgroups(self, name, value, attrs=None):
+        field = self.choices.field
+        ids = [v for v in value if object_id(v)]
+        chosen = list(self.choices.queryset.filter(pk__in=ids)[:1]) if ids else []
+        options = [self.create_option(name, "", field.empty_label or "", not chosen, 0)]
+        options += [self.create_option(name, str(obj.pk), field.label_from_instance(obj), True, 1) for obj in chosen]
+        return [(None, options, 0)]
+
+
 def asset_querysets(form):
-    if "node" in form.fields:
-        form.fields["node"].queryset = Node.objects.exclude(state=LifecycleState.RETIRED).order_by("hostname")
-    if "gpu" in form.fields:
-        form.fields["gpu"].queryset = GPU.objects.exclude(state=LifecycleState.RETIRED).select_related("node")
+    """The ticket's node and GPU: their choices, picked as one types."""
+    pickers = {"node": ("nodes", node_choices, None), "gpu": ("gpus", gpu_choices, "node")}
+    for name, (kind, choices, narrow_by) in pickers.items():
+        if name in form.fields:
+            field = form.fields[name]
+            field.widget = PickerSelect(reverse_lazy("support:picker", args=[kind]), narrow_by=narrow_by)
+            field.widget.is_required = field.required
+            field.queryset = choices()  # gives the widget its choices too
 
 
 class ResearcherTicketForm(forms.ModelForm):

@@ -23,5 +23,6 @@ urlpatterns = [
     ]),
     path("attachments/<int:pk>/", views.AttachmentDownloadView.as_view(), name="attachment_download"),
     path("metrics/", views.MetricsView.as_view(), name="metrics"),
+    path("pickers/<slug:kind>/", views.AssetPickerView.as_view(), name="picker"),
     *notification_urls.urlpatterns,
 ]

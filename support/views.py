@@ -8,10 +8,10 @@ ticket gets a 404, and internal comments (and their attachments) are shown to su
 import json
 
 from django.contrib import messages
-from django.contrib.auth.mixins import PermissionRequiredMixin
+from django.contrib.auth.mixins import LoginRequiredMixin, PermissionRequiredMixin
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.db import transaction
-from django.http import FileResponse, HttpResponse, HttpResponseRedirect
+from django.http import FileResponse, Http404, HttpResponse, HttpResponseRedirect, JsonResponse
 from django.shortcuts import get_object_or_404, render
 from django.views import View
 from django.views.generic import UpdateView
@@ -26,12 +26,14 @@ from portal.generic import LockedEditMixin, ObjectListView, ObjectView
 from . import faults, metrics, rma, sla, workflow
 from .filters import QUEUES, TicketFilterSet
 from .forms import (
+    PICKERS,
     CommentForm,
     InlineForm,
     ResearcherTicketForm,
     StaffTicketForm,
     StatusForm,
     SwapForm,
+    picker_rows,
     save_attachment,
 )
 from .models import Ticket, TicketAttachment
@@ -411,6 +413,26 @@ class ReturnToServiceView(StaffMixin, TicketActionView):
             return self.redirect(ticket)
         messages.success(request, f"{asset} is back in service.")
         return self.redirect(ticket)
+
+
+class AssetPickerView(LoginRequiredMixin, View):
+    """``GET /support/pickers/<nodes|gpus>/?q=…[&node=<id>]``: the ticket form's node and GPU pickers search here
+    as one types. Login required, the model's view permission (a 403 without), the form's own choices (retired
+    ones are not offered), at most ``PICKER_LIMIT`` rows and whether there are more."""
+
+    raise_exception = True
+
+    def get(self, request, kind):
+        if kind not in PICKERS:
+            raise Http404
+        if not request.user.has_perm(PICKERS[kind][0]):
+            raise PermissionDenied
+        term = request.GET.get("q", "")[:100]
+        filters = {}
+        if kind == "gpus" and request.GET.get("node"):
+            filters["node"] = object_id(request.GET["node"]) or 0  # not an id: no node has it, so no GPU
+        rows, more = picker_rows(kind, term, **filters)
+        return JsonResponse({"results": rows, "more": more})
 
 
 class MetricsView(PermissionRequiredMixin, View):
