@@ -37,8 +37,10 @@ $(VENV)/.installed: requirements.lock pyproject.toml | $(BIN)/python
 	$(BIN)/pip install --quiet -r requirements.lock
 	touch $@
 
-$(VENV)/.installed-test: requirements-test.lock $(VENV)/.installed
+$(VENV)/.installed-test: requirements-test.lock requirements-ldap.lock $(VENV)/.installed
 	$(BIN)/pip install --quiet -r requirements-test.lock
+	@$(BIN)/pip install --quiet -r requirements-ldap.lock || echo "python-ldap did not build (it needs libldap2-dev, \
+	libsasl2-dev and a C compiler): the LDAP tests will be skipped."
 	touch $@
 
 install: $(VENV)/.installed

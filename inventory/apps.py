@@ -14,6 +14,7 @@ class InventoryConfig(AppConfig):
             register_search_provider,
             register_tiles,
         )
+        from portal.sso.mapping import register_team_grants
 
         from . import policy  # noqa: F401  (registers the inventory's rules)
         from .allocations import policy as allocation_policy  # noqa: F401  (the allocations' rules)
@@ -30,9 +31,11 @@ class InventoryConfig(AppConfig):
         from .partitionmoves import policy as partitionmove_policy  # noqa: F401  (the moves' rules)
         from .queries import SEARCH_LOOKS_AT, search
         from .statements import policy as statement_policy  # noqa: F401  (the statements' rules)
+        from .teams.membership import grant_teams, team_problem
         from .telemetry import allocation_rollup
 
         allocation_rollup.connect()
+        register_team_grants(grant_teams, team_problem)  # directory groups → teams at every login
         register_tiles(health_tiles, order=5)  # broken hardware first (issue 37)
         register_tiles(utilization_tiles, order=10)
         register_tiles(fleet_tiles, order=20)

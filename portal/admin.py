@@ -1,8 +1,8 @@
-"""Django admin for the portal's own models: API tokens and worker heartbeats."""
+"""Django admin for the portal's own models: API tokens, worker heartbeats, the directory group mapping."""
 
 from django.contrib import admin, messages
 
-from .models import APIToken, WorkerHeartbeat
+from .models import APIToken, DirectoryGroupMapping, LoginGrantChange, WorkerHeartbeat
 
 
 class ReadOnlyMixin:
@@ -62,3 +62,23 @@ class WorkerHeartbeatAdmin(admin.ModelAdmin):
 
     def has_change_permission(self, request, obj=None):
         return False
+
+
+@admin.register(DirectoryGroupMapping)
+class DirectoryGroupMappingAdmin(admin.ModelAdmin):
+    """The one table from directory groups to roles and teams (``portal.sso.mapping``), applied at every login."""
+
+    list_display = ("group", "source", "role", "team", "team_role")
+    list_filter = ("source", "role")
+    search_fields = ("group", "team")
+    ordering = ("group", "source")
+
+
+@admin.register(LoginGrantChange)
+class LoginGrantChangeAdmin(ReadOnlyMixin, admin.ModelAdmin):
+    """What directory logins gave and took, with the groups that decided it."""
+
+    list_display = ("at", "user", "source", "action", "role", "team", "team_role")
+    list_filter = ("source", "action")
+    list_select_related = ("user",)
+    search_fields = ("user__username", "role", "team")

@@ -216,3 +216,6 @@ class TablePreference(models.Model):
 
     def __str__(self):
         return f"{self.user} / {self.table}"
+
+
+from .sso.models import DirectoryGroupMapping, LoginGrantChange  # noqa: E402, F401  (the app's models are found here)

@@ -211,6 +211,16 @@ AUTHENTICATION_BACKENDS = [
     "django.contrib.auth.backends.ModelBackend",
     "rules.permissions.ObjectPermissionBackend",  # the apps' policy rules (portal.policy)
 ]
+# Single sign-on (portal/sso, docs/authentication.md): LDAP when LDAP_SERVER_URI is set; LOCAL_LOGINS=0 turns the
+# portal's own passwords off (API tokens keep working).
+from portal.sso import ldap as sso_ldap  # noqa: E402  (imports nothing of Django's unless LDAP is set up)
+
+globals().update(sso_ldap.ldap_settings(os.environ))
+if os.environ.get("LDAP_SERVER_URI", "").strip():
+    AUTHENTICATION_BACKENDS.insert(1, sso_ldap.BACKEND)
+if not env_bool("LOCAL_LOGINS", True):  # the same permissions, no password checked
+    AUTHENTICATION_BACKENDS[AUTHENTICATION_BACKENDS.index("django.contrib.auth.backends.ModelBackend")] = (
+        "portal.sso.backends.PermissionsOnlyBackend")
 AXES_ENABLED = env_bool("LOGIN_THROTTLING", True)
 AXES_FAILURE_LIMIT = int(os.environ.get("LOGIN_FAILURE_LIMIT", "5"))
 AXES_COOLOFF_TIME = timedelta(minutes=int(os.environ.get("LOGIN_COOLOFF_MINUTES", "15"))) or None

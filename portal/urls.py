@@ -1,7 +1,9 @@
 from django.contrib import admin
+from django.contrib.auth import views as auth_views
 from django.urls import include, path
 
 from . import generic, views
+from .sso.forms import LoginForm
 
 urlpatterns = [
     path("", views.HomeView.as_view(), name="home"),
@@ -14,6 +16,7 @@ urlpatterns = [
     path("tokens/<int:pk>/revoke/", views.TokenRevokeView.as_view(), name="token_revoke"),
     path("imports/<int:pk>/", generic.ImportJobView.as_view(), name="import_job"),
     path("imports/<int:pk>/progress/", generic.ImportJobView.as_view(fragment=True), name="import_progress"),
+    path("accounts/login/", auth_views.LoginView.as_view(authentication_form=LoginForm), name="login"),
     path("accounts/", include("django.contrib.auth.urls")),
     path("admin/", admin.site.urls),
     path("inventory/", include("inventory.urls")),
