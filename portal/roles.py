@@ -30,11 +30,15 @@ SUPPORT_INVENTORY_WRITES = ("add_gpu", "change_gpu", "add_node", "change_node") 
 # and API show a researcher the tickets they may add to, their own and their teams' ones.
 RESEARCHER_TICKET_PERMS = ("add_ticket", "add_ticketcomment", "add_ticketattachment", "view_support_pages")
 ROLE_APPS = ("inventory", "planning", "support", "portal")
+# Who gets which role is the admins' alone: a row of the directory group mapping grants roles (portal.sso), so
+# only the admin role has its permissions, not the managers who hold every other permission of the apps.
+ADMIN_ONLY_MODELS = ("directorygroupmapping", "logingrantchange")
 
 
 def sync_role_permissions(sender=None, **kwargs):
     using = kwargs.get("using", "default")
-    portal_perms = Permission.objects.using(using).filter(content_type__app_label__in=ROLE_APPS)
+    portal_perms = Permission.objects.using(using).filter(content_type__app_label__in=ROLE_APPS).exclude(
+        content_type__app_label="portal", content_type__model__in=ADMIN_ONLY_MODELS)
     wanted = {
         VIEWER: portal_perms.filter(codename__startswith="view_"),
         MANAGER: portal_perms,

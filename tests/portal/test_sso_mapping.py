@@ -74,3 +74,12 @@ def test_a_row_maps_to_something_that_exists(db):
     assert grants.says() == "roles: no role; teams: no team"  # nothing saved yet
     DirectoryGroupMapping.objects.create(group="ops", team="vision", role=VIEWER)
     assert mapping.dry_run(["OPS"]).says() == "roles: viewer; teams: vision (member)"
+
+
+def test_only_admins_may_change_who_gets_which_role(db):
+    # A manager holds every other permission of the apps; a mapping row "my group -> admin" would make them one.
+    manager, viewer, admin = make_user("m", MANAGER), make_user("v", VIEWER), make_user("a", "admin")
+    for codename in ("add_directorygroupmapping", "change_directorygroupmapping", "view_logingrantchange"):
+        assert not manager.has_perm(f"portal.{codename}") and not viewer.has_perm(f"portal.{codename}")
+        assert admin.has_perm(f"portal.{codename}")
+    assert manager.has_perm("portal.view_importjob")  # the managers' other portal permissions stay
