@@ -67,6 +67,7 @@ from tests.factories import (
 from tests.helpers.accounts import make_user
 from tests.helpers.allocations import make_allocation_requests, make_allocations, make_slurm_syncs
 from tests.helpers.eventrules import make_rules
+from tests.helpers.partitionmoves import make_partition_moves
 from tests.helpers.statements import make_rate_cards, make_statements
 
 EXAMPLES = int(os.environ.get("FUZZ_EXAMPLES", "4"))
@@ -157,6 +158,7 @@ def seed_fleet():
     TicketComment.objects.create(ticket=ticket, body="Looking into it.")
     make_rate_cards(1), make_statements(1)
     make_allocations(1), make_allocation_requests(1), make_slurm_syncs(1)
+    make_partition_moves(1)
     make_rules(1)
 
 
