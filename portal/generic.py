@@ -35,7 +35,7 @@ from .exports import EXPORT_PARAM, SafeTableExport, export_links, refuse_format
 from .filters import BoundedPaginator
 from .forms import required_id
 from .import_help import column_help, header_aliases
-from .imports import decode, read_csv, run_import, template_csv
+from .imports import decode, preview_first_rows, read_csv, run_import, template_csv
 from .models import ImportJob
 from .tables import ColumnChoice, saved_columns
 from .tasks import enqueue, run_import_job
@@ -584,5 +584,7 @@ class ImportJobView(View):
             "import_url": reverse(url_name(model, "import")),
             "list_url": reverse(url_name(model, "list")),
         }
+        if job.state == ImportJob.State.DONE and not job.commit and not job.errors:  # a preview to confirm
+            context["result"] = preview_first_rows(job.text, view)
         template = "portal/import_progress.html" if self.fragment else "portal/import_job.html"
         return render(request, template, context)

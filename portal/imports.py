@@ -460,6 +460,15 @@ def template_csv(form_class, match_on):
         row.update(dict.fromkeys(blank, ""))
 
 
+def preview_first_rows(text, view):
+    """The first ``PREVIEW_ROWS`` rows of a large file as they will be stored (checked as ``run_import`` checks
+    them, writing nothing): what a background preview's page shows besides its counts."""
+    columns, rows, _ = read_csv(text)
+    first = [[data.get(column, "") for column in columns] for _, data in rows[:PREVIEW_ROWS]]
+    return run_import(delimited([columns, *first], ","), view.form_class, view.match_on, commit=False,
+                      table_class=view.list_table_class())
+
+
 def error_order(message):
     """Errors by row number; file-level ones (no row) first."""
     if message.startswith("row "):

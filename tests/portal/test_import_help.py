@@ -154,3 +154,18 @@ def test_a_file_with_the_exports_headers_imports_and_skips_the_worked_out_column
     # Two headers for one column are refused, as an unknown one is.
     both = post(manager_client, "node", "hostname,Hostname,site,node_model,state\na,b,Zurich DC1,DGX H100,ordered\n")
     assert both.context["result"].errors == ["Columns hostname and Hostname both give hostname."]
+
+
+def test_a_large_files_preview_shows_its_first_rows_too(manager_client, fleet, settings, monkeypatch):
+    from portal.tasks import run_import_job
+
+    jobs = []
+    monkeypatch.setattr("portal.generic.enqueue", lambda task, *args: jobs.append(args[0]) or True)
+    settings.IMPORT_BACKGROUND_ROWS = 20
+    text = "Hostname,Site,Node model,State\n" + "\n".join(f"bg-{n:03d},Zurich DC1,{DGX},ordered" for n in range(30))
+    assert post(manager_client, "node", text).status_code == 302
+    run_import_job(jobs[0])
+    page = manager_client.get(reverse("import_progress", args=[jobs[0]])).content.decode()
+    assert "Preview: 30 to create, 0 to update" in page and 'id="import-preview"' in page
+    preview = page[page.index('id="import-preview"'):]
+    assert "bg-000" in preview and "bg-009" in preview and "bg-010" not in preview and "Zurich DC1" in preview
