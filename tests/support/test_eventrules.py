@@ -240,3 +240,22 @@ def test_team_rules_are_edited_by_the_teams_managers_and_managers(fleet, client)
         "name": "bad", "team": fleet["team"].pk, "events": ["recommendation.raised"], "channel": "email",
         "digest": "none"})
     assert "events" in fleetwide.context["form"].errors  # a team hears about its own hardware and budget
+
+
+def test_the_list_filters_exports_and_refuses_nonsense_quietly(fleet, client):
+    rule("mine", owner=fleet["max"], digest="daily")
+    rule("vision's", team=fleet["team"], events=["node.degraded"])
+    client.force_login(fleet["max"])
+    page = client.get("/support/notifications/", {"digest": "daily"})
+    assert [row.record.name for row in page.context["table"].page.object_list] == ["mine"]
+    csv = client.get("/support/notifications/", {"_export": "csv"}).content.decode()
+    assert "team vision" in csv and "Node or GPU degraded" in csv and "<" not in csv
+    for params in ({"team": "x"}, {"enabled": "maybe"}, {"digest": "\u00b2"}, {"q": "a" * 500}):
+        assert client.get("/support/notifications/", params).status_code == 200
+    api = token_client(fleet["max"])
+    assert api.post("/api/support/notification-rules/", {"name": "x", "events": ["nope"]},
+                    format="json").status_code == 400
+    assert api.post("/api/support/notification-rules/", {"name": "x", "events": ["gpu.xid"], "team": "vision",
+                                                         "xid_classes": ["hardware"]}, format="json").status_code == 201
+    assert api.post("/api/support/notification-rules/", {"name": "y", "events": ["source.stale"], "team": "vision"},
+                    format="json").status_code == 400  # a team hears about its own hardware and budget only
