@@ -165,7 +165,8 @@ def announce_breaches(now=None, lookback=BREACH_LOOKBACK):
     now = now or timezone.now()
     since = now - lookback
     told = 0
-    for ticket in Ticket.objects.due_before(now).select_related("team", "node"):
+    lately = Q(first_response_at__isnull=True, response_due__gt=since) | Q(resolution_due__gt=since)
+    for ticket in Ticket.objects.due_before(now).filter(lately).select_related("team", "node"):
         due = next_due(ticket, now)
         if due is None or due <= since:
             continue

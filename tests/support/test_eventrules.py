@@ -149,6 +149,8 @@ def test_sla_breaches_and_stale_sources_are_told(fleet, mailoutbox, django_captu
     now = timezone.now()
     ticket = Ticket.objects.create(title="GPU 3 lost", team=fleet["team"], opened=now - timedelta(hours=5),
                                    response_due=now - timedelta(hours=1), resolution_due=now + timedelta(hours=20))
+    Ticket.objects.create(title="old news", team=fleet["team"], opened=now - timedelta(days=5),  # breached long ago
+                          response_due=now - timedelta(days=3), resolution_due=now + timedelta(hours=20))
     source = TelemetrySource.objects.create(name="prom", kind="prometheus", url="http://prom:9090")
     with django_capture_on_commit_callbacks(execute=True):
         assert sla.announce_breaches(now) == 1
