@@ -176,3 +176,19 @@ def test_api_bom_says_what_is_estimated(plan):
     assert by_item["Storage for the planned workloads"]["price_confirmed_by"] == "ana"
     assert by_item["Leaf switch NVIDIA QM9700"]["price_estimated"] is True
     assert by_item["Leaf switch NVIDIA QM9700"]["note"].startswith("Leaf switch NVIDIA QM9700, 64 ports")
+
+
+def test_api_confirms_a_price(plan):
+    bom.fill(plan, "expand", today=TODAY)
+    switches = plan.items.get(description="Leaf switch NVIDIA QM9700")
+    url = f"/api/planning/plans/{plan.pk}/items/{switches.pk}/confirm-price/"
+    assert token_client(make_user("val", VIEWER)).post(url, {}, format="json").status_code == 403
+    buyer = token_client(make_user("pat", PROCUREMENT))
+    answer = buyer.post(url, {"unit_cost": "130000.00"}, format="json")
+    assert answer.status_code == 200, answer.data
+    assert (answer.data["price_estimated"], answer.data["price_confirmed_by"], answer.data["unit_cost"]) == (
+        False, "pat", "130000.00")
+    again = buyer.post(url, {}, format="json")
+    assert again.status_code == 400 and "not an estimate: confirmed by pat" in again.data["detail"]
+    other = f"/api/planning/plans/{plan.pk}/items/999999/confirm-price/"
+    assert buyer.post(other, {}, format="json").status_code == 404

@@ -268,6 +268,11 @@ class BillOfMaterialsSerializer(serializers.Serializer):
         help_text="Per currency, how much of the grand total is estimated prices nobody confirmed yet.")
 
 
+class PriceConfirmSerializer(serializers.Serializer):
+    unit_cost = serializers.DecimalField(max_digits=14, decimal_places=2, min_value=0, required=False,
+                                         help_text="The quoted unit cost, where it differs (a draft plan only).")
+
+
 class BOMFillSerializer(serializers.Serializer):
     scenario = serializers.ChoiceField(
         choices=scenarios.SCENARIO_KINDS, required=False,

@@ -6,13 +6,16 @@ from django.db import transaction
 from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework import status
 from rest_framework.decorators import action
+from rest_framework.exceptions import NotFound, PermissionDenied
+from rest_framework.generics import get_object_or_404
+from rest_framework.permissions import IsAuthenticated
 from rest_framework.response import Response
 
 from portal.api.exceptions import Conflict
 from portal.api.viewsets import ChangePermission, PortalModelViewSet, changes_object
 
 from .. import analysis, bom, workflow
-from ..models import CapacityPlan
+from ..models import CapacityPlan, PlanItem
 from ..summary import analyse_and_store
 from . import serializers as api
 
@@ -44,7 +47,7 @@ class CapacityPlanViewSet(PortalModelViewSet):
     (with a comment), and a rejected plan reopened as a draft. Approval emits the `plan.approved` webhook."""
 
     queryset = CapacityPlan.objects.select_related("owner", "submitted_by", "decided_by").prefetch_related(
-        "workloads__gpu_model", "items__node_model", "items__gpu_model"
+        "workloads__gpu_model", "items__node_model", "items__gpu_model", "items__price_confirmed_by"
     )
     serializer_class = api.CapacityPlanSerializer
     filterset_fields = ["status", "owner"]
@@ -123,6 +126,32 @@ class CapacityPlanViewSet(PortalModelViewSet):
         answer = {**workflow.bill_of_materials(plan), "scenario": bill.kind, "scenario_capex": bill.capex,
                   "replaced_lines": replaced, "notes": bill.notes}
         return Response(api.BOMFillResultSerializer(answer).data)
+
+    @extend_schema(
+        summary="Confirm an estimated price of the plan's bill of materials",
+        description="Records who confirmed the line's unit cost and when (`planning/plans/bom.py` `confirm_price`): "
+                    "managers and procurement. `unit_cost` confirms at another price (a draft plan only).",
+        request=api.PriceConfirmSerializer,
+        responses={200: api.PlanItemSerializer,
+                   400: OpenApiResponse(description="Not an estimate (confirmed already or entered), or a new "
+                                                    "price on a plan that is not a draft; `detail` says why."),
+                   403: OpenApiResponse(description="Neither a manager nor procurement.")})
+    @action(detail=True, methods=["post"], url_path=r"items/(?P<item_id>[^/.]+)/confirm-price",
+            url_name="item-confirm-price", permission_classes=[IsAuthenticated])
+    @changes_object
+    def confirm_price(self, request, pk=None, item_id=None, **kwargs):
+        if not request.user.has_perm("planning.confirm_bom_price"):  # before the lookup: a 403, never a 404
+            raise PermissionDenied("Only those who edit plans, or procurement, confirm a price.")
+        body = api.PriceConfirmSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        if not (item_id.isascii() and item_id.isdigit() and len(item_id) < 12):  # "²" is a digit to Python
+            raise NotFound("No such line.")
+        item = get_object_or_404(PlanItem, pk=item_id, plan=self.get_object())
+        try:
+            item = bom.confirm_price(item, request.user, body.validated_data.get("unit_cost"))
+        except DjangoValidationError as error:
+            return Response({"detail": " ".join(error.messages)}, status=status.HTTP_400_BAD_REQUEST)
+        return Response(api.PlanItemSerializer(item, context=self.get_serializer_context()).data)
 
     @extend_schema(summary="Demand forecast, capacity month by month, the build / expand / rent / hybrid "
                            "scenarios and the recommendation", request=None,
