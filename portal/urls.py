@@ -18,6 +18,7 @@ urlpatterns = [
     path("imports/<int:pk>/progress/", generic.ImportJobView.as_view(fragment=True), name="import_progress"),
     path("accounts/login/", auth_views.LoginView.as_view(authentication_form=LoginForm), name="login"),
     path("accounts/", include("django.contrib.auth.urls")),
+    path("sso/", include("portal.sso.urls")),
     path("admin/", admin.site.urls),
     path("inventory/", include("inventory.urls")),
     path("planning/", include("planning.urls")),

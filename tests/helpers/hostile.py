@@ -202,7 +202,7 @@ def seed_every_model(user, team):
     """One or two objects behind every detail route (inventory, telemetry, goodput, planning, support, the user's
     import job and token). Files go to MEDIA_ROOT: point it at a temporary folder."""
     from inventory.telemetry.models import NodeHourly, TelemetrySource
-    from portal.models import APIToken, ImportJob
+    from portal.models import APIToken, DirectoryGroupMapping, ImportJob
     from support.models import NotificationRule
     from tests import factories as f
 
@@ -239,4 +239,5 @@ def seed_every_model(user, team):
     f.make_ticket(storage_system=storage)
     NotificationRule.objects.create(name="sweep", owner=user, events=["gpu.xid"])
     ImportJob.objects.create(importer="inventory.views.SiteImportView", user=user, text="name\nx\n", total=1)
+    DirectoryGroupMapping.objects.create(group="sweep", role="viewer")
     APIToken.issue(user, "sweep")

@@ -83,3 +83,27 @@ def test_only_admins_may_change_who_gets_which_role(db):
         assert not manager.has_perm(f"portal.{codename}") and not viewer.has_perm(f"portal.{codename}")
         assert admin.has_perm(f"portal.{codename}")
     assert manager.has_perm("portal.view_importjob")  # the managers' other portal permissions stay
+
+
+def test_the_mapping_pages_and_the_dry_run(db, client):
+    Team.objects.create(name="vision")
+    admin, manager = make_user("root", "admin"), make_user("m", MANAGER)
+    client.force_login(manager)
+    assert client.get("/sso/directory-group-mappings/").status_code == 403
+    assert client.get("/sso/directory-group-mappings/dry-run/?groups=ops").status_code == 403
+    client.force_login(admin)
+    bad = client.post("/sso/directory-group-mappings/add/", {"group": "ops", "source": "any", "team": "nope",
+                                                             "team_role": "member"})
+    assert bad.status_code == 200 and b"No team is named" in bad.content
+    assert not DirectoryGroupMapping.objects.exists()
+    saved = client.post("/sso/directory-group-mappings/add/", {"group": "ops", "source": "ldap", "role": MANAGER,
+                                                               "team": "vision", "team_role": "manager"})
+    assert saved.status_code == 302 and DirectoryGroupMapping.objects.get().role == MANAGER
+    listing = client.get("/sso/directory-group-mappings/")
+    assert listing.status_code == 200 and b"ops" in listing.content and b"Try a login on paper" in listing.content
+    answer = client.get("/sso/directory-group-mappings/dry-run/", {"groups": "OPS\nstaff", "source": "ldap"})
+    assert b"roles: manager; teams: vision (manager)" in answer.content
+    other_way = client.get("/sso/directory-group-mappings/dry-run/", {"groups": "ops", "source": "oidc"})
+    assert b"roles: no role; teams: no team" in other_way.content
+    assert client.get("/sso/directory-group-mappings/dry-run/", {"groups": "x", "source": "bogus"}).status_code == 200
+    assert not Group.objects.get(name=MANAGER).user_set.filter(username="root").exists()  # nothing written
