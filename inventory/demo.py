@@ -531,12 +531,12 @@ def apply_events(new_hostnames, node, user):
         if hostname not in new_hostnames:
             continue
         obj = node[hostname] if slot is None else GPU.objects.get(node=node[hostname], slot=slot)
+        records = StateTransition.objects.filter(content_type=ContentType.objects.get_for_model(obj), object_id=obj.pk)
+        records.filter(from_state="").update(created=began - INCIDENT_STEP)  # it was there before its incident
         for step, (state, reason) in enumerate(steps):
             transition(obj, state, user=user, reason=reason)
             # Dated when it happened: the simulator's GPU reports until it went to repair, its fault on its gauge.
-            StateTransition.objects.filter(pk=StateTransition.objects.filter(
-                content_type=ContentType.objects.get_for_model(obj), object_id=obj.pk).order_by("-pk")
-                .values("pk")[:1]).update(created=began + step * INCIDENT_STEP)
+            records.filter(pk=records.order_by("-pk").values("pk")[:1]).update(created=began + step * INCIDENT_STEP)
 
 
 # --- telemetry ---------------------------------------------------------------------------------
