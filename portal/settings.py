@@ -218,6 +218,8 @@ from portal.sso import ldap as sso_ldap  # noqa: E402  (imports nothing of Djang
 globals().update(sso_ldap.ldap_settings(os.environ))
 if os.environ.get("LDAP_SERVER_URI", "").strip():
     AUTHENTICATION_BACKENDS.insert(1, sso_ldap.BACKEND)
+PASSWORD_RESET_LIMIT = int(os.environ.get("PASSWORD_RESET_LIMIT", "5"))  # an hour, per client and per address
+PASSWORD_RESET_TIMEOUT = int(os.environ.get("PASSWORD_RESET_TIMEOUT", str(24 * 3600)))  # seconds a link works
 if not env_bool("LOCAL_LOGINS", True):  # the same permissions, no password checked
     AUTHENTICATION_BACKENDS[AUTHENTICATION_BACKENDS.index("django.contrib.auth.backends.ModelBackend")] = (
         "portal.sso.backends.PermissionsOnlyBackend")

@@ -1,9 +1,9 @@
 from django.contrib import admin
-from django.contrib.auth import views as auth_views
 from django.urls import include, path
 
 from . import generic, views
-from .sso.forms import LoginForm
+from .sso import password
+from .sso.views import LoginView
 
 urlpatterns = [
     path("", views.HomeView.as_view(), name="home"),
@@ -16,7 +16,12 @@ urlpatterns = [
     path("tokens/<int:pk>/revoke/", views.TokenRevokeView.as_view(), name="token_revoke"),
     path("imports/<int:pk>/", generic.ImportJobView.as_view(), name="import_job"),
     path("imports/<int:pk>/progress/", generic.ImportJobView.as_view(fragment=True), name="import_progress"),
-    path("accounts/login/", auth_views.LoginView.as_view(authentication_form=LoginForm), name="login"),
+    path("accounts/login/", LoginView.as_view(), name="login"),
+    path("accounts/password_reset/", password.PasswordResetView.as_view(), name="password_reset"),
+    path("accounts/password_reset/done/", password.PasswordResetDoneView.as_view(), name="password_reset_done"),
+    path("accounts/reset/<uidb64>/<token>/", password.PasswordResetConfirmView.as_view(),
+         name="password_reset_confirm"),
+    path("accounts/reset/done/", password.PasswordResetCompleteView.as_view(), name="password_reset_complete"),
     path("accounts/", include("django.contrib.auth.urls")),
     path("sso/", include("portal.sso.urls")),
     path("admin/", admin.site.urls),

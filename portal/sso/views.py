@@ -1,11 +1,14 @@
-"""The directory group mapping's pages (admins only: ``portal.roles.ADMIN_ONLY_MODELS``) and its dry run."""
+"""The login page, the directory group mapping's pages (admins only: ``portal.roles.ADMIN_ONLY_MODELS``) and its
+dry run."""
 
+from django.contrib.auth import views as auth_views
 from django.contrib.auth.mixins import PermissionRequiredMixin
 from django.views.generic import FormView
 
 from ..generic import ObjectListView, ObjectView
 from . import filters, tables
-from .forms import DryRunForm
+from .backends import local_logins
+from .forms import DryRunForm, LoginForm
 from .mapping import dry_run
 from .models import DirectoryGroupMapping
 
@@ -39,3 +42,10 @@ class DryRunView(PermissionRequiredMixin, FormView):
         grants = dry_run(form.cleaned_data["groups"], form.cleaned_data["source"]) if form.is_bound and \
             form.is_valid() else None
         return self.render_to_response(self.get_context_data(form=form, grants=grants))
+
+
+class LoginView(auth_views.LoginView):
+    authentication_form = LoginForm
+
+    def get_context_data(self, **kwargs):
+        return {**super().get_context_data(**kwargs), "local_logins": local_logins()}
