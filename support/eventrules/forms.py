@@ -18,7 +18,6 @@ class NotificationRuleForm(forms.ModelForm):
     class Meta:
         model = NotificationRule
         fields = ["name", "team", "events", "xid_classes", "channel", "webhook", "digest", "enabled"]
-        widgets = {"channel": forms.RadioSelect, "digest": forms.RadioSelect}
 
     def __init__(self, *args, user=None, **kwargs):
         super().__init__(*args, **kwargs)

@@ -40,8 +40,10 @@ def test_a_manager_subscribes_to_hardware_xids_and_gets_the_mail(browser_page, m
     page.fill("#id_name", "GPU faults")
     page.get_by_label("XID error on a GPU").check()
     page.get_by_label("Hardware / driver fault").check()
-    expect(page.get_by_label("E-mail")).to_be_checked()  # the defaults: e-mail, at once, for me
-    expect(page.get_by_label("At once")).to_be_checked()
+    expect(page.locator("#id_channel")).to_have_value("email")  # the defaults: e-mail, at once, for me
+    expect(page.locator("#id_digest")).to_have_value("none")
+    expect(page.locator("#id_team option:checked")).to_have_text("Me (my own rule)")
+    session.screenshot("notification-rule-form")
     with page.expect_navigation(url=re.compile(r"/support/notifications/\d+/$")):
         page.get_by_role("button", name="Save").click()
     expect(page.locator(".messages")).to_contain_text("Created GPU faults")
