@@ -44,7 +44,7 @@ def test_repeat_offenders_and_goodput_by_month(browser_page, monkeypatch):
     expect(page.locator("#goodput-table h2")).to_contain_text("Goodput by month")
     months = page.locator("#goodput-table tbody tr td:first-child")
     expect(months.last).to_have_text(now.strftime("%Y-%m"))  # oldest first: this month last
-    expect(page.locator("#dashboard .js-plotly-plot")).to_have_count(2)
+    expect(page.locator("#dashboard .js-plotly-plot")).to_have_count(1)  # the losses by cause per month
     assert_no_horizontal_overflow(page)
     session.screenshot("goodput-by-month")
     page.wait_for_load_state("networkidle")
