@@ -316,12 +316,14 @@ def test_telemetry_backfilled_from_the_simulator(seeded):
     assert jobs.url == "http://127.0.0.1:9400/slurmdb/v0.0.40/jobs" and jobs.interval_seconds == 300
     now = timezone.now()
     assert now - exporter.synced_until < timedelta(minutes=5) and jobs.synced_until is not None
-    # 7 full days for every GPU that reports: not those in repair, nor the nodes in repair
-    reporting = GPU.objects.filter(node__state__in=[S.IN_SERVICE, S.DEGRADED, S.BURN_IN]).exclude(
-        state=S.IN_REPAIR)
-    hours = GPUHourly.objects.values("gpu").annotate(n=Count("pk")).order_by()
-    assert {row["gpu"] for row in hours} == set(reporting.values_list("pk", flat=True))
-    assert {row["n"] for row in hours} == {168}
+    # 7 full days for every GPU that reports: not the nodes in repair; a GPU in repair (zrh-h100-007's GPU 3) until
+    # it was moved there yesterday (issue 37)
+    reporting = GPU.objects.filter(node__state__in=[S.IN_SERVICE, S.DEGRADED, S.BURN_IN])
+    hours = dict(GPUHourly.objects.values_list("gpu").annotate(n=Count("pk")).order_by())
+    assert set(hours) == set(reporting.values_list("pk", flat=True))
+    in_repair = set(reporting.filter(state=S.IN_REPAIR).values_list("pk", flat=True))
+    assert {n for gpu, n in hours.items() if gpu not in in_repair} == {168}
+    assert in_repair and all(144 < hours[gpu] < 168 for gpu in in_repair)
     seeded_at = exporter.synced_until.replace(minute=0, second=0, microsecond=0)
     assert GPUHourly.objects.aggregate(last=Max("hour"))["last"] == seeded_at - timedelta(hours=1)  # complete hours
     assert NodeHourly.objects.values("hour").distinct().count() == 168 and GPUDaily.objects.exists()
