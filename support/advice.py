@@ -37,4 +37,5 @@ def open_reclaim_ticket(rec, user):
 
 
 def register():
-    actions.register(actions.Action("open_ticket", "Open a ticket", actions.is_reclaim, open_reclaim_ticket, order=20))
+    actions.register(actions.Action("open_ticket", "Open a ticket", actions.is_reclaim, open_reclaim_ticket, order=20,
+                                    once=True))

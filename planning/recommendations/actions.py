@@ -33,6 +33,7 @@ class Action:
     applies: Callable  # (recommendation) -> bool
     run: Callable  # (recommendation, user) -> (what was done, URL of what it made or "")
     order: int = 50
+    once: bool = False  # not offered again once done (a ticket); a notice may be sent again
 
 
 ACTIONS = {}
@@ -57,7 +58,9 @@ def offered(rec, user):
     """The actions ``user`` may take on ``rec`` now, in order."""
     if not user.has_perm("planning.act_on_recommendation", rec):
         return []
-    return [a for a in sorted(ACTIONS.values(), key=lambda a: (a.order, a.key)) if a.applies(rec)]
+    done = set(rec.actions.values_list("action", flat=True))
+    return [a for a in sorted(ACTIONS.values(), key=lambda a: (a.order, a.key))
+            if a.applies(rec) and not (a.once and a.key in done)]
 
 
 @transaction.atomic
