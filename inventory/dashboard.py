@@ -14,6 +14,7 @@ from portal.registry import Decision, Tile
 from . import capacity, queries
 from .allocations.models import AllocationRequest, SlurmSync
 from .allocations.policy import awaiting_decision
+from .partitionmoves.models import PartitionMove
 from .telemetry import recent_faults, summary
 from .telemetry.queries import idle_cost_basis
 
@@ -196,6 +197,10 @@ def allocation_decisions(request):
         note = ", ".join(f"{n} {labels[kind].lower()}" for kind, n in sorted(kinds.items()))
         lines.append(Decision("allocation-requests", sum(kinds.values()), "allocation and change requests to decide",
                               _url("inventory:allocationrequest_list", awaiting_me="true"), note=note))
+    if user.has_perm("inventory.decide_partition_move"):  # four eyes: those others proposed
+        moves = PartitionMove.objects.filter(status=PartitionMove.Status.PROPOSED).exclude(proposed_by=user)
+        lines.append(Decision("partition-moves", moves.count(), "moves between partitions to approve",
+                              _url("inventory:partitionmove_list", status="proposed")))
     if user.has_perm("inventory.apply_slurm_sync"):
         looks = list(SlurmSync.objects.filter(status=SlurmSync.Status.PROPOSED).only("pk", "cluster", "changes"))
         changes = sum(len(look.changes) for look in looks)

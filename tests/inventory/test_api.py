@@ -91,7 +91,9 @@ def test_inventory_root_lists_every_endpoint(manager_api):
     teams = {"teams"}  # tests/inventory/teams/
     allocations = {"team-allocations", "allocation-requests", "slurm-syncs"}  # tests/inventory/allocations/
     statements = {"statements", "rate-cards"}  # tests/inventory/statements/
-    assert set(response.json()) == set(INVENTORY_ENDPOINTS) | telemetry | goodput | teams | allocations | statements
+    moves = {"partition-moves"}  # tests/inventory/partitionmoves/
+    assert set(response.json()) == (set(INVENTORY_ENDPOINTS) | telemetry | goodput | teams | allocations | statements
+                                    | moves)
     for route, model in INVENTORY_ENDPOINTS.items():
         assert list_url(model) == f"/api/inventory/{route}/"
 

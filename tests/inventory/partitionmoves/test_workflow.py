@@ -134,3 +134,18 @@ def test_api_propose_and_approve(nodes, managers):
     assert approved.status_code == 200 and approved.data["status"] == "done"
     assert Node.objects.get(hostname="gpu-02").partition == "train"
     assert token_client(bob).post(url, {}, format="json").status_code == 400
+
+
+def test_home_page_says_which_moves_await_a_second_manager(nodes, managers):
+    ana, bob = managers
+    workflow.propose(ana, nodes, "train", "why")
+
+    def line(user):
+        client = Client()
+        client.force_login(user)
+        return {d.key: d for d in client.get("/").context["decisions"] or []}.get("partition-moves")
+
+    assert line(ana) is None  # four eyes: not the proposer's to approve (nothing to decide: no line)
+    mine = line(bob)
+    assert (mine.count, mine.url) == (1, "/inventory/partition-moves/?status=proposed")
+    assert line(make_user("val", VIEWER)) is None
