@@ -22,5 +22,5 @@ class PartitionMoveSerializer(serializers.ModelSerializer):
         read_only_fields = ["status", "from_partition", "decided_at", "decision_comment"]
 
 
-class DecisionSerializer(serializers.Serializer):
+class PartitionMoveDecisionSerializer(serializers.Serializer):
     comment = serializers.CharField(allow_blank=True, default="", max_length=2000)

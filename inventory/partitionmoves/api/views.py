@@ -50,7 +50,7 @@ class PartitionMoveViewSet(OptimisticLocking, mixins.CreateModelMixin, viewsets.
     def decide(self, request, service):
         # The role's permission (a POST: add) is checked before the lookup; who may decide this move, by
         # ``workflow`` on its locked row.
-        body = api.DecisionSerializer(data=request.data)
+        body = api.PartitionMoveDecisionSerializer(data=request.data)
         body.is_valid(raise_exception=True)
         try:
             move = service(self.get_object(), request.user, body.validated_data["comment"])
@@ -63,20 +63,21 @@ class PartitionMoveViewSet(OptimisticLocking, mixins.CreateModelMixin, viewsets.
                  403: OpenApiResponse(description="Not a manager, or the proposer (four eyes).")}
 
     @extend_schema(summary="Approve a proposed move and do it (a manager, not its proposer)",
-                   request=api.DecisionSerializer, responses=responses)
+                   request=api.PartitionMoveDecisionSerializer, responses=responses)
     @action(detail=True, methods=["post"])
     @changes_object
     def approve(self, request, pk=None, **kwargs):
         return self.decide(request, workflow.approve)
 
-    @extend_schema(summary="Reject a proposed move, saying why", request=api.DecisionSerializer, responses=responses)
+    @extend_schema(summary="Reject a proposed move, saying why", request=api.PartitionMoveDecisionSerializer,
+                   responses=responses)
     @action(detail=True, methods=["post"])
     @changes_object
     def reject(self, request, pk=None, **kwargs):
         return self.decide(request, workflow.reject)
 
-    @extend_schema(summary="Withdraw a proposed move (its proposer or a manager)", request=api.DecisionSerializer,
-                   responses=responses)
+    @extend_schema(summary="Withdraw a proposed move (its proposer or a manager)",
+                   request=api.PartitionMoveDecisionSerializer, responses=responses)
     @action(detail=True, methods=["post"])
     @changes_object
     def withdraw(self, request, pk=None, **kwargs):

@@ -3,7 +3,7 @@ materials of an approved plan (filled from a scenario while draft), the analysis
 
 from django.core.exceptions import ValidationError as DjangoValidationError
 from django.db import transaction
-from drf_spectacular.utils import OpenApiResponse, extend_schema
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import status
 from rest_framework.decorators import action
 from rest_framework.exceptions import NotFound, PermissionDenied
@@ -132,6 +132,7 @@ class CapacityPlanViewSet(PortalModelViewSet):
         description="Records who confirmed the line's unit cost and when (`planning/plans/bom.py` `confirm_price`): "
                     "managers and procurement. `unit_cost` confirms at another price (a draft plan only).",
         request=api.PriceConfirmSerializer,
+        parameters=[OpenApiParameter("item_id", int, OpenApiParameter.PATH, description="The line's id.")],
         responses={200: api.PlanItemSerializer,
                    400: OpenApiResponse(description="Not an estimate (confirmed already or entered), or a new "
                                                     "price on a plan that is not a draft; `detail` says why."),
