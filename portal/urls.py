@@ -1,4 +1,5 @@
 from django.contrib import admin
+from django.contrib.auth import views as auth_views
 from django.urls import include, path
 
 from . import generic, views
@@ -22,7 +23,11 @@ urlpatterns = [
     path("accounts/reset/<uidb64>/<token>/", password.PasswordResetConfirmView.as_view(),
          name="password_reset_confirm"),
     path("accounts/reset/done/", password.PasswordResetCompleteView.as_view(), name="password_reset_complete"),
-    path("accounts/", include("django.contrib.auth.urls")),
+    # The rest of django.contrib.auth.urls (the login and password reset pages are the portal's own, above).
+    path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
+    path("accounts/password_change/", auth_views.PasswordChangeView.as_view(), name="password_change"),
+    path("accounts/password_change/done/", auth_views.PasswordChangeDoneView.as_view(),
+         name="password_change_done"),
     path("sso/", include("portal.sso.urls")),
     path("admin/", admin.site.urls),
     path("inventory/", include("inventory.urls")),
