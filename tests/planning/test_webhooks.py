@@ -4,9 +4,7 @@ the last attempt, and emit never failing the caller."""
 import hashlib
 import hmac
 import json
-import threading
 from datetime import timedelta
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 from django.utils import timezone
@@ -14,36 +12,7 @@ from django.utils import timezone
 from planning.models import Webhook, WebhookDelivery
 from planning.webhooks import delivery as webhooks
 from portal import events
-from tests.helpers.webhooks import SECRET, RetryNow, make_hook, send_until_done
-
-
-class Receiver:
-    """A local HTTP server answering with the queued status codes (then 200), recording each request."""
-
-    def __init__(self, statuses=()):
-        self.statuses = list(statuses)
-        self.requests = []
-        receiver = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self):
-                body = self.rfile.read(int(self.headers["Content-Length"]))
-                receiver.requests.append((dict(self.headers), body))
-                code = receiver.statuses.pop(0) if receiver.statuses else 200
-                self.send_response(code)
-                self.end_headers()
-                self.wfile.write(b"ok" if code < 300 else b"boom")
-
-            def log_message(self, *args):
-                pass
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.server.server_port}/hook"
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-
-    def close(self):
-        self.server.shutdown()
-        self.server.server_close()
+from tests.helpers.webhooks import SECRET, Receiver, RetryNow, make_hook, send_until_done
 
 
 @pytest.fixture
