@@ -10,13 +10,12 @@ import pytest
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.test import Client
 
-from inventory.models import GPUModel, LifecycleState
-from planning.models import CapacityPlan, PlanItem, PlanWorkload
+from planning.models import PlanItem
 from planning.plans import bom
 from planning.plans import workflow as plans
 from portal.roles import MANAGER, PROCUREMENT, VIEWER
-from tests.factories import make_attachment, make_fabric, make_gpu, make_node, make_node_model, make_site, make_switch
 from tests.helpers.accounts import make_user, token_client
+from tests.helpers.plans import bom_plan
 
 pytestmark = pytest.mark.django_db
 
@@ -36,23 +35,7 @@ def shares(settings):
 def plan(db):
     """Two in-service nodes of 8 H100s on QM9700 leaves; a plan short of 30 nodes (as ``test_plan_bom``), priced at
     the catalog's list price (indicative: an estimate too)."""
-    site = make_site(name="Zurich", power_capacity_kw=Decimal("2000"))
-    model = make_node_model(name="HGX H100 test", gpu_slots=8, max_power_w=10200, height_u=8,
-                            list_price=Decimal("250000"))
-    h100 = GPUModel.objects.get(name="H100 SXM 80GB")
-    fabric = make_fabric(name="ib-zurich", site=site)
-    leaf = make_switch(fabric=fabric, site=site, model="NVIDIA QM9700", ports=64, uplinks=32)
-    for _ in range(2):
-        node = make_node(site=site, node_model=model, state=LifecycleState.IN_SERVICE)
-        for _ in range(8):
-            make_gpu(node=node, gpu_model=h100, state=LifecycleState.IN_SERVICE)
-        make_attachment(node=node, fabric=fabric, switch=leaf, ports=8, speed_gbps=400)
-    plan = CapacityPlan.objects.create(name="2027 training", first_month=date(2027, 1, 1), horizon_months=12,
-                                       site=site, node_model=model, build_lead_months=1)
-    PlanWorkload.objects.create(plan=plan, name="70B", start=date(2027, 2, 1), gpu_model=h100,
-                                inputs={"params_billion": 70, "tokens_billion": 2000, "num_gpus": 256,
-                                        "mfu": 0.4, "goodput": 1})
-    return plan
+    return bom_plan(build_lead_months=1)
 
 
 def test_lines_are_named_by_their_item_and_explained_in_a_note(plan):

@@ -5,18 +5,15 @@ fits a 1,280 px window."""
 
 import re
 from datetime import date
-from decimal import Decimal
 
 import pytest
 from playwright.sync_api import expect
 
-from inventory.models import GPUModel, LifecycleState
-from planning.models import CapacityPlan, PlanWorkload
 from planning.plans import bom
 from portal.roles import MANAGER
-from tests.factories import make_attachment, make_fabric, make_gpu, make_node, make_node_model, make_site, make_switch
 from tests.helpers.accounts import make_user
 from tests.helpers.browser_steps import assert_no_horizontal_overflow, log_in
+from tests.helpers.plans import bom_plan
 
 pytestmark = pytest.mark.django_db(transaction=True)
 pytest_plugins = ["tests.helpers.browser"]
@@ -26,22 +23,7 @@ def test_estimated_prices_flagged_and_confirmed(browser_page, settings):
     settings.NETWORK_SHARE_OF_NODE_PRICE, settings.STORAGE_SHARE_OF_NODE_PRICE = 0.15, 0.10
     settings.COST_CURRENCY = "USD"
     session, page = browser_page, browser_page.page
-    site = make_site(name="Zurich", power_capacity_kw=Decimal("2000"))
-    model = make_node_model(name="HGX H100 test", gpu_slots=8, max_power_w=10200, height_u=8,
-                            list_price=Decimal("250000"))
-    h100 = GPUModel.objects.get(name="H100 SXM 80GB")
-    fabric = make_fabric(name="ib-zurich", site=site)
-    leaf = make_switch(fabric=fabric, site=site, model="NVIDIA QM9700", ports=64, uplinks=32)
-    for _ in range(2):
-        node = make_node(site=site, node_model=model, state=LifecycleState.IN_SERVICE)
-        for _ in range(8):
-            make_gpu(node=node, gpu_model=h100, state=LifecycleState.IN_SERVICE)
-        make_attachment(node=node, fabric=fabric, switch=leaf, ports=8, speed_gbps=400)
-    plan = CapacityPlan.objects.create(name="2027 training", first_month=date(2027, 1, 1), horizon_months=12,
-                                       site=site, node_model=model)
-    PlanWorkload.objects.create(plan=plan, name="70B", start=date(2027, 2, 1), gpu_model=h100,
-                                inputs={"params_billion": 70, "tokens_billion": 2000, "num_gpus": 256,
-                                        "mfu": 0.4, "goodput": 1})
+    plan = bom_plan()
     bom.fill(plan, "expand", today=date(2026, 12, 2))
     manager = make_user("ann", MANAGER)
 
