@@ -163,3 +163,17 @@ class MonthField(forms.Field):
             return parse_month(value)
         except ValueError as error:
             raise forms.ValidationError(str(error), code="invalid") from None
+
+
+def add_service_error(form, error):
+    """A service's refusal (``ValidationError``, by field where it names one of the form's; ``PermissionDenied``) put
+    on the form that called it, so the page re-renders with the message."""
+    from django.core.exceptions import ValidationError
+
+    if isinstance(error, ValidationError) and hasattr(error, "error_dict"):
+        for field, problems in error.message_dict.items():
+            form.add_error(field if field in form.fields else None, problems)
+    elif isinstance(error, ValidationError):
+        form.add_error(None, error.messages)
+    else:
+        form.add_error(None, str(error))

@@ -11,6 +11,7 @@ from django.shortcuts import get_object_or_404, render
 from django.views import View
 
 from inventory.telemetry.models import SlurmJob
+from portal.forms import add_service_error
 from portal.generic import ObjectListView, ObjectView
 
 from . import queue, usage, workflow
@@ -202,11 +203,8 @@ class AllocationRequestAddView(View):
             try:
                 pending = workflow.request(request.user, data.get("team"), data["reason"], kind=kind,
                                            allocation=allocation, **terms)
-            except ValidationError as error:
-                for field, problems in error.message_dict.items():
-                    form.add_error(field if field in form.fields else None, problems)
-            except PermissionDenied as error:
-                form.add_error(None, str(error))
+            except (ValidationError, PermissionDenied) as error:
+                add_service_error(form, error)
             else:
                 messages.success(request, f"Request #{pending.pk} sent: a manager approves or rejects it.")
                 return HttpResponseRedirect(pending.get_absolute_url())

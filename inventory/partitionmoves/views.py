@@ -8,6 +8,7 @@ from django.http import HttpResponseRedirect
 from django.shortcuts import get_object_or_404, render
 from django.views import View
 
+from portal.forms import add_service_error
 from portal.generic import ModelPermissionMixin, ObjectListView, ObjectView
 
 from ..models import Node
@@ -73,11 +74,8 @@ class PartitionMoveAddView(ModelPermissionMixin, View):
             try:
                 move = workflow.propose(request.user, data["nodes"], data["to_partition"], data["reason"],
                                         recommendation=data.get("recommendation"))
-            except ValidationError as error:
-                for field, problems in error.message_dict.items():
-                    form.add_error(field if field in form.fields else None, problems)
-            except PermissionDenied as error:
-                form.add_error(None, str(error))
+            except (ValidationError, PermissionDenied) as error:
+                add_service_error(form, error)
             else:
                 messages.success(request, f"Move #{move.pk} proposed: a manager other than you approves it.")
                 return HttpResponseRedirect(move.get_absolute_url())
