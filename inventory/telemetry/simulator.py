@@ -4,13 +4,11 @@ Everything is a pure function of (GPU or node, time): the same moment always giv
 the demo's 7-day backfill (``hour_records``), the live exporter page (``metrics_text``) and the Slurm job
 records (``jobs``) tell one consistent story, and tests can check what each scenario claims.
 
-How it works. Each partition follows a named ``Scenario``. Its nodes are grouped into blocks of
-``job_nodes`` consecutive hostnames (zrh-h100-001…004), and time into slots of ``slot_hours``; in every
-slot a block runs one multi-node job (or, in ``train-h100``, one on each half of it) or one job per node
-(or nothing), chosen by a hash of (block, slot).
-A GPU's utilization is its node's current job's level, plus noise; between jobs it idles. Busy
-probability and the inference traffic follow the day (Central European time), so nights and weekends are
-quieter.
+How it works. Each partition follows a named ``Scenario``. Its nodes are grouped into blocks of ``job_nodes``
+consecutive hostnames (zrh-h100-001…004), and time into slots of ``slot_hours``; in every slot a block runs one
+multi-node job (or, in ``train-h100``, one on each half of it) or one job per node (or nothing), chosen by a hash of
+(block, slot). A GPU's utilization is its node's current job's level, plus noise; between jobs it idles. Busy
+probability and the inference traffic follow the day (Central European time), so nights and weekends are quieter.
 
 Scenarios, by the partitions ``seed_demo`` creates:
 
@@ -30,9 +28,8 @@ Scenarios, by the partitions ``seed_demo`` creates:
 
 DCGM's energy counter (``energy_mj``) counts each GPU's energy since its driver loaded: every node reboots once a
 week (``driver_loaded``), at an hour of its own, and its GPUs' counters start again from 0. Hour by hour the counter
-grows by the hour's mean power as ``hour_records`` computes it: the live counter and the backfilled hours agree.
-The Slurm side (``jobs``, ``job_faults``, host lists) is ``sim_slurm``, re-exported here.
-
+grows by the hour's mean power as ``hour_records`` computes it: the live counter and the backfilled hours agree. The
+Slurm side (``jobs``, ``job_faults``, host lists) is ``sim_slurm``, re-exported here.
 Any other partition gets a generic ``mixed`` scenario, so the simulator also serves a fleet made by hand.
 """
 

@@ -23,17 +23,8 @@ from planning.plans import needs
 from planning.recommendations import gather, rules
 from planning.recommendations import store as rec_store
 from tests.factories import make_attachment, make_gpu_model, make_node_model, make_site
-from tests.planning.test_recommendations import (
-    DAY,
-    END,
-    TODAY,
-    add_partition,
-    degraded_on,
-    hand_fleet,
-    hours_of,
-    job,
-    memory_jobs,
-)
+from tests.planning.test_recommendations import END, TODAY, add_partition, degraded_on
+from tests.planning.test_recommendations_by_hand import DAY, hand_fleet, hours_of, job, memory_jobs
 
 pytestmark = pytest.mark.django_db
 H100, A100, IB, ROCE = "H100 SXM", "A100 SXM", "ib-a", "roce-b"
