@@ -14,19 +14,24 @@ submitted by the admin and waiting for a second manager (the demo manager can ap
 submitted and the admin approved, whose bill of materials the procurement API can turn into an order, and one
 approved in the past whose workloads have run: three teams' pre-training runs in the whole months of Slurm history
 the inventory demo writes (``inventory.demo.JOB_HISTORY_MONTHS``), each under its team's Slurm account, so the
-Calibration page has finished workloads to compare with their jobs. A plan is
+Calibration page has finished workloads to compare with their jobs. Once the analysis has run, the admin proposes
+the move its reclaim recommendation suggests (train-h100's idle nodes to the inference partition), for the demo
+manager to decide. A plan is
 created once with its workloads and lines and moved through ``planning.plans.workflow`` (which records the events); it
 is found again by name and left as it is, so a plan changed in the portal is not undone by seeding again."""
 
 from datetime import date, timedelta
 from decimal import Decimal as D
 
+from django.contrib.auth.models import User
 from django.core.exceptions import ValidationError
 from django.db.models import Count
 from django.utils import timezone
 
 from inventory.demo import JOB_HISTORY_MONTHS, gpu_uuid
 from inventory.models import GPUModel, Node, NodeModel, Site
+from inventory.partitionmoves import workflow as moves
+from inventory.partitionmoves.models import PartitionMove
 
 from .contracts.models import Contract, SLATerm
 from .contracts.tasks import raise_renewal_alerts
@@ -37,6 +42,8 @@ from .plans.summary import analyse_and_store
 from .procurement.models import Delivery, OrderLine, PurchaseOrder
 from .procurement.orders import ItemIn, receive_delivery
 from .recommendations import store as recommendations
+from .recommendations.actions import RECLAIM_KEY, reclaim_rows
+from .recommendations.models import Recommendation
 
 # The progress lines of ``seed_demo``: what ``seed`` and ``finish`` write.
 SEEDS = "contracts, the expansion order and its delivery, capacity plans"
@@ -274,5 +281,23 @@ def finish():
     tickets count as fault days), and the plans' summaries for the plan list, as the refresh task would write them
     (the seed writes plans in bulk, which queues no refresh); safe to run again."""
     recommendations.run()
+    propose_reclaim_move()
     for plan in CapacityPlan.objects.filter(summary_at__isnull=True).select_related("site", "node_model"):
         analyse_and_store(plan)
+
+
+RECLAIM_PARTITION, RECLAIM_TO = "train-h100", "inference"
+
+
+def propose_reclaim_move():
+    """The admin proposes moving train-h100's idle nodes, as its reclaim recommendation names them, to inference:
+    a move waiting for a second manager (the demo manager), once per recommendation."""
+    rec = Recommendation.objects.filter(key=f"{RECLAIM_KEY}partition={RECLAIM_PARTITION}",
+                                        status=Recommendation.Status.OPEN).first()
+    admin = User.objects.filter(username="admin").first()
+    if rec is None or admin is None or PartitionMove.objects.filter(recommendation=rec.pk).exists():
+        return
+    hostnames = [row["hostname"] for row in reclaim_rows(rec)]
+    nodes = Node.objects.filter(hostname__in=hostnames, partition=RECLAIM_PARTITION)
+    moves.propose(admin, nodes, RECLAIM_TO, f"{rec.title}: {rec.summary} The inference queue can use them.",
+                  recommendation=rec.pk)

@@ -1,7 +1,9 @@
 """Demo support data for ``manage.py seed_demo`` (called after the fleet and planning's contracts exist): a support
 engineer and a researcher account, their teams, and a handful of tickets in different states and priorities,
 one breaching its SLA, one waiting on the requester (clock paused), one opened from a telemetry fault (the ECC
-errors of zrh-h100-012's GPU 6, degraded by the fleet's demo incidents).
+errors of zrh-h100-012's GPU 6, degraded by the fleet's demo incidents); and two notification rules (the manager's
+own, at once, for hardware faults; llm-pretrain's daily digest of its allocation and tickets), mail going to files
+under ``var/mail/`` in the demo.
 
 Idempotent: accounts and teams are matched by name and only written where they differ; a ticket is matched by
 its title and created (with its story: assignment, comments, status changes at realistic times, through
@@ -14,13 +16,15 @@ from django.contrib.auth.models import Group, User
 from django.utils import timezone
 
 from inventory.models import GPU, Node, StorageSystem, Team, TeamMember
+from inventory.telemetry import xid
 from portal.roles import RESEARCHER, SUPPORT
 
 from . import faults, workflow
+from .eventrules.models import EventKind, NotificationRule
 from .models import Ticket
 
 ACCOUNTS = [("support", "demo-support", SUPPORT), ("researcher", "demo-researcher", RESEARCHER)]
-SEEDS = "accounts, teams and tickets"  # the progress line of ``seed_demo``
+SEEDS = "accounts, teams, tickets and notification rules"  # the progress line of ``seed_demo``
 # The inventory's demo made the research teams; support adds its own team and its people, with their Slurm user
 # names and roles: the researcher manages llm-pretrain (edits it, requests its allocations). (team, user, Slurm
 # user, role)
@@ -135,6 +139,7 @@ def seed(seeder, users):
     created += telemetry_ticket(existing)
     if created:
         seeder.created[Ticket._meta.verbose_name_plural] += created
+    seeder.sync(NotificationRule, ("name",), notification_rules(users, teams), update=False)
     return {t.title: t for t in Ticket.objects.all()}
 
 
@@ -150,3 +155,16 @@ def telemetry_ticket(existing):
     if fault.title in existing:
         return 0
     return 1 if faults.open_ticket(fault, notify=False) else 0
+
+
+def notification_rules(users, teams):
+    """A manager's own rule and a team's digest: what a new manager sees under Notifications, and what the home
+    page's faults would have sent (left alone once they exist: the demo users may change them)."""
+    return [
+        {"name": "Hardware faults, at once", "owner": users["manager"], "team": None,
+         "events": [EventKind.XID.value, EventKind.DEGRADED.value], "xid_classes": [xid.HARDWARE],
+         "channel": NotificationRule.Channel.EMAIL, "digest": NotificationRule.Digest.NONE},
+        {"name": "llm-pretrain: allocation and tickets, daily", "owner": None, "team": teams["llm-pretrain"],
+         "events": [EventKind.ALLOCATION.value, EventKind.SLA_BREACHED.value], "xid_classes": [],
+         "channel": NotificationRule.Channel.EMAIL, "digest": NotificationRule.Digest.DAILY},
+    ]

@@ -48,3 +48,40 @@ def test_demo_tickets_and_accounts(django_capture_on_commit_callbacks):
     opened = faults.open_tickets(faults.detect(), notify=False)
     assert telemetry.gpu not in [ticket.gpu for ticket in opened]
     assert Ticket.objects.open().filter(gpu=telemetry.gpu).count() == 1
+
+
+def test_the_demo_has_notification_rules_and_a_move_for_the_manager_to_decide(client):
+    """The demo a new manager opens: their own rule for hardware faults and a team's digest under Notifications, and
+    the move the reclaim recommendation suggests, proposed by the admin, on the manager's home page to decide; the
+    manager approves it there and the idle nodes change partition. Seeding again adds neither."""
+    from inventory.models import Node
+    from inventory.partitionmoves.models import PartitionMove
+    from planning.models import Recommendation
+    from planning.recommendations.actions import reclaim_rows
+    from support.eventrules.models import NotificationRule
+
+    call_command("seed_demo", stdout=StringIO())
+    manager = User.objects.get(username="manager")
+    rules = {rule.name: rule for rule in NotificationRule.objects.all()}
+    assert set(rules) == {"Hardware faults, at once", "llm-pretrain: allocation and tickets, daily"}
+    assert rules["Hardware faults, at once"].owner == manager
+    assert rules["llm-pretrain: allocation and tickets, daily"].team.name == "llm-pretrain"
+    client.force_login(manager)
+    listed = client.get("/support/notifications/").content.decode()
+    assert "Hardware faults, at once" in listed and "llm-pretrain: allocation and tickets, daily" in listed
+
+    (move,) = PartitionMove.objects.all()
+    rec = Recommendation.objects.get(pk=move.recommendation)
+    idle = {row["hostname"] for row in reclaim_rows(rec)}
+    assert move.proposed_by.username == "admin" and (move.from_partition, move.to_partition) == ("train-h100",
+                                                                                                 "inference")
+    assert set(move.nodes.values_list("hostname", flat=True)) == idle >= {"zrh-h100-015", "zrh-h100-016"}
+    line = {d.key: d for d in client.get("/").context["decisions"]}["partition-moves"]
+    assert line.count == 1
+    assert f"/inventory/partition-moves/{move.pk}/" in client.get(line.url).content.decode()
+    answer = client.post(f"/inventory/partition-moves/{move.pk}/decide/", {"action": "approve", "comment": "ok"})
+    assert answer.status_code == 302
+    assert set(Node.objects.filter(hostname__in=idle).values_list("partition", flat=True)) == {"inference"}
+
+    call_command("seed_demo", stdout=StringIO())
+    assert NotificationRule.objects.count() == 2 and PartitionMove.objects.count() == 1
