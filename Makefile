@@ -37,10 +37,12 @@ $(VENV)/.installed: requirements.lock pyproject.toml | $(BIN)/python
 	$(BIN)/pip install --quiet -r requirements.lock
 	touch $@
 
-$(VENV)/.installed-test: requirements-test.lock requirements-ldap.lock $(VENV)/.installed
+$(VENV)/.installed-test: requirements-test.lock requirements-ldap.lock tests/oidc/package-lock.json $(VENV)/.installed
 	$(BIN)/pip install --quiet -r requirements-test.lock
 	@$(BIN)/pip install --quiet -r requirements-ldap.lock || echo "python-ldap did not build (it needs libldap2-dev, \
 	libsasl2-dev and a C compiler): the LDAP tests will be skipped."
+	@cd tests/oidc && npm ci --silent --no-audit --no-fund || echo "npm ci in tests/oidc failed (Node.js and npm \
+	are needed): the OpenID Connect tests will be skipped."
 	touch $@
 
 install: $(VENV)/.installed

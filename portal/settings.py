@@ -218,6 +218,13 @@ from portal.sso import ldap as sso_ldap  # noqa: E402  (imports nothing of Djang
 globals().update(sso_ldap.ldap_settings(os.environ))
 if os.environ.get("LDAP_SERVER_URI", "").strip():
     AUTHENTICATION_BACKENDS.insert(1, sso_ldap.BACKEND)
+# OpenID Connect when OIDC_ISSUER is set (Authlib; portal/sso/oidc.py): "Log in with OIDC_PROVIDER_NAME".
+from portal.sso import oidc as sso_oidc  # noqa: E402
+
+globals().update(sso_oidc.oidc_settings(os.environ))
+OIDC_SESSION_FROM_TOKEN = env_bool("OIDC_SESSION_FROM_TOKEN", True)  # the session ends when the ID token does
+if os.environ.get("OIDC_ISSUER", "").strip():
+    AUTHENTICATION_BACKENDS.insert(1, sso_oidc.BACKEND)
 PASSWORD_RESET_LIMIT = int(os.environ.get("PASSWORD_RESET_LIMIT", "5"))  # an hour, per client and per address
 PASSWORD_RESET_TIMEOUT = int(os.environ.get("PASSWORD_RESET_TIMEOUT", str(24 * 3600)))  # seconds a link works
 if not env_bool("LOCAL_LOGINS", True):  # the same permissions, no password checked
@@ -254,7 +261,9 @@ CONTENT_SECURITY_POLICY = {
         "object-src": [NONE],
         "base-uri": [SELF],
         "frame-ancestors": [NONE],
-        "form-action": [SELF],
+        # Logging out of a single sign-on session goes on to the provider's end_session_endpoint (a redirect
+        # from the logout form, which form-action governs).
+        "form-action": [SELF, *([sso_oidc.origin(globals()["OIDC"]["issuer"])] if "OIDC" in globals() else [])],
     },
 }
 

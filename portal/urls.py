@@ -4,7 +4,7 @@ from django.urls import include, path
 
 from . import generic, views
 from .sso import password
-from .sso.views import LoginView
+from .sso.views import LoginView, LogoutView
 
 urlpatterns = [
     path("", views.HomeView.as_view(), name="home"),
@@ -24,7 +24,7 @@ urlpatterns = [
          name="password_reset_confirm"),
     path("accounts/reset/done/", password.PasswordResetCompleteView.as_view(), name="password_reset_complete"),
     # The rest of django.contrib.auth.urls (the login and password reset pages are the portal's own, above).
-    path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
+    path("accounts/logout/", LogoutView.as_view(), name="logout"),  # of the OpenID provider too
     path("accounts/password_change/", auth_views.PasswordChangeView.as_view(), name="password_change"),
     path("accounts/password_change/done/", auth_views.PasswordChangeDoneView.as_view(),
          name="password_change_done"),

@@ -1,5 +1,7 @@
-"""``LOCAL_LOGINS=0``: the portal's own passwords off, its permissions (roles are Django groups) unchanged."""
+"""``LOCAL_LOGINS=0``: the portal's own passwords off, its permissions (roles are Django groups) unchanged; the
+OpenID Connect login's user from the provider's claims."""
 
+from django.contrib.auth import get_user_model
 from django.contrib.auth.backends import ModelBackend
 
 
@@ -13,3 +15,32 @@ def local_logins():
     from django.conf import settings
 
     return f"{__name__}.PermissionsOnlyBackend" not in settings.AUTHENTICATION_BACKENDS
+
+
+class OIDCBackend(ModelBackend):
+    """A user from the provider's claims (``authenticate(request, oidc_claims=…)``, called only by the callback
+    view after Authlib checked the ID token); their permissions as the portal's other users'. A first login creates
+    the account; one with a portal password of the same name is not taken over (``refused`` says so)."""
+
+    def authenticate(self, request, oidc_claims=None, **kwargs):
+        if oidc_claims is None:
+            return None
+        from .oidc import config
+
+        username = str(oidc_claims.get(config()["username_claim"]) or oidc_claims["sub"])[:150]
+        names = (oidc_claims.get("given_name") or "", oidc_claims.get("family_name") or "")
+        if not any(names) and oidc_claims.get("name"):
+            first, _, last = str(oidc_claims["name"]).partition(" ")
+            names = (first, last)
+        user, created = get_user_model().objects.get_or_create(username=username)
+        if created:
+            user.set_unusable_password()
+        elif user.has_usable_password():
+            if request is not None:
+                request.oidc_refused = (f"The account {username} has a password of the portal's: an administrator "
+                                        "must turn it into a single sign-on account first.")
+            return None
+        user.email = oidc_claims.get("email") or user.email
+        user.first_name, user.last_name = names[0][:150] or user.first_name, names[1][:150] or user.last_name
+        user.save()
+        return user if self.user_can_authenticate(user) else None
