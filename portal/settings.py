@@ -93,6 +93,7 @@ MIDDLEWARE = [
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "portal.sso.middleware.TrustedProxyRemoteUserMiddleware",  # nothing unless REMOTE_USER_HEADER is set
     "portal.middleware.LoginRequiredMiddleware",
     "portal.middleware.BadRequestMiddleware",  # after CSRF, which has read the form already
     "django.contrib.messages.middleware.MessageMiddleware",
@@ -225,6 +226,12 @@ globals().update(sso_oidc.oidc_settings(os.environ))
 OIDC_SESSION_FROM_TOKEN = env_bool("OIDC_SESSION_FROM_TOKEN", True)  # the session ends when the ID token does
 if os.environ.get("OIDC_ISSUER", "").strip():
     AUTHENTICATION_BACKENDS.insert(1, sso_oidc.BACKEND)
+# A header an authenticating proxy sets, believed from TRUSTED_PROXIES only (portal/sso/remote_user.py).
+from portal.sso import remote_user as sso_remote_user  # noqa: E402
+
+globals().update(sso_remote_user.remote_user_settings(os.environ))
+if os.environ.get("REMOTE_USER_HEADER", "").strip():
+    AUTHENTICATION_BACKENDS.insert(1, sso_remote_user.BACKEND)
 PASSWORD_RESET_LIMIT = int(os.environ.get("PASSWORD_RESET_LIMIT", "5"))  # an hour, per client and per address
 PASSWORD_RESET_TIMEOUT = int(os.environ.get("PASSWORD_RESET_TIMEOUT", str(24 * 3600)))  # seconds a link works
 if not env_bool("LOCAL_LOGINS", True):  # the same permissions, no password checked

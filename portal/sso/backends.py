@@ -1,8 +1,8 @@
 """``LOCAL_LOGINS=0``: the portal's own passwords off, its permissions (roles are Django groups) unchanged; the
-OpenID Connect login's user from the provider's claims."""
+OpenID Connect login's user from the provider's claims; the remote-user header's user (trusted proxies only)."""
 
 from django.contrib.auth import get_user_model
-from django.contrib.auth.backends import ModelBackend
+from django.contrib.auth.backends import ModelBackend, RemoteUserBackend
 
 
 class PermissionsOnlyBackend(ModelBackend):
@@ -44,3 +44,39 @@ class OIDCBackend(ModelBackend):
         user.first_name, user.last_name = names[0][:150] or user.first_name, names[1][:150] or user.last_name
         user.save()
         return user if self.user_can_authenticate(user) else None
+
+
+class TrustedProxyRemoteUserBackend(RemoteUserBackend):
+    """The user a trusted proxy's header names (``portal.sso.middleware`` has dropped the header of any other
+    address), created at their first request without a password of the portal's; their groups header, where one is
+    set up, mapped to roles and teams at each login. An account with a portal password is not taken over."""
+
+    def authenticate(self, request, remote_user):
+        if not remote_user or request is None:
+            return None
+        from django.conf import settings
+
+        from . import remote_user as config_of
+        from .mapping import apply
+
+        existing = get_user_model().objects.filter(username=self.clean_username(remote_user)).first()
+        if existing is not None and existing.has_usable_password():
+            return None
+        user = super().authenticate(request, remote_user)
+        if user is None:
+            return None
+        config = settings.REMOTE_USER
+        email = request.META.get(config["email_header"] or "", "").strip()
+        if email and email != user.email:
+            user.email = email
+            user.save(update_fields=["email"])
+        groups = config_of.groups_of(config, request.META)
+        if groups is not None:
+            apply(user, groups, "remote_user")
+        return user
+
+    def configure_user(self, request, user, created=True):
+        if created:
+            user.set_unusable_password()
+            user.save(update_fields=["password"])
+        return user
