@@ -275,6 +275,18 @@ def markers(gpu_ids, chosen):
     return found
 
 
+def with_ecc_counts(events, values, chosen):
+    """``events`` (a GPU's ``markers``) and a marker for each bucket of ``chosen`` in which the GPU counted
+    uncorrectable (double-bit) ECC errors that no ECC XID event already marks: the counters see errors whose XID a
+    scrape missed. Single-bit errors are corrected; they stay counts on their own chart."""
+    marked = {event["x"] for event in events if event["kind"] == "ecc"}
+    counted = [{"x": label, "label": f"ECC ×{count:g}", "code": None, "kind": "ecc", "at": label,
+                "meaning": f"{count:g} uncorrectable (double-bit) ECC error{'' if count == 1 else 's'} counted"}
+               for label, count in zip(time_labels(chosen.buckets), values["ecc_dbe_errors"], strict=True)
+               if count and label not in marked]
+    return sorted(events + counted, key=lambda event: event["at"])
+
+
 def worst(gpu_badges):
     """``(rank, bad badges)`` of a GPU's badges: what sorts the health table worst first."""
     ranks = [SEVERITY[badge.severity] for badge in gpu_badges]

@@ -242,7 +242,7 @@ class GPUHealthMixin:
         markers = gpu_health.markers(gpu_ids, chosen)
         for gpu in gpus:
             gpu["badges"] = gpu_health.badges(figures[gpu["pk"]], remap_on.get(gpu["pk"], ()))
-            gpu["markers"] = markers.get(gpu["pk"], [])
+            gpu["markers"] = gpu_health.with_ecc_counts(markers.get(gpu["pk"], []), figures[gpu["pk"]], chosen)
         rows, sort = gpu_health.table(gpus, figures, params.get("health_sort", "-worst"))
         context["health"] = {
             "span": chosen, "error": error, "metric": metric, "metrics": gpu_health.METRICS, "gpus": gpus,

@@ -82,6 +82,20 @@ def test_xid_and_ecc_events_are_marked_with_code_and_meaning(viewer_client, node
     assert response.content.decode().count('data-xid="79"') == 1
 
 
+def test_double_bit_ecc_counts_without_an_xid_are_marked_once(viewer_client, node):
+    """gpu1's 2 double-bit errors have their XID 48 marked already: no second marker. gpu0 counts 3 in an hour with
+    no XID event (the scrape missed it): marked in words; single-bit errors (corrected) are not."""
+    node, gpus, fault = node
+    hour_row(gpus[0], 9, ecc_dbe_errors=3, ecc_sbe_errors=40)
+    hour_row(gpus[0], 10, ecc_sbe_errors=12)
+    charts = charts_of(viewer_client.get(reverse("inventory:node_detail", args=[node.pk])))
+    assert [(e["label"], e["kind"]) for e in charts["gpu1"]["events"]] == [("XID 48", "ecc")]
+    (marker,) = charts["gpu0"]["events"]
+    assert (marker["label"], marker["kind"]) == ("ECC ×3", "ecc")
+    assert marker["meaning"] == "3 uncorrectable (double-bit) ECC errors counted"
+    assert marker["x"] == gpu_health.time_label(floor_hour(timezone.now()) - timedelta(hours=9))
+
+
 def test_events_outside_the_range_are_not_marked(viewer_client, node):
     node, gpus, fault = node
     XidEvent.objects.filter(pk=fault.pk).update(ts=timezone.now() - timedelta(days=9),
