@@ -2,20 +2,18 @@ from django import forms
 from django.contrib.auth import get_user_model
 from django.utils.functional import cached_property
 
-from inventory.telemetry import queries as telemetry_queries
+from inventory.telemetry.forms import RangeForm
 
 from .models import Team, TeamMember
 
 TEAM_RANGE = "30d"
 
 
-class TeamRangeForm(forms.Form):
-    """The team pages' range (``?range=90d``): the utilization and goodput ranges, 30 days by default."""
+class TeamRangeForm(RangeForm):
+    """The team pages' range: the utilization and goodput dashboards' (``?range=90d``, ``?range=last_month``,
+    ``?month=2026-11``, ``?start=…&end=…``), 30 days by default."""
 
-    range = forms.ChoiceField(choices=[(key, r.label) for key, r in telemetry_queries.RANGES.items()], required=False)
-
-    def range_key(self):
-        return (self.cleaned_data.get("range") if self.is_valid() else None) or TEAM_RANGE
+    default_range = TEAM_RANGE
 
 
 def people():

@@ -46,7 +46,7 @@ class TeamPageMixin(TelemetryPermissionMixin):
 
 def range_context(form, range_key):
     """What a team page's range picker shows."""
-    return {"form": form, "ranges": telemetry_queries.RANGES, "range_key": range_key,
+    return {"form": form, "ranges": telemetry_queries.RANGE_BUTTONS, "range_key": range_key,
             "span": telemetry_queries.get_range(range_key)}
 
 
@@ -119,15 +119,15 @@ class TeamView(TeamPageMixin, View):
         gpus = settings.GOODPUT_MTBI_GPUS
         found = figures.team_figures(name, range_key, now=now, gpus=gpus, job_hours=JOB_HOURS)
         row = found["goodput"]
-        start = telemetry_queries.get_range(range_key).start(now)
+        span = telemetry_queries.get_range(range_key)
         rows = list(
             Interruption.objects.visible_to(request.user)
             .select_related("job", "node", "gpu", "xid_event", "transition")
-            .filter(account=name, ended_at__gte=start)
+            .filter(account=name, ended_at__gte=span.start(now), ended_at__lt=span.end(now))
             .order_by("-ended_at")[:LATEST_INTERRUPTIONS]
         )
         # Another team's figures are readable, its jobs only by its members and those who read the whole fleet.
-        empty = (f"No job of {name} ended in anything but COMPLETED in the last {range_key}."
+        empty = (f"No job of {name} ended in anything but COMPLETED, {span.phrase}."
                  if request.user.has_perm("inventory.read_job", Interruption(account=name))
                  else f"Only the members of {name} see its jobs.")
         latest = InterruptionTable(rows, orderable=False, exclude=("account",), empty_text=empty)

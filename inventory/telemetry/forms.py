@@ -41,10 +41,11 @@ class TelemetrySourceForm(forms.ModelForm):
         return cleaned
 
 
-class UtilizationFilterForm(forms.Form):
-    """The dashboard's range, filters and heatmap rows (``?range=7d&site=2&team=vision``). The page draws it on
-    every request: its choices come from one query (``filter_choices``) and its selects are drawn in Python
-    (``portal.forms.Select``). A site or GPU model is chosen by id (the filters look up by id)."""
+class RangeForm(forms.Form):
+    """A report's range: a button (``?range=7d``), a calendar month (``?month=2026-11``) or dates
+    (``?start=2026-11-01&end=2026-11-15``), read as one key of ``ranges.get_range`` (``range_key``)."""
+
+    default_range = DEFAULT_RANGE
 
     # A range button (``ranges.RANGE_BUTTONS``) or any key of ``ranges.get_range``; a month or dates instead.
     range = forms.CharField(required=False, max_length=40)
@@ -54,6 +55,33 @@ class UtilizationFilterForm(forms.Form):
                             widget=forms.TextInput(attrs={"type": "date", "placeholder": "YYYY-MM-DD"}))
     end = forms.CharField(required=False, max_length=10, label="To",
                           widget=forms.TextInput(attrs={"type": "date", "placeholder": "YYYY-MM-DD"}))
+
+    def clean(self):
+        """One range key from the range, the month or the dates (``ranges.range_key``); a bad one is an error on the
+        field that named it."""
+        data = super().clean()
+        names = ("range", "month", "start", "end")
+        if any(name in self.errors for name in names):
+            return data
+        try:
+            data["range_key"] = range_key(data.get("range") or self.default_range,
+                                          *(data.get(name) for name in names[1:]))
+        except UnknownParameter as error:
+            self.add_error("month" if data.get("month") else "start" if data.get("start") or data.get("end")
+                           else "range", str(error))
+        return data
+
+    def range_key(self):
+        """The key of the range asked for; the default where none (or a bad one) is given."""
+        self.is_valid()
+        return self.cleaned_data.get("range_key") or self.default_range
+
+
+class UtilizationFilterForm(RangeForm):
+    """The dashboard's range, filters and heatmap rows (``?range=7d&site=2&team=vision``). The page draws it on
+    every request: its choices come from one query (``filter_choices``) and its selects are drawn in Python
+    (``portal.forms.Select``). A site or GPU model is chosen by id (the filters look up by id)."""
+
     site = forms.TypedChoiceField(coerce=int, empty_value=None, required=False, widget=Select)
     partition = forms.ChoiceField(required=False, widget=Select)
     gpu_model = forms.TypedChoiceField(coerce=int, empty_value=None, required=False, label="GPU model",
@@ -72,20 +100,6 @@ class UtilizationFilterForm(forms.Form):
         self.fields["partition"].choices = [("", "All partitions"), *((p, p) for p in offered["partition"])]
         self.fields["gpu_model"].choices = [("", "All GPU models"), *offered["gpu_model"]]
         self.fields["team"].choices = [("", "All teams"), *((t, t) for t in offered["team"])]
-
-    def clean(self):
-        """One range key from the range, the month or the dates (``ranges.range_key``); a bad one is an error on the
-        field that named it."""
-        data = super().clean()
-        names = ("range", "month", "start", "end")
-        if any(name in self.errors for name in names):
-            return data
-        try:
-            data["range_key"] = range_key(*(data.get(name) for name in names))
-        except UnknownParameter as error:
-            self.add_error("month" if data.get("month") else "start" if data.get("start") or data.get("end")
-                           else "range", str(error))
-        return data
 
     def choices(self):
         """(range key, filters, heatmap rows) from the fields that are valid; defaults for the others, so a

@@ -34,11 +34,13 @@ def ignored_job_filters(filters):
 
 
 def span(range_key, now=None, month=None):
-    """``(start, end)`` of the figures: the range from its start until now, or the calendar month that begins on
-    ``month`` (``queries.calendar_month``; until now while it lasts)."""
+    """``(start, end)`` of the figures: the range (a rolling one until now, a calendar one until its end or now while
+    it lasts), or the calendar month that begins on ``month`` (``queries.calendar_month``; until now while it
+    lasts)."""
     now = now or timezone.now()
     if month is None:
-        return get_range(range_key).start(now), now
+        chosen = get_range(range_key)
+        return chosen.start(now), chosen.end(now)
     start, end = calendar_month(month)
     return start, min(end, now)
 
@@ -48,9 +50,7 @@ def queue_waits(range_key, filters=None, now=None, month=None):
     ``[{"partition", "jobs", "p50_hours", "p95_hours"}]`` (``jobstats``; only the partition and team filters
     apply)."""
     start, end = span(range_key, now, month)
-    jobs = slurm_jobs(filters).filter(start_time__gte=start)
-    if month is not None:
-        jobs = jobs.filter(start_time__lt=end)
+    jobs = slurm_jobs(filters).filter(start_time__gte=start, start_time__lt=end)
     return jobstats.queue_wait_percentiles(jobs, by="partition")
 
 

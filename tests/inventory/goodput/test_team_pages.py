@@ -189,3 +189,25 @@ def test_queries_are_constant(viewer_client, fleet, now, django_assert_max_num_q
     for url, most in zip((VISION, TEAMS), small, strict=True):
         with django_assert_max_num_queries(most):
             viewer_client.get(url)
+
+
+def test_calendar_ranges_on_the_team_pages(viewer_client, fleet, now):
+    """The dashboards' calendar ranges: dates around vision's jobs give the figures worked out by hand; a month two
+    months back has none of them; last month is a button; a bad month says why on the page and shows 30 days."""
+    today = timezone.localdate(now)
+    dates = {"start": (today - timezone.timedelta(days=3)).isoformat(), "end": today.isoformat()}
+    page = viewer_client.get(VISION, dates).content.decode()
+    assert f"Goodput, {dates['start']} – {dates['end']}" in page
+    assert kpi(page, "allocated GPU-hours") == "130.0" and kpi(page, "goodput ratio") == "95.4 %"
+    assert kpi(page, "infrastructure interruptions") == "2"
+    assert f'href="/inventory/goodput/?range={dates["start"]}..{dates["end"]}' in page  # the dashboard, same range
+    back = (today.replace(day=1) - timezone.timedelta(days=40)).strftime("%Y-%m")
+    page = viewer_client.get(VISION, {"month": back}).content.decode()
+    assert f"Goodput, {back}" in page and kpi(page, "allocated GPU-hours") == "0.0"
+    assert kpi(page, "infrastructure interruptions") == "0" and f"COMPLETED, {back}." in page
+    assert 'name="range" value="last_month"' in page
+    listed = viewer_client.get(TEAMS, {"month": back}).content.decode()
+    assert f"{back}: the teams" in listed
+    page = viewer_client.get(VISION, {"month": "2026-13"}).content.decode()
+    assert "last 30 days" in page and kpi(page, "allocated GPU-hours") == "130.0"
+    assert 'role="alert"' in page and "month" in page.split('role="alert"', 1)[1][:200].lower()
