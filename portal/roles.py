@@ -31,8 +31,9 @@ SUPPORT_INVENTORY_WRITES = ("add_gpu", "change_gpu", "add_node", "change_node") 
 RESEARCHER_TICKET_PERMS = ("add_ticket", "add_ticketcomment", "add_ticketattachment", "view_support_pages")
 ROLE_APPS = ("inventory", "planning", "support", "portal")
 # Who gets which role is the admins' alone: a row of the directory group mapping grants roles (portal.sso), so
-# only the admin role has its permissions, not the managers who hold every other permission of the apps.
-ADMIN_ONLY_MODELS = ("directorygroupmapping", "logingrantchange")
+# only the admin role has its permissions (and its history's), not the managers who hold every other permission of
+# the apps. Everyone's API tokens too: each user sees and revokes their own on the Tokens page without a permission.
+ADMIN_ONLY_MODELS = ("directorygroupmapping", "historicaldirectorygroupmapping", "logingrantchange", "apitoken")
 
 
 def sync_role_permissions(sender=None, **kwargs):

@@ -14,6 +14,7 @@ urlpatterns = [
     path("changes/", views.ChangeLogView.as_view(), name="changelog"),
     path("tables/columns/", views.TableColumnsView.as_view(), name="table_columns"),
     path("tokens/", views.TokenListView.as_view(), name="tokens"),
+    path("tokens/all/", views.AllTokensView.as_view(), name="tokens_all"),
     path("tokens/<int:pk>/revoke/", views.TokenRevokeView.as_view(), name="token_revoke"),
     path("imports/<int:pk>/", generic.ImportJobView.as_view(), name="import_job"),
     path("imports/<int:pk>/progress/", generic.ImportJobView.as_view(fragment=True), name="import_progress"),

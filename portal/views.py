@@ -2,6 +2,7 @@ from datetime import timedelta
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_not_required
+from django.contrib.auth.mixins import PermissionRequiredMixin
 from django.http import HttpResponsePermanentRedirect, HttpResponseRedirect
 from django.shortcuts import get_object_or_404, render
 from django.templatetags.static import static
@@ -76,12 +77,37 @@ class TokenListView(View):
         return self.get(request, new_key=key)
 
 
+class AllTokensView(PermissionRequiredMixin, View):
+    """Every user's API tokens, for an admin (``portal.view_apitoken``: admins only), ``?user=`` for one user's;
+    each revocable. The same list is ``/api/tokens/``."""
+
+    permission_required = "portal.view_apitoken"
+
+    def get(self, request):
+        username = request.GET.get("user", "").strip()
+        tokens = APIToken.objects.select_related("user").order_by("user__username", "-created", "pk")
+        if username:
+            tokens = tokens.filter(user__username=username)
+        return render(request, "portal/tokens_all.html", {"tokens": tokens, "username": username})
+
+
 class TokenRevokeView(View):
+    """Revoke one of one's own tokens, or (an admin: ``portal.delete_apitoken``) anyone's; back to the list it
+    was revoked from."""
+
     def post(self, request, pk):
-        token = get_object_or_404(APIToken, pk=pk, user=request.user)
+        if request.user.has_perm("portal.delete_apitoken"):
+            token = get_object_or_404(APIToken.objects.select_related("user"), pk=pk)
+        else:
+            token = get_object_or_404(APIToken.objects.select_related("user"), pk=pk, user=request.user)
         token.delete()
-        messages.success(request, f"Token '{token.name}' revoked.")
-        return HttpResponseRedirect(reverse("tokens"))
+        whose = "" if token.user_id == request.user.pk else f" of {token.user.get_username()}"
+        messages.success(request, f"Token '{token.name}'{whose} revoked.")
+        back = request.POST.get("next", "")
+        if not url_has_allowed_host_and_scheme(back, allowed_hosts={request.get_host()},
+                                               require_https=request.is_secure()):
+            back = reverse("tokens")
+        return HttpResponseRedirect(back)
 
 
 class ChangeLogView(View):

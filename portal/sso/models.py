@@ -3,7 +3,9 @@
 from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.db import models
+from simple_history.models import HistoricalRecords
 
+from ..history import ChangeRecord
 from ..models import PortalModel
 from ..roles import ADMIN, MANAGER, PROCUREMENT, RESEARCHER, SUPPORT, VIEWER
 
@@ -31,6 +33,7 @@ class DirectoryGroupMapping(PortalModel):
                             "join.")
     team_role = models.CharField(max_length=20, choices=[("member", "member"), ("manager", "manager")],
                                  default="member", help_text="As what they join the team.")
+    history = HistoricalRecords(bases=[ChangeRecord])  # who changed which row when (admins only: portal.roles)
 
     class Meta:
         ordering = ["group", "source", "pk"]

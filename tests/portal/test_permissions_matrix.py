@@ -44,6 +44,7 @@ PUBLIC = [
     r"^accounts/reset/",
     r"^admin/login/$",  # the admin's own login page
     r"^admin/logout/$",
+    r"^sso/oidc/",  # logging in through the OpenID provider (404 where none is set up; GET only)
     r"^favicon\.ico$",  # a redirect to the portal's icon (a static file, public like every static file)
 ]
 
@@ -57,6 +58,7 @@ VIEWER_MAY_WRITE = [
     r"^accounts/reset/",
     r"^tokens/$",  # issue an API token for oneself
     r"^tokens/(?P<pk>[0-9]+)/revoke/$",  # revoke one's own token (someone else's is a 404)
+    r"^api/tokens/",  # the same over the API (DELETE one's own; someone else's is a 404)
     r"^admin/login/$",
     r"^admin/logout/$",
     r"^tables/columns/$",  # one's own choice of a list's columns (a personal preference, like a token)
