@@ -27,6 +27,19 @@ def test_check_deploy_is_clean_with_production_values(tmp_path):
     assert "no issues" in result.stdout
 
 
+def test_check_deploy_is_clean_with_every_single_sign_on_set_up(tmp_path):
+    """OpenID Connect and remote-user headers from docs/authentication.md (LDAP needs python-ldap: its own tests)."""
+    result = manage("check", "--deploy", "--fail-level", "WARNING", DEBUG="0", SECRET_KEY="k" * 10 + "x9!Q" * 12,
+                    DATABASE_URL="postgres://portal:secret@db.example.org:5432/portal",
+                    ALLOWED_HOSTS="portal.example.org", PORTAL_VAR_DIR=str(tmp_path), LOCAL_LOGINS="0",
+                    OIDC_ISSUER="https://id.lab.example/realms/lab", OIDC_CLIENT_ID="cluster-portal",
+                    OIDC_CLIENT_SECRET="s" * 32, OIDC_PROVIDER_NAME="Lab ID",
+                    REMOTE_USER_HEADER="X-Remote-User", TRUSTED_PROXIES="10.0.0.5/32",
+                    REMOTE_USER_GROUPS_HEADER="X-Remote-Groups")
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "no issues" in result.stdout
+
+
 def test_production_refuses_to_start_without_a_secret_key(tmp_path):
     result = manage("check", DEBUG="0", PORTAL_VAR_DIR=str(tmp_path))
     assert result.returncode != 0
