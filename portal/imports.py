@@ -562,8 +562,9 @@ def run_job(job, batch_rows):
     if earlier and not result.committed and job.commit:
         errors.append(f"An earlier run of this import, stopped when its worker died, had written at least {earlier} "
                       f"rows; they stay.")
-    if not mine.update(state=job.State.DONE, done=job.total, errors=errors, created_count=result.created,
-                       updated_count=result.updated, finished=timezone.now(), progressed=timezone.now(),
+    if not mine.update(state=job.State.DONE, done=job.total, errors=errors, warnings=result.warnings,
+                       created_count=result.created, updated_count=result.updated, finished=timezone.now(),
+                       progressed=timezone.now(),
                        written=result.created + result.updated if result.committed else earlier):
         raise TakenOver(f"import #{job.pk}: run {job.attempts} was taken over")
     job.refresh_from_db()

@@ -175,6 +175,9 @@ class ImportJob(models.Model):
     created_count = models.PositiveIntegerField(default=0)
     updated_count = models.PositiveIntegerField(default=0)
     errors = models.JSONField(default=list, blank=True)
+    warnings = models.JSONField(default=list, blank=True,
+                                help_text="What the rows would do that is allowed but likely wrong (a site over its "
+                                          "power): shown before the import is confirmed.")
     written = models.PositiveIntegerField(default=0, help_text="Rows committed so far (imports write in batches).")
     attempts = models.PositiveSmallIntegerField(default=0, help_text="Runs started; more than one after a worker died.")
     progressed = models.DateTimeField(default=timezone.now, help_text="When the job last moved (queued, a batch).")

@@ -120,6 +120,26 @@ def test_a_7_6_mw_import_into_a_600_kw_site_warns_with_the_figures(manager_clien
     assert round(power_headroom_kw(site) / 1000, 1) == -7.0
 
 
+def test_a_background_import_warns_before_it_is_confirmed(manager_client, fleet, settings, monkeypatch):
+    """The same 744 nodes as a file too large for the request: the task's preview page shows the warning, and the
+    confirmation still imports them."""
+    from portal.tasks import run_import_job
+
+    queued = []
+    monkeypatch.setattr("portal.generic.enqueue", lambda task, *args: queued.append(args[0]) or True)
+    settings.IMPORT_BACKGROUND_ROWS = 100
+    text = "hostname,site,node_model,state\n" + "\n".join(f"big-{n:03d},Zurich DC1,{DGX},in_service"
+                                                           for n in range(744))
+    assert post(manager_client, "node", text).status_code == 302
+    run_import_job(queued[0])
+    page = manager_client.get(reverse("import_progress", args=[queued[0]])).content.decode()
+    assert "Preview: 744 to create, 0 to update" in page and "1 warning: check before importing" in page
+    assert html.unescape(page).count("Site Zurich DC1: its nodes would draw 7.6 MW, over its 600.0 kW") == 1
+    assert manager_client.post(reverse("inventory:node_import"), {"job": queued[0], "confirm": "1"}).status_code == 302
+    run_import_job(queued[1])
+    assert Node.objects.filter(hostname__startswith="big-").count() == 744
+
+
 def test_a_rack_over_its_height_and_power_budget_warns(manager_client, fleet):
     text = "hostname,site,rack,node_model,state\n" + "\n".join(f"r-{n},Zurich DC1,A01,{DGX},ordered"
                                                                  for n in range(6))
