@@ -15,13 +15,6 @@ class PortalConfig(AppConfig):
 
         post_migrate.connect(roles.sync_role_permissions, dispatch_uid="portal-sync-roles")
         connection_created.connect(db.speed_up_timestamps, dispatch_uid="portal-fast-timestamps")
-        from .registry import register_menu
-
-        register_menu("Administration", order=100, items=[  # the admins' (portal.roles.ADMIN_ONLY_MODELS)
-            ("Directory group mappings", "portal:directorygroupmapping_list", "portal.view_directorygroupmapping"),
-            ("Mapping dry run", "portal:directorygroupmapping_dry_run", "portal.view_directorygroupmapping"),
-            ("API tokens of all users", "tokens_all", "portal.view_apitoken"),
-        ])
         if sso_ldap.BACKEND in settings.AUTHENTICATION_BACKENDS:
             sso_ldap.connect()  # directory groups mapped to roles and teams at every LDAP login
         for folder in settings.VAR_FOLDERS:  # before the SQLite file or the filesystem broker is first used
