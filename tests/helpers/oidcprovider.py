@@ -30,7 +30,10 @@ CLIENT_ID, CLIENT_SECRET = "portal", "portal-test-secret"
 def missing():
     """What this needs that is not installed, in words; empty when all is."""
     if not shutil.which("node"):
-        return ["Node.js (apt-get install -y nodejs npm)"]
+        return ["Node.js 20 or later (apt-get install -y nodejs npm)"]
+    version = subprocess.run(["node", "--version"], capture_output=True, text=True, timeout=30).stdout.strip()
+    if int(version.lstrip("v").split(".")[0] or 0) < 20:
+        return [f"Node.js 20 or later (oidc-provider 9 and its jose 6; this machine has {version})"]
     if not (FOLDER / "node_modules" / "oidc-provider" / "package.json").exists():
         return ["the npm package oidc-provider in tests/oidc/node_modules (make install-test runs npm ci there)"]
     return []
