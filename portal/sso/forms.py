@@ -28,7 +28,8 @@ class DryRunForm(forms.Form):
     """A login tried on paper: these directory groups, through this way in."""
 
     groups = forms.CharField(widget=forms.Textarea(attrs={"rows": 4}), max_length=10_000,
-                             help_text="The user's directory groups, one a line (an LDAP group's cn).")
+                             help_text="The user's directory groups, one a line (an LDAP group's cn, a value "
+                             "of the OpenID Connect groups claim, a group of the remote-user groups header).")
     source = forms.ChoiceField(choices=LoginSource.choices, initial=LoginSource.LDAP)
 
     def clean_groups(self):

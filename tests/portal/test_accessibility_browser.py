@@ -50,7 +50,8 @@ def test_axe_finds_nothing_serious_on_any_page(demo, browser_page):
     log_in(page, demo, "pw-a11y-admin", "/")
     lists = [url for _, items in menu(demo) for _, url in items]
     details = []
-    for url in ["/", *lists, "/changes/"]:
+    user_menu = ["/tokens/", "/tokens/all/", "/sso/directory-group-mappings/", "/sso/directory-group-mappings/dry-run/"]
+    for url in ["/", *lists, "/changes/", *user_menu]:
         check(page, url, found, counts)
         detail = page.evaluate(DETAIL_JS, url) if url in lists else None
         if detail:
@@ -58,7 +59,8 @@ def test_axe_finds_nothing_serious_on_any_page(demo, browser_page):
     assert len(details) >= 15, details  # sites, racks, nodes, GPUs, …, tickets, contracts, plans: one each
     for url in details:
         check(page, url, found, counts)
-    print(f"axe on {2 + len(lists) + 1 + len(details)} pages, violations by impact (elements):", counts)
+    pages = 2 + len(lists) + 1 + len(user_menu) + len(details)
+    print(f"axe on {pages} pages, violations by impact (elements):", counts)
     assert found == {}, f"serious or critical accessibility violations: {found}"
     session.assert_clean()
 
