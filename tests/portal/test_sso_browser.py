@@ -11,6 +11,7 @@ from portal.models import DirectoryGroupMapping, LoginGrantChange
 from portal.roles import MANAGER, RESEARCHER
 from portal.sso import ldap as sso_ldap
 from tests.helpers import ldapserver, oidcprovider
+from tests.helpers.axe import axe_violations, blocking
 from tests.portal.test_sso_oidc import use_provider
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -54,6 +55,7 @@ def test_a_login_through_the_provider_maps_its_groups_and_logging_out_ends_its_s
 
     page.goto("/inventory/nodes/")
     expect(page).to_have_url(f"{browser_page.base_url}/accounts/login/?next=/inventory/nodes/")
+    assert blocking(axe_violations(page)) == []  # the login page with its "Log in with …" button
     sign_in_at_provider(page, "ada")
     expect(page).to_have_url(f"{browser_page.base_url}/inventory/nodes/")  # where the user was going
     expect(page.locator(".usermenu .menu-button")).to_contain_text("ada")
