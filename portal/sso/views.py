@@ -22,6 +22,7 @@ from ..generic import ObjectListView, ObjectView
 from . import filters, oidc, tables
 from .backends import local_logins
 from .forms import DryRunForm, LoginForm
+from .ldap import BACKEND as LDAP_BACKEND
 from .mapping import dry_run
 from .models import DirectoryGroupMapping
 
@@ -61,9 +62,16 @@ class LoginView(auth_views.LoginView):
     authentication_form = LoginForm
 
     def get_context_data(self, **kwargs):
-        found = oidc.config()
-        return {**super().get_context_data(**kwargs), "local_logins": local_logins(),
-                "oidc_provider": found and found["provider_name"]}
+        return {**super().get_context_data(**kwargs), **login_page_context()}
+
+
+def login_page_context():
+    """What the login page offers: "Log in with …" where OpenID Connect is set up; the password form where a
+    password logs in (local accounts, LDAP), or where nothing else would."""
+    found = oidc.config()
+    passwords = local_logins() or LDAP_BACKEND in settings.AUTHENTICATION_BACKENDS
+    return {"local_logins": local_logins(), "oidc_provider": found and found["provider_name"],
+            "password_form": passwords or not found}
 
 
 log = logging.getLogger(__name__)
@@ -73,8 +81,7 @@ NEXT = "oidc_next"
 
 def oidc_refused(request, message, status=403):
     """The login page again, saying why the provider's answer did not log in."""
-    context = {"form": LoginForm(request), "sso_error": message, "local_logins": local_logins(),
-               "oidc_provider": oidc.config()["provider_name"]}
+    context = {"form": LoginForm(request), "sso_error": message, **login_page_context()}
     return render(request, "registration/login.html", context, status=status)
 
 

@@ -89,6 +89,12 @@ def test_the_login_page_offers_the_provider_only_where_it_is_set_up(settings, db
     use_provider(settings, provider)
     page = Client().get("/accounts/login/?next=/support/")
     assert b"Log in with Lab ID" in page.content and b"/sso/oidc/login/?next=/support/" in page.content
+    assert b'name="password"' in page.content  # local accounts still log in beside it
+    settings.AUTHENTICATION_BACKENDS = [backend.replace("django.contrib.auth.backends.ModelBackend",
+                                                        "portal.sso.backends.PermissionsOnlyBackend")
+                                        for backend in settings.AUTHENTICATION_BACKENDS]
+    only_sso = Client().get("/accounts/login/")  # LOCAL_LOGINS=0 and no LDAP: no password to type anywhere
+    assert b"Log in with Lab ID" in only_sso.content and b'name="password"' not in only_sso.content
 
 
 def test_a_provider_login_gets_the_roles_and_teams_its_groups_claim_maps_to(oidc_login):
