@@ -67,6 +67,19 @@ class Provider:
         self.write(users={**self.state["users"], user: {**self.state["users"][user], "groups": groups}})
 
 
+def use_provider(settings, provider, **extra):
+    """The portal (pytest-django's ``settings``) set up from the environment variables of docs/authentication.md for
+    this provider, as portal/settings.py would: the backend, the ``OIDC`` settings, the logout's form-action."""
+    from portal.sso import oidc
+
+    others = [backend for backend in settings.AUTHENTICATION_BACKENDS if backend != oidc.BACKEND]
+    settings.AUTHENTICATION_BACKENDS = [others[0], oidc.BACKEND, *others[1:]]
+    settings.OIDC = oidc.oidc_settings(provider.env(**extra))["OIDC"]
+    directives = settings.CONTENT_SECURITY_POLICY["DIRECTIVES"]
+    settings.CONTENT_SECURITY_POLICY = {"DIRECTIVES": {
+        **directives, "form-action": [*directives["form-action"], oidc.origin(provider.issuer)]}}
+
+
 @contextmanager
 def throwaway_provider(*portal_urls):
     folder, port = Path(tempfile.mkdtemp(prefix="cluster-portal-oidc-")), free_port()

@@ -12,7 +12,7 @@ from portal.roles import MANAGER, RESEARCHER
 from portal.sso import ldap as sso_ldap
 from tests.helpers import ldapserver, oidcprovider
 from tests.helpers.axe import axe_violations, blocking
-from tests.portal.test_sso_oidc import use_provider
+from tests.helpers.oidcprovider import use_provider
 
 pytestmark = pytest.mark.django_db(transaction=True)
 pytest_plugins = ["tests.helpers.browser"]  # the browser_page fixture

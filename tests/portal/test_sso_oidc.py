@@ -3,7 +3,7 @@ with Django's test client on the portal's side and ``requests`` on the provider'
 to roles and teams (source OpenID Connect), a group removed at the provider taken away at the next login, the
 session ending when the ID token does, and the ID tokens the portal must refuse: one tampered with on its way, one
 expired (the provider's clock off), one with another nonce than the portal sent. The browser walk is
-``test_sso_oidc_browser.py``."""
+``test_sso_browser.py``."""
 
 import re
 from urllib.parse import parse_qsl, urlencode, urljoin, urlsplit, urlunsplit
@@ -16,9 +16,9 @@ from django.test import Client
 from inventory.models import Team, TeamMember
 from portal.models import DirectoryGroupMapping, LoginGrantChange
 from portal.roles import MANAGER, RESEARCHER
-from portal.sso import oidc as sso_oidc
 from tests.helpers import oidcprovider
 from tests.helpers.accounts import make_user
+from tests.helpers.oidcprovider import use_provider
 
 pytestmark = pytest.mark.skipif(bool(oidcprovider.missing()),
                                 reason=f"OpenID Connect tests need: {', '.join(oidcprovider.missing())}")
@@ -28,16 +28,6 @@ pytestmark = pytest.mark.skipif(bool(oidcprovider.missing()),
 def provider():
     with oidcprovider.throwaway_provider() as found:
         yield found
-
-
-def use_provider(settings, provider, **extra):
-    """The portal set up from the environment variables of docs/authentication.md for this provider."""
-    settings.AUTHENTICATION_BACKENDS = [settings.AUTHENTICATION_BACKENDS[0], sso_oidc.BACKEND,
-                                        *settings.AUTHENTICATION_BACKENDS[1:]]
-    settings.OIDC = sso_oidc.oidc_settings(provider.env(**extra))["OIDC"]
-    settings.CONTENT_SECURITY_POLICY = {"DIRECTIVES": {
-        **settings.CONTENT_SECURITY_POLICY["DIRECTIVES"],
-        "form-action": ["'self'", sso_oidc.origin(provider.issuer)]}}
 
 
 @pytest.fixture
