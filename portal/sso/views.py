@@ -23,7 +23,7 @@ from . import filters, oidc, tables
 from .backends import local_logins
 from .forms import DryRunForm, LoginForm
 from .ldap import BACKEND as LDAP_BACKEND
-from .mapping import dry_run
+from .mapping import apply, dry_run
 from .models import DirectoryGroupMapping
 
 
@@ -127,10 +127,8 @@ class OIDCCallbackView(View):
         if user is None:
             return oidc_refused(request, getattr(request, "oidc_refused", "This account may not log in."))
         wanted = request.session.pop(NEXT, "")
+        apply(user, oidc.groups_of(found), "oidc")  # before the login: a failure here logs nobody in
         login(request, user)
-        from .mapping import apply
-
-        apply(user, oidc.groups_of(found), "oidc")
         request.session[ID_TOKEN] = token["id_token"]
         left = int(found["exp"] - time.time())
         if settings.OIDC_SESSION_FROM_TOKEN and left < settings.SESSION_COOKIE_AGE:
