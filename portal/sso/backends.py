@@ -1,8 +1,13 @@
 """``LOCAL_LOGINS=0``: the portal's own passwords off, its permissions (roles are Django groups) unchanged; the
 OpenID Connect login's user from the provider's claims; the remote-user header's user (trusted proxies only)."""
 
+from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.contrib.auth.backends import ModelBackend, RemoteUserBackend
+
+from . import remote_user as remote_user_config
+from .mapping import apply
+from .oidc import config
 
 
 class PermissionsOnlyBackend(ModelBackend):
@@ -12,21 +17,17 @@ class PermissionsOnlyBackend(ModelBackend):
 
 def local_logins():
     """Whether the portal's own passwords log in (``LOCAL_LOGINS``, read from the backends it set up)."""
-    from django.conf import settings
-
     return f"{__name__}.PermissionsOnlyBackend" not in settings.AUTHENTICATION_BACKENDS
 
 
 class OIDCBackend(ModelBackend):
     """A user from the provider's claims (``authenticate(request, oidc_claims=…)``, called only by the callback
     view after Authlib checked the ID token); their permissions as the portal's other users'. A first login creates
-    the account; one with a portal password of the same name is not taken over (``refused`` says so)."""
+    the account; one with a portal password of the same name is not taken over (``request.oidc_refused`` says why)."""
 
     def authenticate(self, request, oidc_claims=None, **kwargs):
         if oidc_claims is None:
             return None
-        from .oidc import config
-
         username = str(oidc_claims.get(config()["username_claim"]) or oidc_claims["sub"])[:150]
         names = (oidc_claims.get("given_name") or "", oidc_claims.get("family_name") or "")
         if not any(names) and oidc_claims.get("name"):
@@ -54,11 +55,6 @@ class TrustedProxyRemoteUserBackend(RemoteUserBackend):
     def authenticate(self, request, remote_user):
         if not remote_user or request is None:
             return None
-        from django.conf import settings
-
-        from . import remote_user as config_of
-        from .mapping import apply
-
         existing = get_user_model().objects.filter(username=self.clean_username(remote_user)).first()
         if existing is not None and existing.has_usable_password():
             return None
@@ -70,7 +66,7 @@ class TrustedProxyRemoteUserBackend(RemoteUserBackend):
         if email and email != user.email:
             user.email = email
             user.save(update_fields=["email"])
-        groups = config_of.groups_of(config, request.META)
+        groups = remote_user_config.groups_of(config, request.META)
         if groups is not None:
             apply(user, groups, "remote_user")
         return user
