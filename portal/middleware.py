@@ -21,6 +21,7 @@ from django.template.loader import render_to_string
 from rest_framework.response import Response as APIResponse
 
 from . import history
+from .sso.views import login_page_context
 
 
 class RequestIdMiddleware:
@@ -77,7 +78,8 @@ def login_locked_out(request, original_response=None, credentials=None):
     """``AXES_LOCKOUT_CALLABLE``: the login page again, with the lockout explained, as HTTP 429 (the
     admin's login form too: one page that says what happened and what to do)."""
     form = AuthenticationForm(request, initial={"username": (credentials or {}).get("username", "")})
-    context = {"form": form, "locked_out": lockout_message(), "next": request.POST.get("next", "")}
+    context = {"form": form, "locked_out": lockout_message(), "next": request.POST.get("next", ""),
+               **login_page_context()}
     return render(request, "registration/login.html", context, status=429)
 
 

@@ -76,6 +76,7 @@ def test_api_root_lists_apps_schema_and_docs(manager_api):
         "planning": "http://testserver/api/planning/",
         "support": "http://testserver/api/support/",
         "changes": "http://testserver/api/changes/",
+        "tokens": "http://testserver/api/tokens/",
         "schema": "http://testserver/api/schema/",
         "docs": "http://testserver/api/docs/",
         "redoc": "http://testserver/api/redoc/",
