@@ -1,5 +1,5 @@
 """Accessibility in a real browser (Chromium, 1280×800), issue 37: axe-core (vendored in tests/static/) finds no
-serious or critical violation on the log-in page, the home page, every page of the menus and one detail page of each
+violation of any impact on the log-in page, the home page, every page of the menus and one detail page of each
 kind reached from them, on the demo fleet; and what axe cannot see, tried by keyboard: the skip link is the first
 Tab stop and moves the focus to the content, Escape closes an open menu and gives the focus back to its button, and
 a list's row checkboxes are named after their rows."""
@@ -14,7 +14,7 @@ from portal.registry import menu
 from portal.roles import ADMIN, MANAGER
 from tests.factories import make_node
 from tests.helpers.accounts import make_user
-from tests.helpers.axe import axe_violations, blocking
+from tests.helpers.axe import axe_violations
 from tests.helpers.browser_steps import log_in
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -39,11 +39,11 @@ def check(page, url, found, counts):
     violations = axe_violations(page)
     for violation in violations:
         counts[violation["impact"]] = counts.get(violation["impact"], 0) + violation["count"]
-    if blocking(violations):
-        found[url] = [(v["id"], v["impact"], v["count"], v["nodes"]) for v in blocking(violations)]
+    if violations:  # none at all: minor and moderate ones too (the serious and critical were 334 before issue 37)
+        found[url] = [(v["id"], v["impact"], v["count"], v["nodes"]) for v in violations]
 
 
-def test_axe_finds_nothing_serious_on_any_page(demo, browser_page):
+def test_axe_finds_nothing_on_any_page(demo, browser_page):
     session, page = browser_page, browser_page.page
     found, counts = {}, {}
     check(page, "/accounts/login/", found, counts)
@@ -61,7 +61,7 @@ def test_axe_finds_nothing_serious_on_any_page(demo, browser_page):
         check(page, url, found, counts)
     pages = 2 + len(lists) + 1 + len(user_menu) + len(details)
     print(f"axe on {pages} pages, violations by impact (elements):", counts)
-    assert found == {}, f"serious or critical accessibility violations: {found}"
+    assert found == {}, f"accessibility violations: {found}"
     session.assert_clean()
 
 
