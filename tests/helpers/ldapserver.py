@@ -9,15 +9,13 @@ It listens on a free loopback port with its database in a temporary folder, and 
 Tests skip when the programs are missing (``missing``)."""
 
 import shutil
-import socket
 import subprocess
 import tempfile
-import time
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from tests.helpers.pgserver import free_port
+from tests.helpers.pgserver import free_port, wait_for_port
 
 SLAPD, LDAPADD, LDAPMODIFY = "/usr/sbin/slapd", "ldapadd", "ldapmodify"
 SUFFIX = "dc=lab,dc=example"
@@ -97,15 +95,7 @@ def throwaway_directory():
     server = subprocess.Popen([SLAPD, "-f", str(folder / "slapd.conf"), "-h", uri, "-d", "0"],
                               stdout=subprocess.DEVNULL, stderr=open(folder / "slapd.log", "w"))  # noqa: SIM115
     try:
-        deadline = time.monotonic() + 20
-        while True:
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=1).close()
-                break
-            except OSError:
-                if server.poll() is not None or time.monotonic() > deadline:
-                    raise RuntimeError(f"slapd did not start: {(folder / 'slapd.log').read_text()}") from None
-                time.sleep(0.05)
+        wait_for_port(server, port, 20, (folder / "slapd.log").read_text)
         subprocess.run([LDAPADD, "-x", "-H", uri, "-D", ROOT_DN, "-w", ROOT_PASSWORD], input=directory_ldif(),
                        text=True, check=True, capture_output=True, timeout=30)
         yield Directory(uri)

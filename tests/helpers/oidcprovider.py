@@ -12,7 +12,6 @@ or the installed package is missing (``missing``)."""
 import json
 import os
 import shutil
-import socket
 import subprocess
 import tempfile
 import time
@@ -21,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from tests.helpers.paths import ROOT
-from tests.helpers.pgserver import free_port
+from tests.helpers.pgserver import free_port, wait_for_port
 
 FOLDER = ROOT / "tests" / "oidc"
 CLIENT_ID, CLIENT_SECRET = "portal", "portal-test-secret"
@@ -94,15 +93,7 @@ def throwaway_provider(*portal_urls):
     server = subprocess.Popen(["node", str(FOLDER / "provider.js"), str(provider.state_path), str(port)],
                               cwd=FOLDER, stdout=open(log, "w"), stderr=subprocess.STDOUT)  # noqa: SIM115
     try:
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=1).close()
-                break
-            except OSError:
-                if server.poll() is not None or time.monotonic() > deadline:
-                    raise RuntimeError(f"the OpenID provider did not start: {log.read_text()}") from None
-                time.sleep(0.05)
+        wait_for_port(server, port, 30, log.read_text)
         yield provider
     finally:
         server.terminate()

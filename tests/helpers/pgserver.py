@@ -10,6 +10,7 @@ import shutil
 import socket
 import subprocess
 import tempfile
+import time
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -33,6 +34,20 @@ def free_port():
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return sock.getsockname()[1]
+
+
+def wait_for_port(server, port, seconds, log):
+    """Wait until the daemon ``server`` (a Popen) accepts connections on ``port``; ``RuntimeError`` with its log (a
+    function giving the text) if it exits or ``seconds`` pass first."""
+    deadline = time.monotonic() + seconds
+    while True:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=1).close()
+            return
+        except OSError:
+            if server.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError(f"{server.args[0]} did not start: {log()}") from None
+            time.sleep(0.05)
 
 
 @contextmanager
