@@ -20,9 +20,10 @@ statement is the fastest form found of the figures as ``inventory.telemetry.quer
   range's start (``jobstats.queue_wait_percentiles``), in the same statement as the allocations;
 - goodput per team (``goodput.queries.goodput_by``): the allocation above (floored per team), the queue-wait share
   of the jobs started in the window, the interruptions that ended in it by cause, the infrastructure's lost work
-  inside the window (``lost_in_range``) and restart wait, priced at ``IDLE_GPU_HOUR_COST`` (the bench fleet has no
-  contract, so every node is priced at the default, as the portal prices a node without one), and the ratios of
-  ``figures``.
+  inside the window (``LOST_IN_RANGE``) and restart wait, priced at ``IDLE_GPU_HOUR_COST`` (the bench fleet has no
+  contract, so every node is priced at the default, as the portal prices a node without one), the ratios of
+  ``figures`` and its losses by cause (GPU faults, node faults, the scheduler's and the user's interruptions since
+  their last checkpoint, ``SINCE_CHECKPOINT_IN_RANGE``, and GPUs × queue wait).
 
 ``%(job_start)s`` is the range's start (``Range.start``), ``%(now)s`` the moment of the request, ``%(cut_first)s``
 … ``%(day_after)s`` where the rollup's rows begin and end (``cuts``). No statement holds a brace: ``bench/telemetry.py``
@@ -113,30 +114,45 @@ BARE_ALLOCATIONS_SQL = {"account": [ALLOCATION_ROWS + BY_ACCOUNT],
                         "partition": [ALLOCATION_ROWS + QUEUE_WAITS + BY_PARTITION]}
 BARE_SLURM_PAGE_SQL = [ALLOCATION_ROWS + QUEUE_WAITS + BY_ACCOUNT + " UNION ALL " + BY_PARTITION]
 
-LOST_RUN_IN_RANGE = """CASE WHEN coalesce(lost_run_gpu_hours, 0) = 0 OR gpus = 0 THEN coalesce(lost_run_gpu_hours, 0)
-    ELSE least(lost_run_gpu_hours, gpus * extract(epoch FROM ended_at - greatest(
-        ended_at - make_interval(secs => lost_run_gpu_hours / gpus * 3600), %(job_start)s)) / 3600) END"""
+# An interruption's lost work inside the range (``goodput.queries.lost_run``): GPUs × the last lost / GPUs hours of
+# its run, those after the range's start (``after``); without GPUs, all of it. Of the user's and the scheduler's
+# (``since_checkpoint``): GPUs × its run since its last checkpoint (run mod the checkpoint interval), after the start.
+# Hours by ``date_part`` (in double precision), as the portal's ``Hours``: EXTRACT computes in numeric, slower.
+LOST_IN_RANGE = """CASE WHEN gpus = 0 THEN coalesce(lost_run_gpu_hours, 0)
+    ELSE gpus * least(coalesce(lost_run_gpu_hours, 0) / gpus, after) END"""
+SINCE_CHECKPOINT_IN_RANGE = "gpus * least(run - %(checkpoint_hours)s * floor(run / %(checkpoint_hours)s), after)"
+GPU_FAULT_REASONS = "('xid_79', 'ecc', 'xid', 'ecc_dbe')"  # goodput.queries.GPU_FAULTS
 # /api/inventory/goodput/?group_by=team: one row per team with the figures of ``goodput.queries.figures``.
 BARE_GOODPUT_SQL = [ALLOCATED + f""",
     allocated AS (SELECT account, greatest(sum(hours), 0) AS hours FROM h GROUP BY account),
     waits AS (
-        SELECT account, sum(gpus * extract(epoch FROM greatest(start_time - submit_time, interval '0'))) / 3600
+        SELECT account, date_part('epoch', sum(gpus * greatest(start_time - submit_time, interval '0'))) / 3600
                AS waited,
-               sum(gpus * extract(epoch FROM greatest(least(coalesce(end_time, running_until, %(now)s), %(now)s)
+               date_part('epoch', sum(gpus * greatest(least(coalesce(end_time, running_until, %(now)s), %(now)s)
                                                       - greatest(start_time, %(job_start)s), interval '0'))) / 3600
                AS ran
         FROM inventory_slurmjob WHERE start_time >= %(job_start)s AND start_time <= %(now)s GROUP BY account),
+    i AS (
+        SELECT account, cause, reason, gpus, lost_run_gpu_hours, coalesce(lost_wait_gpu_hours, 0) AS wait,
+               date_part('epoch', ended_at - %(job_start)s) / 3600 AS after,
+               greatest(date_part('epoch', ended_at - started_at) / 3600, 0) AS run
+        FROM inventory_interruption WHERE ended_at >= %(job_start)s AND ended_at <= %(now)s),
     lost AS (
         SELECT account, count(*) FILTER (WHERE cause = 'infrastructure') AS infrastructure,
                count(*) FILTER (WHERE cause = 'user') AS users,
                count(*) FILTER (WHERE cause = 'scheduler') AS scheduler,
-               coalesce(sum({LOST_RUN_IN_RANGE}) FILTER (WHERE cause = 'infrastructure'), 0) AS run,
-               coalesce(sum(coalesce(lost_wait_gpu_hours, 0)) FILTER (WHERE cause = 'infrastructure'), 0) AS wait
-        FROM inventory_interruption WHERE ended_at >= %(job_start)s AND ended_at <= %(now)s GROUP BY account),
+               coalesce(sum({LOST_IN_RANGE}) FILTER (WHERE cause = 'infrastructure'), 0) AS run,
+               coalesce(sum(wait) FILTER (WHERE cause = 'infrastructure'), 0) AS wait,
+               coalesce(sum({LOST_IN_RANGE} + wait) FILTER (WHERE reason IN {GPU_FAULT_REASONS}), 0) AS gpu_fault,
+               coalesce(sum({SINCE_CHECKPOINT_IN_RANGE}) FILTER (WHERE cause = 'scheduler'), 0) AS preempted,
+               coalesce(sum({SINCE_CHECKPOINT_IN_RANGE}) FILTER (WHERE cause = 'user'), 0) AS user_lost
+        FROM i GROUP BY account),
     g AS (
         SELECT account, coalesce(a.hours, 0) AS alloc, coalesce(q.waited, 0) AS waited, coalesce(q.ran, 0) AS ran,
                coalesce(l.infrastructure, 0) AS infrastructure, coalesce(l.users, 0) AS users,
-               coalesce(l.scheduler, 0) AS scheduler, coalesce(l.run, 0) AS run, coalesce(l.wait, 0) AS wait
+               coalesce(l.scheduler, 0) AS scheduler, coalesce(l.run, 0) AS run, coalesce(l.wait, 0) AS wait,
+               coalesce(l.gpu_fault, 0) AS gpu_fault, coalesce(l.preempted, 0) AS preempted,
+               coalesce(l.user_lost, 0) AS user_lost
         FROM allocated a FULL JOIN waits q USING (account) FULL JOIN lost l USING (account))
     SELECT account, alloc, infrastructure, users, scheduler,
            CASE WHEN alloc > 0 THEN infrastructure / (alloc / 24) * 1000 END,
@@ -144,12 +160,14 @@ BARE_GOODPUT_SQL = [ALLOCATED + f""",
            CASE WHEN infrastructure > 0 AND alloc > 0 THEN %(job_hours)s / (alloc / infrastructure / %(gpus)s) END,
            run + wait, run, wait, (run + wait) * %(cost)s, run + wait,
            CASE WHEN waited + ran > 0 THEN waited / (waited + ran) END,
-           CASE WHEN alloc > 0 THEN least(1, greatest(0, (alloc - run) / alloc)) END
+           CASE WHEN alloc > 0 THEN least(1, greatest(0, (alloc - run) / alloc)) END,
+           gpu_fault, greatest(run + wait - gpu_fault, 0), preempted, user_lost, waited
     FROM g"""]
 GOODPUT_FIGURES = ["allocated_gpu_hours", "interruptions", "user_interruptions", "scheduler_interruptions",
                    "interruptions_per_1000_gpu_days", "mtbi_hours", "expected_restarts", "lost_gpu_hours",
                    "lost_run_gpu_hours", "lost_wait_gpu_hours", "lost_cost", "lost_gpu_hours_at_default_cost",
-                   "queue_wait_share", "goodput_ratio"]
+                   "queue_wait_share", "goodput_ratio", "lost_gpu_fault_gpu_hours", "lost_node_fault_gpu_hours",
+                   "lost_preemption_gpu_hours", "lost_user_gpu_hours", "queue_wait_gpu_hours"]
 
 # /api/inventory/interruptions/: the count and the first page, newest first, with what each row names (the job's
 # Slurm id, the node's host name, the fault).
@@ -175,7 +193,8 @@ def params(span, buckets, **extra):
 
     start, now = day_start(buckets[0]) if span.daily else buckets[0], timezone.now()
     return {"job_start": start, "now": now, **cuts(start, now), "cost": settings.IDLE_GPU_HOUR_COST,
-            "gpus": settings.GOODPUT_MTBI_GPUS, "job_hours": 24.0, "page_size": PAGE_SIZE, **extra}
+            "gpus": settings.GOODPUT_MTBI_GPUS, "job_hours": 24.0, "page_size": PAGE_SIZE,
+            "checkpoint_hours": settings.GOODPUT_CHECKPOINT_MINUTES / 60, **extra}
 
 
 def cuts(start, now):

@@ -190,9 +190,9 @@ JOBS_SQL = """CREATE TEMP TABLE jh_job AS
 
 INSERT_SQL = [
     """INSERT INTO inventory_slurmjob (source_id, job_id, cluster, name, "user", account, partition, state, submit_time,
-                                    start_time, end_time, nodes, node_count, gpus, running_until, restarts)
+                                    start_time, end_time, nodes, node_count, gpus, running_until, restarts, reason)
     SELECT %(source)s, j.job_id, 'bench', p.name, p."user", p.account, p.partition, j.state, j.submit, j.start_time,
-           j.end_time, p.nodes, p.node_count, p.gpus, j.running_until, j.run
+           j.end_time, p.nodes, p.node_count, p.gpus, j.running_until, j.run, ''
     FROM jh_job j JOIN jh_plan p USING (key) ORDER BY j.submit, j.job_id""",
     # The ingest stores a host per node of a started run, with the job's GPUs spread evenly (all alike here).
     """INSERT INTO inventory_slurmjobnode (job_id, host, node_id, gpus)

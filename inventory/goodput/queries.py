@@ -54,6 +54,7 @@ from django.db.models import (
     IntegerField,
     Min,
     OuterRef,
+    Q,
     Sum,
     Value,
     When,
@@ -233,7 +234,8 @@ class Hours(Func):
     """A duration in hours (a float), computed by the database: an interval's seconds on PostgreSQL, the
     microseconds Django stores a duration as on SQLite (the demo's database)."""
 
-    template = "CAST(EXTRACT(EPOCH FROM %(expressions)s) AS DOUBLE PRECISION) / 3600"
+    # date_part, not EXTRACT: EXTRACT computes in numeric (the goodput sums' CASE expressions took 1.6 times as long)
+    template = "date_part('epoch', %(expressions)s) / 3600"
     output_field = FloatField()
 
     def as_sqlite(self, compiler, connection, **extra):
@@ -245,16 +247,25 @@ def hours_after(moment):
     return Hours(ExpressionWrapper(F("ended_at") - Value(moment), output_field=DurationField()))
 
 
-def lost_run(begin, end=None, lost=None):
-    """An interruption's lost work (GPU-hours since its last checkpoint; ``lost``: an expression of it, the recorded
-    estimate by default) inside [begin, end] (``end`` None: until it ended), as an expression: the lost run is its
-    last lost / GPUs hours. Without GPUs it cannot be placed in time: all of it (``end`` None), else none."""
-    lost, gpus = lost or Coalesce(F("lost_run_gpu_hours"), Value(0.0)), F("gpus")
-    ran = Least(lost / NullIf(gpus, Value(0)), hours_after(begin))
+def lost_run(begin, end=None, checkpoint=False, last=False):
+    """An interruption's lost work inside [begin, end] (``end`` None: until it ended), as an expression: the recorded
+    estimate (GPU-hours since its last checkpoint), or with ``checkpoint`` its run since the last checkpoint at the
+    default interval (``since_checkpoint``). The lost run is its last lost / GPUs hours: GPUs × the part of those
+    hours inside the window. Without GPUs it cannot be placed in time: all of it in the window it ended in ([begin,
+    end), or [begin, end] for the ``last`` window of a range; ``end`` None: all of it), so that windows add up."""
+    gpus, recorded = F("gpus"), Coalesce(F("lost_run_gpu_hours"), Value(0.0))
+    # The run since the checkpoint written once: each repetition of an expression is computed again for every
+    # interruption. It is never negative; a recorded estimate may be (a run that ended before it started).
+    per_gpu = since_checkpoint() if checkpoint else recorded / NullIf(gpus, Value(0))
+    ran = Least(per_gpu, hours_after(begin))
+    without_gpus = Value(0.0) if checkpoint else recorded  # the run since the checkpoint × 0 GPUs: nothing
     if end is not None:
         ran = ran - Greatest(hours_after(end), Value(0.0))
-    return Case(When(gpus=0, then=lost if end is None else Value(0.0)),
-                default=Least(lost, Greatest(ran, Value(0.0)) * gpus), output_field=FloatField())
+        ended_inside = Q(ended_at__gte=begin, **{"ended_at__lte" if last else "ended_at__lt": end})
+        without_gpus = Case(When(ended_inside, then=without_gpus), default=Value(0.0), output_field=FloatField())
+    inside = Greatest(ran, Value(0.0)) * gpus
+    return Case(When(gpus=0, then=without_gpus), default=inside if checkpoint else Least(recorded, inside),
+                output_field=FloatField())
 
 
 LOST_WAIT = Coalesce(F("lost_wait_gpu_hours"), Value(0.0))  # an interruption's restart wait × GPUs
@@ -264,14 +275,14 @@ GPU_FAULTS = (attribution.XID_79, attribution.ECC, attribution.XID, attribution.
 
 
 def since_checkpoint():
-    """The user's and the scheduler's interruptions record no estimate: GPUs × their run since the last checkpoint at
-    the default interval (``attribution.since_checkpoint``: run mod interval), as an expression."""
+    """The user's and the scheduler's interruptions record no estimate: their run since the last checkpoint at the
+    default interval (``attribution.since_checkpoint``: run mod interval), per GPU, as an expression."""
     interval = settings.GOODPUT_CHECKPOINT_MINUTES / 60
     run = Greatest(Hours(ExpressionWrapper(F("ended_at") - F("started_at"), output_field=DurationField())),
                    Value(0.0))
     if interval <= 0:
-        return run * F("gpus")
-    return (run - Value(interval) * Floor(run / Value(interval))) * F("gpus")
+        return run
+    return run - Value(interval) * Floor(run / Value(interval))
 
 
 def of_cause(expression, cause=None, reasons=None):
@@ -280,14 +291,14 @@ def of_cause(expression, cause=None, reasons=None):
     return Case(When(**condition, then=expression), default=Value(0.0), output_field=FloatField())
 
 
-def run_values(begin, end=None):
-    """What ``piece_sums`` sums of every interruption, its lost work inside [begin, end]: the infrastructure's
-    (``run``; priced), of it that of GPU faults (``gpu_run``), and the work the scheduler's (``preempted``) and the
-    user's (``user``) interruptions lost since their last checkpoint."""
-    return {"run": of_cause(lost_run(begin, end), attribution.INFRASTRUCTURE),
-            "gpu_run": of_cause(lost_run(begin, end), reasons=GPU_FAULTS),
-            "preempted": of_cause(lost_run(begin, end, since_checkpoint()), attribution.SCHEDULER),
-            "user": of_cause(lost_run(begin, end, since_checkpoint()), attribution.USER)}
+def run_values(begin, end=None, last=False):
+    """What ``piece_sums`` sums of every interruption, its lost work inside [begin, end] (``lost_run``): the
+    infrastructure's (``run``; priced), of it that of GPU faults (``gpu_run``), and the work the scheduler's
+    (``preempted``) and the user's (``user``) interruptions lost since their last checkpoint."""
+    return {"run": of_cause(lost_run(begin, end, last=last), attribution.INFRASTRUCTURE),
+            "gpu_run": of_cause(lost_run(begin, end, last=last), reasons=GPU_FAULTS),
+            "preempted": of_cause(lost_run(begin, end, True, last), attribution.SCHEDULER),
+            "user": of_cause(lost_run(begin, end, True, last), attribution.USER)}
 
 
 # The restart waits (counted where the interruption ended): the infrastructure's (priced), of them the GPU faults'.
@@ -296,31 +307,40 @@ WAIT_VALUES = {"wait": of_cause(LOST_WAIT, attribution.INFRASTRUCTURE), "gpu_wai
 RUNS = ("run", "gpu_run", "preempted", "user")  # the names of ``run_values``, in its order
 
 
-# An infrastructure interruption (``i``) split over its job's nodes (``a``) by the GPUs the job held on each, or one
-# piece on its own node when the job lists none (``a`` null): each piece's node and share of the interruption.
+# An interruption (``i``) split over its job's nodes (``a``) by the GPUs the job held on each (evenly where it held
+# none), or one piece on its own node when the job lists none (``a`` null): each piece's node and share of the
+# interruption. The shares sum to 1: no grouping loses or adds lost work.
 PIECE_NODE = "CASE WHEN a.id IS NULL THEN i.node_id ELSE a.node_id END"
-PIECE_SHARE = ("CASE WHEN a.id IS NULL THEN 1.0 ELSE CAST(a.gpus AS DOUBLE PRECISION) "
-               "/ COALESCE(NULLIF(SUM(a.gpus) OVER (PARTITION BY i.id), 0), 1) END")
+PIECE_SHARE = ("CASE WHEN a.id IS NULL THEN 1.0 ELSE COALESCE(CAST(a.gpus AS DOUBLE PRECISION) "
+               "/ NULLIF(SUM(a.gpus) OVER (PARTITION BY i.id), 0), 1.0 / COUNT(*) OVER (PARTITION BY i.id)) END")
 
 
-def piece_sums(rows, values, key=None):
+def piece_sums(rows, values, key=None, costs=None):
     """The sums of the ``values`` (name: expression on an interruption) of the pieces of the infrastructure's
     interruptions ``rows``, each × the piece's share, per value of the interruption's ``key`` (an expression; None: per
     piece's node) and of the node's cost per GPU-hour (``inventory.costs``; null without one): rows ``(key, cost,
     *sums)``. One query: the ORM's rows of the interruptions, split and summed in SQL written here (the ORM joins
-    ``SlurmJobNode`` only through the job and would compute each piece's share again in every sum)."""
+    ``SlurmJobNode`` only through the job and would compute each piece's share again in every sum). ``costs``:
+    ``gpu_hour_costs()`` where already read."""
     columns = {"key": key} if key is not None else {}
     rows = rows.order_by().values("id", "job_id", "node_id", **columns, **values)
     sql, params = rows.query.get_compiler(rows.db).as_sql()
     connection = connections[rows.db]
     quote = connection.ops.quote_name
     nodes_at = defaultdict(list)
-    for node_id, cost in gpu_hour_costs().items():
+    for node_id, cost in (gpu_hour_costs() if costs is None else costs).items():
         nodes_at[float(cost)].append(node_id)
     # Node ids written as integers: a parameter each costs the driver more than the query (1,250: 10-30 ms).
     whens = " ".join(f"WHEN p.piece_node IN ({', '.join(str(int(pk)) for pk in ids)}) "
                      "THEN CAST(%s AS DOUBLE PRECISION)" for ids in nodes_at.values())
     cost_sql = f"CASE {whens} END" if nodes_at else "CAST(NULL AS DOUBLE PRECISION)"
+    if key is not None and not nodes_at:
+        # Grouped by the interruption's own field and every node priced alike: its pieces' shares sum to 1, so the
+        # split would change nothing (it cost three times this scan on 27,000 interruptions).
+        sums = ", ".join(f"SUM(i.{quote(name)})" for name in values)
+        with connection.cursor() as cursor:
+            cursor.execute(f"SELECT i.{quote('key')}, {cost_sql}, {sums} FROM ({sql}) i GROUP BY 1, 2", params)
+            return cursor.fetchall()
     sums = ", ".join(f"SUM(p.{quote(name)} * p.share)" for name in values)
     pieces = (f"SELECT i.*, {PIECE_NODE} AS piece_node, {PIECE_SHARE} AS share FROM ({sql}) i "
               f"LEFT JOIN {quote(SlurmJobNode._meta.db_table)} a ON a.job_id = i.job_id")
@@ -357,12 +377,23 @@ def interruption_sums(rows, key, start):
     """``{group: {cause: interruptions, "lost_run", "lost_wait", "lost_cost", "lost_at_default", "lost_gpu_fault",
     "lost_preempted", "lost_user"}}`` of the interruptions ``rows``, grouped by their field ``key`` (``node_id``: the
     node of the fault for the counts, of each piece for the lost GPU-hours), their lost work inside [start, their
-    end]. Two queries and the costs'."""
+    end]. Two queries and the costs' (one where the key is a job's field and no node has a contract cost)."""
+    values, costs = {**run_values(start), **WAIT_VALUES}, gpu_hour_costs()
+    if key != "node_id" and not costs:
+        # Every node priced alike: the split over the job's nodes changes nothing (``piece_sums``), so one scan
+        # counts and sums per group and cause.
+        found = defaultdict(lambda: defaultdict(float))
+        for group, cause, count, run, gpu_run, preempted, user, wait, gpu_wait in (
+                rows.values_list(key, "cause").annotate(n=Count("pk"), **{n: Sum(v) for n, v in values.items()})
+                .order_by()):
+            found[group][cause] += count
+            add_lost(found[group], run, wait, None, gpu_run=gpu_run, gpu_wait=gpu_wait, preempted=preempted,
+                     user=user)
+        return found
     found = cause_counts(rows, F(key))
     if found:
         by = None if key == "node_id" else F(key)
-        for group, cost, run, gpu_run, preempted, user, wait, gpu_wait in piece_sums(
-                rows, {**run_values(start), **WAIT_VALUES}, by):
+        for group, cost, run, gpu_run, preempted, user, wait, gpu_wait in piece_sums(rows, values, by, costs):
             add_lost(found[group], run, wait, cost, gpu_run=gpu_run, gpu_wait=gpu_wait, preempted=preempted,
                      user=user)
     return found
@@ -380,7 +411,7 @@ def interruption_sums_by_month(rows, windows):
                           for index, (begin, _) in reversed(list(enumerate(windows.values())))),
                         output_field=IntegerField())
         runs = {f"{name}{index}": value for index, (begin, end) in enumerate(windows.values())
-                for name, value in run_values(begin, end).items()}
+                for name, value in run_values(begin, end, index == len(windows) - 1).items()}
         groups = list(found.values())
         for ended, cost, *sums, wait, gpu_wait in piece_sums(rows, {**runs, **WAIT_VALUES}, ended_in):
             for index, group in enumerate(groups):  # a month's sums, in the order of ``runs``

@@ -29,19 +29,20 @@ def priced_at(monkeypatch, costs):
     monkeypatch.setattr(inventory_costs, "_providers", [lambda day: costs])
 
 
-def lost_between(row, begin, end):
+def lost_between(row, begin, end, last=True):
     """The row's lost work inside [begin, end] (``end`` None: until it ended): the last lost / GPUs hours of its run;
-    without GPUs all of it, or none within an end."""
+    without GPUs all of it in the window it ended in ([begin, end), the ``last`` window's end included)."""
     lost = row.lost_run_gpu_hours or 0.0
     if not row.gpus:
-        return lost if end is None else 0.0
+        return lost if end is None or begin <= row.ended_at < end or (last and row.ended_at == end) else 0.0
     overlap = min(row.ended_at, end or row.ended_at) - max(row.ended_at - timedelta(hours=lost / row.gpus), begin)
     return min(lost, max(overlap.total_seconds(), 0.0) / 3600 * row.gpus)
 
 
 def recomputed(group_by, range_key, filters, now, costs, idle_cost):
     """``{group key: {cause: count, "lost_run", "lost_wait", "lost_cost", "lost_at_default"}}`` read row by row: each
-    infrastructure interruption split over its job's nodes by their GPUs (its own node when the job lists none)."""
+    interruption split over its job's nodes by their GPUs (evenly where it held none; its own node when the job lists
+    none)."""
     start = queries.get_range(range_key).start(now)
     windows = queries.months(start, now) if group_by == "month" else {None: (start, None)}
     selected = queries.matching_nodes(filters)
@@ -68,14 +69,14 @@ def recomputed(group_by, range_key, filters, now, costs, idle_cost):
         if row.cause != "infrastructure":
             continue
         pieces = parts.get(row.job_id) or [(row.node_id, 1)]
-        total = sum(gpus for _, gpus in pieces) or 1
+        total = sum(gpus for _, gpus in pieces)
         for node_id, gpus in pieces:
             if kept is not None and node_id not in kept:
                 continue
-            share = gpus / total
+            share = gpus / total if total else 1 / len(pieces)  # evenly where the job held no GPUs
             for label, (begin, end) in windows.items():
                 group = found[label if group_by == "month" else group_of(row, node_id)]
-                run = lost_between(row, begin, end) * share
+                run = lost_between(row, begin, end, label == list(windows)[-1]) * share
                 waited = label in (None, queries.month_label(row.ended_at))  # the wait: the month it ended in
                 wait = (row.lost_wait_gpu_hours or 0.0) * share if waited else 0.0
                 group["lost_run"] += run
@@ -138,6 +139,36 @@ def test_a_fleet_with_every_kind_of_piece(now, monkeypatch, settings):
     for range_key in ("24h", "30d", "1y"):
         for group_by in queries.GOODPUT_GROUPS:
             assert_figures_are_recomputed(group_by, range_key, {}, now, costs, settings.IDLE_GPU_HOUR_COST)
+
+
+def test_without_contract_costs_the_figures_are_the_same_recomputation(now, monkeypatch, settings):
+    """Every node priced alike: a team's or partition's sums skip the split over the job's nodes (``piece_sums``), and
+    are still those of the pieces, 0-GPU jobs and jobs on no known node included."""
+    make_varied_fleet(now, seed=7, nodes=9, jobs=400, days=120)
+    priced_at(monkeypatch, {})
+    for range_key in ("24h", "30d", "1y"):
+        for group_by in queries.GOODPUT_GROUPS:
+            assert_figures_are_recomputed(group_by, range_key, {}, now, {}, settings.IDLE_GPU_HOUR_COST)
+
+
+@pytest.mark.parametrize("priced", [True, False])
+def test_every_grouping_adds_up_to_the_same_lost_work(now, monkeypatch, priced):
+    """No grouping loses or adds lost GPU-hours or cost: a job's pieces share its interruption's whole loss (evenly
+    where the job held no GPUs), so teams, partitions, months, sites, GPU models and nodes sum to the same."""
+    costs = make_varied_fleet(now, seed=11, nodes=7, jobs=300, days=100)
+    priced_at(monkeypatch, costs if priced else {})
+    for range_key in ("7d", "90d"):
+        totals = {}
+        for group_by in queries.GOODPUT_GROUPS:
+            groups = queries.goodput_by(group_by, range_key, now=now)
+            totals[group_by] = {name: (sum(g[name] for g in groups), len(groups)) for name in (
+                "lost_run_gpu_hours", "lost_wait_gpu_hours", "lost_cost", "lost_preemption_gpu_hours",
+                "lost_user_gpu_hours")}
+        team = totals["team"]
+        assert team["lost_run_gpu_hours"][0] > 0
+        for group_by, sums in totals.items():
+            for name, (total, groups) in sums.items():  # each group rounded to hundredths
+                assert abs(total - team[name][0]) <= 0.005 * (groups + team[name][1]) + 1e-6, (group_by, name)
 
 
 @pytest.mark.parametrize("group_by", queries.GOODPUT_GROUPS)
