@@ -13,7 +13,8 @@ import datetime
 import operator
 
 from django.core.exceptions import FieldDoesNotExist
-from django.db.models import QuerySet
+from django.db import connections
+from django.db.models import CharField, F, Func, QuerySet
 from rest_framework import ISO_8601, fields, relations, serializers
 from rest_framework.settings import api_settings
 
@@ -84,21 +85,22 @@ def values_rows(serializer, queryset, extra_lookups=()):
     if (not isinstance(queryset, QuerySet) or queryset.model is not model or queryset._fields is not None
             or type(serializer).to_representation is not serializers.Serializer.to_representation):
         return None
-    lookups, formatters = {"pk"}, []
+    lookups, formatters, texts = {"pk"}, [], {}
     for field in serializer._readable_fields:  # honours ?fields= and ?brief=1
-        formatter = _formatter(field, model, queryset, lookups)
+        formatter = _formatter(field, model, queryset, lookups, texts)
         if formatter is None:
             return None
         formatters.append((field.field_name, formatter))
-    rows = queryset.values(*sorted(lookups | set(extra_lookups)))
+    rows = queryset.annotate(**texts).values(*sorted(lookups | set(extra_lookups)), *texts)
     # Paginators count the model's rows: the same number (forward relations only), without the joins the columns
     # need (PostgreSQL keeps an inner join in COUNT(*): 20 ms instead of 3 on 27,000 interruptions).
     rows.count = queryset.count
     return ValuesRows(rows, formatters)
 
 
-def _formatter(field, model, queryset, lookups):
-    """A function of a values row giving ``field``'s JSON value; adds the columns it reads to ``lookups``."""
+def _formatter(field, model, queryset, lookups, texts):
+    """A function of a values row giving ``field``'s JSON value; adds the columns it reads to ``lookups``, and to
+    ``texts`` the values the database writes as the JSON's text."""
     if isinstance(field, relations.HyperlinkedIdentityField):
         return _url_formatter(field, "pk")
     if field.source == "__str__":
@@ -125,6 +127,13 @@ def _formatter(field, model, queryset, lookups):
             return None
         formatter = None  # the id as it is
     elif _plain(field):
+        if isinstance(field, fields.DateTimeField) and _writes_utc_iso(field, queryset):
+            lookup = _column(field, model, queryset, wants_id=False)
+            if lookup is None:
+                return None
+            name = f"utc_iso_{lookup.replace('__', '_')}"
+            texts[name] = UTCIsoText(F(lookup))
+            return operator.itemgetter(name)
         formatter = _iso_datetime(field) if isinstance(field, fields.DateTimeField) else field.to_representation
     else:
         return None
@@ -177,6 +186,30 @@ def _stored_type(model, lookup):
     if column.is_relation:
         column = column.target_field
     return None if hasattr(column, "from_db_value") else STORED.get(column.get_internal_type())
+
+
+class UTCIsoText(Func):
+    """A timestamp as DRF writes one in UTC (ISO 8601 with "Z", microseconds only where it has any), written by
+    PostgreSQL: reading a timestamp into Python and formatting it cost 3 µs, a third of a 1,000-row page's time."""
+
+    arity = 1
+    output_field = CharField()
+    template = ("CASE WHEN date_trunc('second', {0}) = {0} THEN to_char({0} AT TIME ZONE 'UTC', "
+                "'YYYY-MM-DD\"T\"HH24:MI:SS\"Z\"') ELSE to_char({0} AT TIME ZONE 'UTC', "
+                "'YYYY-MM-DD\"T\"HH24:MI:SS.US\"Z\"') END")
+
+    def as_sql(self, compiler, connection, **extra):
+        sql, params = compiler.compile(self.source_expressions[0])
+        return self.template.format(sql), (*params, *params, *params, *params)  # the timestamp written 4 times
+
+
+def _writes_utc_iso(field, queryset):
+    """Whether the database can write ``field``'s values (``UTCIsoText``): PostgreSQL, ISO 8601, in UTC."""
+    if not hasattr(field, "timezone"):
+        field.timezone = field.default_timezone()  # the request's
+    output = getattr(field, "format", api_settings.DATETIME_FORMAT)
+    return (connections[queryset.db].vendor == "postgresql" and output is not None and output.lower() == ISO_8601
+            and str(field.timezone) == "UTC")
 
 
 def _iso_datetime(field):

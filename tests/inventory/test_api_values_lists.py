@@ -79,3 +79,34 @@ def test_a_field_without_a_column_keeps_the_serializer(manager):
     assert values_rows(api.StorageSystemSerializer(context=context), querysets.storage_systems()) is None
     assert values_rows(api.RackSerializer(context=context), querysets.racks()) is None
     assert values_rows(api.NodeSerializer(context=context), querysets.nodes()) is not None
+
+
+def test_postgresql_writes_a_timestamp_as_drf_does():
+    """``UTCIsoText`` (the lists' timestamps written by PostgreSQL) against DRF's own ``DateTimeField`` in UTC, for any
+    instant a ``DateTimeField`` holds, with and without microseconds, given in any time zone."""
+    from datetime import datetime, timedelta, timezone
+
+    from django.db import connection
+    from django.db.models import Value
+    from django.db.models.fields import DateTimeField
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    from inventory.models import Site
+    from portal.api.rows import UTCIsoText
+
+    if connection.vendor != "postgresql":
+        pytest.skip("UTCIsoText is PostgreSQL's (the lists format timestamps in Python elsewhere)")
+    f.make_site()
+    drf = fields.DateTimeField()
+
+    @settings(max_examples=300, deadline=None, database=None)
+    @given(st.datetimes(datetime(2, 1, 1), datetime(9998, 12, 31), timezones=st.builds(
+        timezone, st.integers(-14 * 60, 14 * 60).map(lambda minutes: timedelta(minutes=minutes)))), st.booleans())
+    def check(moment, whole_second):
+        moment = moment.replace(microsecond=0) if whole_second else moment
+        written = Site.objects.annotate(t=UTCIsoText(Value(moment, output_field=DateTimeField()))).values_list(
+            "t", flat=True)[0]
+        assert written == drf.to_representation(moment)
+
+    check()
