@@ -51,6 +51,19 @@ def parse_one(document, job):
     return records[0]
 
 
+def read_back(cluster, job, timeout=30):
+    """``sacct --json`` of a finished job as sacct prints it (the parser reads the text) and its record, once the
+    record has its partition: accounting can show a job held at submit COMPLETED a moment before its record has every
+    field (seen once, on a machine running the whole suite: the partition still empty)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        document = cluster.run(["sacct", "--json", "-j", job])
+        record = parse_one(document, job)
+        if record.partition or time.monotonic() > deadline:
+            return document, record
+        time.sleep(0.5)
+
+
 @pytest.mark.slurm
 def test_gpu_minutes_budget_holds_the_job_until_raised_then_sacct_reads_back(slurm_cluster):
     cluster = slurm_cluster
@@ -63,10 +76,9 @@ def test_gpu_minutes_budget_holds_the_job_until_raised_then_sacct_reads_back(slu
     cluster.sacctmgr("modify", "account", "physics", "set", "GrpTRESMins=gres/gpu=1000")
     assert cluster.wait_for_job(job) == "COMPLETED"
 
-    document = cluster.run(["sacct", "--json", "-j", job])  # as sacct prints it: the parser reads the text
+    document, record = read_back(cluster, job)
     if os.environ.get("SLURM_SAVE_FIXTURE") == "1":  # write the saved copy below again
         SAVED.write_text(document)
-    record = parse_one(document, job)
     assert (record.gpus, record.account, record.partition, record.nodes, record.node_count, record.state) == (
         2, "physics", "gpu", cluster.node, 1, "COMPLETED")
     assert (record.cluster, record.user, record.name) == (cluster.cluster, "root", "budget")
